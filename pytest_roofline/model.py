@@ -1,0 +1,93 @@
+"""Pure roofline math: compute and memory times, bound, utilization and the verdict.
+
+T_compute = sum over compute classes of FLOPs / peak of that class (matrix work meets the matrix peak of
+its dtype, the rest meets the vector peak); T_memory = bytes / memory bandwidth; roofline time = max.
+Utilization = roofline time / measured time; above :data:`IMPOSSIBLE_ABOVE` it is physically impossible
+and the verdict names the suspect instead of passing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+__all__ = [
+    "IMPOSSIBLE_ABOVE",
+    "RooflineEstimate",
+    "estimate",
+    "utilization",
+    "verdict",
+    "critical_intensity",
+]
+
+IMPOSSIBLE_ABOVE = 1.05
+
+
+def critical_intensity(peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> float:
+    """FLOPs per byte at which a kernel turns from memory-bound to compute-bound."""
+    return peak_flops_per_s / bandwidth_bytes_per_s
+
+
+@dataclass(frozen=True)
+class RooflineEstimate:
+    compute_time_s: float
+    memory_time_s: float
+    # The peak (FLOP/s) the FLOPs meet as a whole: total FLOPs / compute time.
+    effective_peak_flops: float
+    bandwidth: float
+
+    @property
+    def roofline_time_s(self) -> float:
+        return max(self.compute_time_s, self.memory_time_s)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_time_s >= self.memory_time_s else "memory"
+
+    @property
+    def critical_intensity(self) -> float:
+        return critical_intensity(self.effective_peak_flops, self.bandwidth)
+
+
+def estimate(
+    flops_by_peak: Mapping[str, tuple[float, float]],
+    bytes_accessed: float,
+    bandwidth: float,
+) -> RooflineEstimate:
+    """Roofline of a program.
+
+    ``flops_by_peak`` maps a label (e.g. ``"bf16"``, ``"vector"``) to ``(flops, peak FLOP/s)``.
+    """
+    if bandwidth <= 0:
+        raise ValueError(f"memory bandwidth must be positive, got {bandwidth}")
+    compute = 0.0
+    total_flops = 0.0
+    best_peak = 0.0
+    for label, (flops, peak) in flops_by_peak.items():
+        if flops < 0:
+            raise ValueError(f"negative FLOPs for {label}: {flops}")
+        if flops == 0:
+            best_peak = max(best_peak, peak)
+            continue
+        if peak <= 0:
+            raise ValueError(f"peak for {label} must be positive, got {peak}")
+        compute += flops / peak
+        total_flops += flops
+        best_peak = max(best_peak, peak)
+    effective = total_flops / compute if compute > 0 else best_peak
+    return RooflineEstimate(compute, bytes_accessed / bandwidth, effective, bandwidth)
+
+
+def utilization(roofline_time_s: float, measured_time_s: float) -> float:
+    if measured_time_s <= 0:
+        raise ValueError(f"measured time must be positive, got {measured_time_s}")
+    return roofline_time_s / measured_time_s
+
+
+def verdict(util: float, threshold: float | None) -> str:
+    """"impossible" above 1.05 whatever the threshold; else "pass"/"fail", or "measured" without one."""
+    if util > IMPOSSIBLE_ABOVE:
+        return "impossible"
+    if threshold is None:
+        return "measured"
+    return "pass" if util >= threshold else "fail"

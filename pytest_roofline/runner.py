@@ -1,0 +1,132 @@
+"""Compiling a function ahead of time for example inputs and running it for timing (imports JAX)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from .timing import Timing, TimingSettings, time_program
+
+__all__ = ["MeasureError", "CompiledProgram", "compile_program", "time_compiled"]
+
+
+class MeasureError(RuntimeError):
+    """A kernel that cannot be measured (bad arguments, failed compilation, failed run)."""
+
+
+@dataclass
+class CompiledProgram:
+    name: str
+    compiled: Any  # jax.stages.Compiled
+    hlo_text: str
+    module_name: str
+    compile_time_s: float
+    leaves: list[Any]  # the dynamic argument leaves, on the device
+    treedef: Any
+    donated: list[bool]
+    device: Any
+    raw_cost_analysis: Any
+
+    @property
+    def platform(self) -> str:
+        return str(self.device.platform)
+
+    @property
+    def device_kind(self) -> str:
+        return str(self.device.device_kind)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic))
+
+
+def _describe(x: Any) -> str:
+    return f"{type(x).__module__}.{type(x).__qualname__}"
+
+
+def _dynamic_args(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], args_info: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Drop the static arguments (static_argnums / static_argnames) that ``Compiled`` is called without."""
+    info_args, info_kwargs = args_info
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k in info_kwargs}
+    missing = len(args) - len(info_args)
+    if missing == 0:
+        return args, dyn_kwargs
+    target = jax.tree_util.tree_structure(info_args)
+    candidates = [i for i, a in enumerate(args) if not _is_array(a)]
+    matches = []
+    for static in itertools.combinations(candidates, missing):
+        rest = tuple(a for i, a in enumerate(args) if i not in static)
+        if jax.tree_util.tree_structure(rest) == target:
+            matches.append(rest)
+    if len(matches) != 1:
+        raise MeasureError(f"{name}: cannot tell which of its {len(args)} positional arguments are static; "
+                           f"bind static arguments with functools.partial before measuring")
+    return matches[0], dyn_kwargs
+
+
+def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> CompiledProgram:
+    """Jit (if needed), lower and compile ``fn`` for the example inputs, and put the inputs on the device."""
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+    t0 = time.perf_counter()
+    try:
+        lowered = jitted.lower(*args, **kwargs)
+    except TypeError as exc:
+        bad = [f"argument {i} ({_describe(a)})" for i, a in enumerate(args)
+               if not _is_array(a) and not isinstance(a, (int, float, bool, complex, tuple, list, dict))]
+        hint = f"; not arrays: {', '.join(bad)}" if bad else ""
+        raise MeasureError(f"{name}: cannot trace it with the given arguments{hint}: {exc}") from exc
+    except Exception as exc:
+        raise MeasureError(f"{name}: tracing/lowering failed: {type(exc).__name__}: {exc}") from exc
+    try:
+        compiled = lowered.compile()
+    except Exception as exc:
+        raise MeasureError(f"{name}: compilation failed: {type(exc).__name__}: {exc}") from exc
+    compile_time = time.perf_counter() - t0
+
+    dyn_args, dyn_kwargs = _dynamic_args(name, tuple(args), dict(kwargs), lowered.args_info)
+    leaves, treedef = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    donated = [bool(getattr(info, "donated", False)) for info in jax.tree_util.tree_leaves(lowered.args_info)]
+    if len(donated) != len(leaves):
+        donated = [False] * len(leaves)
+    on_device = [x for x in leaves if isinstance(x, jax.Array)]
+    device = sorted(on_device[0].devices(), key=lambda d: d.id)[0] if on_device else jax.devices()[0]
+    # Host arrays go to the device now, so that no run pays the transfer.
+    placed = [jax.device_put(x, device) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves]
+    jax.block_until_ready(placed)
+    hlo_text = compiled.as_text()
+    module_name = hlo_text.split(None, 2)[1].rstrip(",") if hlo_text.startswith("HloModule") else ""
+    try:
+        raw_cost = compiled.cost_analysis()
+    except Exception as exc:  # noqa: BLE001 - reported as "no cost analysis" by cost.py
+        raw_cost = exc
+    return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, placed, treedef, donated,
+                           device, raw_cost)
+
+
+def time_compiled(program: CompiledProgram, settings: TimingSettings) -> Timing:
+    """Time the compiled program; donated inputs get a fresh copy before every run, outside the timing."""
+    compiled = program.compiled
+    treedef = program.treedef
+
+    def prepare() -> list[Any]:
+        if not any(program.donated):
+            return program.leaves
+        fresh = [x.copy() if d and isinstance(x, jax.Array) else x for x, d in zip(program.leaves, program.donated)]
+        jax.block_until_ready(fresh)
+        return fresh
+
+    def execute(leaves: list[Any]) -> None:
+        dyn_args, dyn_kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
+        jax.block_until_ready(compiled(*dyn_args, **dyn_kwargs))
+
+    try:
+        return time_program(prepare, execute, program.module_name, program.platform, settings)
+    except MeasureError:
+        raise
+    except Exception as exc:
+        raise MeasureError(f"{program.name}: running it failed: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,189 @@
+"""Running a compiled program N times under the profiler and turning the trace into device times.
+
+One profiler session covers all timed runs. Runs stop adaptively: after ``min_runs``, as soon as the
+relative interquartile range of the wall-clock times is within ``target_spread``, or when ``budget_s`` of
+timed running is spent, or at ``max_runs``. Device times then come from the trace
+(:mod:`pytest_roofline.trace`); the host wall clock around each call (``block_until_ready``) is kept
+beside them and is the fallback when the profiler cannot be used, with the reason recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from statistics import median
+from typing import Any, Callable, Sequence
+
+from .trace import RunTimes, TraceError, flatten, run_times
+
+__all__ = ["TimingSettings", "Timing", "ProfilerUnavailable", "time_program", "relative_iqr"]
+
+
+def relative_iqr(values: Sequence[float]) -> float:
+    """(75th - 25th percentile) / median: the spread figure reported for a measurement."""
+    if len(values) < 2:
+        return 0.0
+    ordered = sorted(values)
+
+    def quantile(q: float) -> float:
+        pos = q * (len(ordered) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(ordered) - 1)
+        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+    mid = median(ordered)
+    return (quantile(0.75) - quantile(0.25)) / mid if mid > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class TimingSettings:
+    """How to time a program. ``timer`` is "auto" (profiler, wall clock if it cannot be used),
+    "profiler" (an error if it cannot be used) or "wallclock"."""
+
+    warmup: int = 2
+    min_runs: int = 5
+    max_runs: int = 100
+    budget_s: float = 1.0
+    target_spread: float = 0.02
+    timer: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0:
+            raise ValueError(f"warmup must be >= 0, got {self.warmup}")
+        if self.min_runs < 1:
+            raise ValueError(f"min_runs must be >= 1, got {self.min_runs}")
+        if self.max_runs < self.min_runs:
+            raise ValueError(f"max_runs ({self.max_runs}) must be >= min_runs ({self.min_runs})")
+        if not self.budget_s > 0:
+            raise ValueError(f"budget_s must be > 0, got {self.budget_s}")
+        if not self.target_spread >= 0:
+            raise ValueError(f"target_spread must be >= 0, got {self.target_spread}")
+        if self.timer not in ("auto", "profiler", "wallclock"):
+            raise ValueError(f"timer must be 'auto', 'profiler' or 'wallclock', got {self.timer!r}")
+
+
+@dataclass(frozen=True)
+class Timing:
+    per_run_s: tuple[float, ...]  # the times the result uses (device times, or wall times on fallback)
+    wall_per_run_s: tuple[float, ...]  # host wall clock around each call, always recorded
+    timer: str  # "profiler" or "wallclock"
+    fallback_reason: str  # why the wall clock was used ("" when the profiler was)
+    method: str  # how device times were read from the trace
+    trace: Any = None  # the raw ProfileData when the profiler ran (for per-op analysis and artifacts)
+    xspace: bytes = b""  # the serialized trace, for saving
+
+    @property
+    def runs(self) -> int:
+        return len(self.per_run_s)
+
+    @property
+    def median_s(self) -> float:
+        return median(self.per_run_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.per_run_s)
+
+    @property
+    def spread(self) -> float:
+        return relative_iqr(self.per_run_s)
+
+    @property
+    def wall_min_s(self) -> float:
+        return min(self.wall_per_run_s)
+
+
+class ProfilerUnavailable(RuntimeError):
+    """The profiler could not be used; the message is the reason."""
+
+
+class _Session:
+    """A JAX profiler session kept in memory; always stopped, also when the program raises."""
+
+    def __init__(self) -> None:
+        from jax._src.lib import _profiler  # private but stable since 0.4; see JAX_NOTES.md
+
+        options = _profiler.ProfileOptions()
+        options.python_tracer_level = 0  # the Python tracer costs time per call and adds nothing here
+        options.host_tracer_level = 2
+        options.raise_error_on_start_failure = True
+        try:
+            self._session = _profiler.ProfilerSession(options)
+        except Exception as exc:  # noqa: BLE001 - the profiler raises its own runtime error types
+            raise ProfilerUnavailable(f"the profiler could not start: {exc}") from None
+        self._stopped = False
+
+    def stop(self) -> bytes:
+        self._stopped = True
+        try:
+            return bytes(self._session.stop())
+        except Exception as exc:  # noqa: BLE001
+            raise ProfilerUnavailable(f"the profiler could not stop: {exc}") from None
+
+    def discard(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            try:
+                self._session.stop()
+            except Exception:  # noqa: BLE001 - already failing; the first error is the one to report
+                pass
+
+
+def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], None],
+                    settings: TimingSettings) -> list[float]:
+    walls: list[float] = []
+    spent = 0.0
+    while len(walls) < settings.max_runs:
+        args = prepare()
+        t0 = time.perf_counter()
+        execute(args)
+        wall = time.perf_counter() - t0
+        walls.append(wall)
+        spent += wall
+        if len(walls) >= settings.min_runs:
+            if spent >= settings.budget_s or relative_iqr(walls) <= settings.target_spread:
+                break
+    return walls
+
+
+def time_program(prepare: Callable[[], Any], execute: Callable[[Any], None], module_name: str,
+                 platform: str, settings: TimingSettings) -> Timing:
+    """Warm up, then time ``execute(prepare())`` runs; ``prepare`` (fresh donated inputs) is not timed.
+
+    ``execute`` must block until the program's outputs are ready.
+    """
+    for _ in range(settings.warmup):
+        execute(prepare())
+    if settings.timer == "wallclock":
+        walls = _run_adaptively(prepare, execute, settings)
+        return Timing(tuple(walls), tuple(walls), "wallclock", "wall clock requested (timer='wallclock')", "")
+
+    try:
+        session = _Session()
+    except ProfilerUnavailable as exc:
+        if settings.timer == "profiler":
+            raise
+        walls = _run_adaptively(prepare, execute, settings)
+        return Timing(tuple(walls), tuple(walls), "wallclock", str(exc), "")
+    try:
+        walls = _run_adaptively(prepare, execute, settings)
+    except BaseException:
+        session.discard()  # never leave a profiler session open, also when the kernel raises
+        raise
+    try:
+        xspace = session.stop()
+    except ProfilerUnavailable as exc:
+        if settings.timer == "profiler":
+            raise
+        return Timing(tuple(walls), tuple(walls), "wallclock", str(exc), "")
+
+    try:
+        from jax.profiler import ProfileData
+
+        profile = ProfileData.from_serialized_xspace(xspace)
+        found: RunTimes = run_times(flatten(profile), module_name, platform, len(walls))
+    except TraceError as exc:
+        if settings.timer == "profiler":
+            raise ProfilerUnavailable(f"trace unusable: {exc}") from None
+        return Timing(tuple(walls), tuple(walls), "wallclock", f"trace unusable: {exc}", "")
+    return Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, profile, xspace)
