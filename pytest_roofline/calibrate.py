@@ -70,10 +70,18 @@ def cpu_info(cpuinfo_text: str | None = None) -> dict[str, Any]:
         mhz = float(fields.get("cpu MHz", "0"))
     except ValueError:
         mhz = 0.0
+    clock = "reported clock (/proc/cpuinfo; a VM often reports the base clock, boost runs faster)"
+    try:
+        max_khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text().strip()
+        if cpuinfo_text and max_khz.isdigit():
+            mhz, clock = int(max_khz) / 1e3, "maximum clock (cpufreq)"
+    except OSError:
+        pass
     return {
         "model": fields.get("model name") or _platform.processor() or _platform.machine(),
         "vendor": fields.get("vendor_id", ""),
         "mhz": mhz,
+        "clock": clock,
         "flags": fields.get("flags", "").split(),
         "cores": cores,
     }
@@ -96,7 +104,9 @@ def theoretical_cpu_peak(info: Mapping[str, Any]) -> tuple[float, str] | None:
     else:
         return None
     cores = int(info.get("cores") or 1)
-    how = f"{cores} cores x {mhz / 1e3:.2f} GHz x {per_cycle} f32 FLOP/cycle ({isa}, assumed from CPU flags)"
+    clock = info.get("clock", "reported clock")
+    how = (f"{cores} cores x {mhz / 1e3:.2f} GHz {clock} x {per_cycle} f32 FLOP/cycle "
+           f"({isa}, assumed from CPU flags)")
     return cores * mhz * 1e6 * per_cycle, how
 
 
@@ -208,12 +218,16 @@ def cpu_spec(device_kind: str = "cpu", refresh: bool = False) -> HardwareSpec:
              for k, v in figures["peaks"].items()}
     memory = Ceiling(float(figures["memory"]), "calibration", f"{details['memory']} on this machine; {where}", date)
     theoretical: dict[str, Ceiling] = {}
+    notes = ["CPU ceilings are measured on this machine, not read from a datasheet"]
     derived = theoretical_cpu_peak(info)
     if derived is not None:
         theoretical["f32"] = Ceiling(derived[0], "theoretical", derived[1], date[:10])
+        if "f32" in peaks and peaks["f32"].value > derived[0]:
+            notes.append(f"the measured f32 ceiling ({peaks['f32'].value / 1e9:.0f} GFLOP/s) is above the "
+                         f"theoretical peak at the {info.get('clock', 'reported clock')} "
+                         f"({derived[0] / 1e9:.0f} GFLOP/s): the CPU runs faster than that clock")
     name = f"CPU {info['model']} x{info['cores']}"
-    return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical,
-                        ("CPU ceilings are measured on this machine, not read from a datasheet",))
+    return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical, tuple(notes))
 
 
 def calibrated_spec(base: HardwareSpec, device_kind: str, refresh: bool = False) -> HardwareSpec:

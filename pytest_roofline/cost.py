@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Mapping
 
-from .hlo import Computation, HloModule, Instruction, Shape
+from .hlo import DTYPE_BYTES, Computation, HloModule, Instruction
 
 __all__ = [
     "CostAnalysisError",
@@ -160,6 +160,43 @@ def _conv_flops(comp: Computation, inst: Instruction) -> float:
     return 2.0 * inst.shape.num_elements * per_output
 
 
+_VIEW_OPS = frozenset({"bitcast", "copy", "transpose", "reshape", "broadcast"})
+
+
+def _narrower(a: str, b: str) -> str:
+    return a if DTYPE_BYTES.get(a, 4) <= DTYPE_BYTES.get(b, 4) else b
+
+
+def source_dtype(module: HloModule, comp: Computation, name: str,
+                 param_sources: tuple[str, ...] | None = None, depth: int = 0) -> str:
+    """The dtype a value had before compiler-inserted converts and views.
+
+    XLA:CPU computes a bf16 dot as convert-to-f32, f32 dot, convert back: the kernel is still a bf16
+    matmul (and the bf16 ceiling is calibrated through the same converts), so the dot's class is bf16.
+    """
+    inst = comp.by_name.get(name)
+    if inst is None or inst.shape.is_tuple or depth > 32:
+        return "f32" if inst is None or inst.shape.is_tuple else inst.shape.dtype
+    if inst.opcode == "parameter":
+        try:
+            index = int(inst.literal)
+        except ValueError:
+            return inst.shape.dtype
+        if param_sources is not None and index < len(param_sources):
+            return param_sources[index]
+        return inst.shape.dtype
+    if inst.opcode == "convert" and inst.operands:
+        return _narrower(source_dtype(module, comp, inst.operands[0], param_sources, depth + 1), inst.shape.dtype)
+    if inst.opcode in _VIEW_OPS and inst.operands:
+        return source_dtype(module, comp, inst.operands[0], param_sources, depth + 1)
+    if inst.opcode == "fusion" and inst.called:
+        callee = module.computations.get(inst.called[0])
+        if callee is not None and callee.root.opcode in _VIEW_OPS | {"convert"}:
+            inner_sources = tuple(source_dtype(module, comp, o, param_sources, depth + 1) for o in inst.operands)
+            return source_dtype(module, callee, callee.root.name, inner_sources, depth + 1)
+    return inst.shape.dtype
+
+
 def _operand_bytes(comp: Computation, inst: Instruction) -> float:
     seen: set[str] = set()
     total = 0.0
@@ -173,20 +210,21 @@ def _operand_bytes(comp: Computation, inst: Instruction) -> float:
     return total
 
 
-def _inner_cost(module: HloModule, comp_name: str, multiply_loops: bool) -> OpCost:
+def _inner_cost(module: HloModule, comp_name: str, multiply_loops: bool,
+                param_sources: tuple[str, ...] | None = None) -> OpCost:
     """FLOPs of every instruction of a called computation (fusion body, reducer), bytes not counted."""
     comp = module.computations.get(comp_name)
     total = OpCost()
     if comp is None:
         return total
     for inst in comp.instructions:
-        c = instruction_cost(module, comp, inst, multiply_loops)
+        c = instruction_cost(module, comp, inst, multiply_loops, param_sources)
         total = total + OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops)
     return total
 
 
 def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
-                     multiply_loops: bool = True) -> OpCost:
+                     multiply_loops: bool = True, param_sources: tuple[str, ...] | None = None) -> OpCost:
     """Estimate FLOPs / transcendentals / bytes of one instruction, the way XLA's cost analysis does.
 
     Bytes are operands read + result written for instructions that touch memory; a fusion's internal
@@ -197,18 +235,15 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
     if op in FREE_OPS:
         return OpCost()
     io_bytes = _operand_bytes(comp, inst) + inst.shape.bytes
-    if op == "dot":
-        flops = _dot_flops(comp, inst)
-        dtypes = [s.dtype for s in (_shape_of(comp, o) for o in inst.operands[:2]) if s is not None]
-        return OpCost(flops, 0.0, io_bytes, {compute_class(dtypes): flops})
-    if op == "convolution":
-        flops = _conv_flops(comp, inst)
-        dtypes = [s.dtype for s in (_shape_of(comp, o) for o in inst.operands[:2]) if s is not None]
+    if op in ("dot", "convolution"):
+        flops = _dot_flops(comp, inst) if op == "dot" else _conv_flops(comp, inst)
+        dtypes = [source_dtype(module, comp, o, param_sources) for o in inst.operands[:2]]
         return OpCost(flops, 0.0, io_bytes, {compute_class(dtypes): flops})
     if op == "fusion" or op == "call" or op == "async-start":
         inner = OpCost()
+        sources = tuple(source_dtype(module, comp, o, param_sources) for o in inst.operands)
         for callee in inst.called:
-            inner = inner + _inner_cost(module, callee, multiply_loops)
+            inner = inner + _inner_cost(module, callee, multiply_loops, sources)
         return OpCost(inner.flops, inner.transcendentals, io_bytes, inner.matrix_flops)
     if op == "while":
         trip = inst.known_trip_count if multiply_loops else None

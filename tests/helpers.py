@@ -1,0 +1,17 @@
+"""Compile a function with JAX and return what the counting code reads (real compiled programs)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pytest_roofline.cost import Counts, program_counts
+from pytest_roofline.hlo import HloModule, parse_hlo
+
+
+def compile_counts(fn: Callable[..., Any], *args: Any) -> tuple[Counts, HloModule, Any]:
+    import jax
+
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+    compiled = jitted.lower(*args).compile()
+    module = parse_hlo(compiled.as_text())
+    return program_counts(compiled.cost_analysis(), module), module, compiled

@@ -1,0 +1,74 @@
+"""CPU calibration: the cache, the theoretical peak, and one real calibration on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline import calibrate
+
+ZEN4_CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 9R14
+cpu MHz\t\t: 3700.000
+flags\t\t: fpu sse2 avx2 fma avx512f avx512_bf16
+"""
+
+
+def test_theoretical_peak_from_cpu_flags() -> None:
+    info = calibrate.cpu_info(ZEN4_CPUINFO)
+    info.update(cores=2, mhz=3700.0)
+    value, how = calibrate.theoretical_cpu_peak(info)
+    assert value == 2 * 3.7e9 * 32
+    assert "Zen 4" in how and "2 cores" in how
+    intel = dict(info, vendor="GenuineIntel")
+    assert calibrate.theoretical_cpu_peak(intel)[0] == 2 * 3.7e9 * 64
+    assert calibrate.theoretical_cpu_peak(dict(info, mhz=0.0)) is None
+
+
+def test_cache_round_trip_and_key_mismatch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(calibrate.CACHE_DIR_ENV, str(tmp_path))
+    key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
+    assert calibrate.load_cached(key) is None
+    path = calibrate.store_cached(key, {"peaks": {"f32": 1.0}, "memory": 2.0, "date": "d", "details": {}})
+    assert path.parent == tmp_path and not list(tmp_path.glob(".calibration-*"))  # no temporary left
+    assert calibrate.load_cached(key)["memory"] == 2.0
+    assert calibrate.load_cached(dict(key, jax="y")) is None
+    path.write_text("{half a fil")
+    assert calibrate.load_cached(key) is None
+
+
+def test_cpu_spec_uses_the_cache_until_asked_to_recalibrate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fake measurement: counts how often the calibration kernels would run.
+    monkeypatch.setenv(calibrate.CACHE_DIR_ENV, str(tmp_path))
+    calls = []
+
+    def fake_measure(platform: str) -> dict:
+        calls.append(platform)
+        return {"peaks": {"f32": 1e11, "bf16": 5e10}, "memory": 2e10,
+                "details": {"f32": "fake", "bf16": "fake", "memory": "fake"}}
+
+    monkeypatch.setattr(calibrate, "_measure_ceilings", fake_measure)
+    first = calibrate.cpu_spec()
+    second = calibrate.cpu_spec()
+    assert calls == ["cpu"]
+    assert second.peaks["f32"].value == 1e11 and "cached in" in second.peaks["f32"].source
+    assert "measured now" in first.peaks["f32"].source
+    calibrate.cpu_spec(refresh=True)
+    assert calls == ["cpu", "cpu"]
+
+
+def test_real_calibration_on_this_machine() -> None:
+    pytest.importorskip("jax")
+    spec = calibrate.cpu_spec(refresh=True)
+    assert spec.platform == "cpu"
+    for key in ("f32", "bf16"):
+        assert spec.peaks[key].origin == "calibration"
+        assert 1e9 < spec.peaks[key].value < 1e14
+    assert 1e9 < spec.memory_bandwidth.value < 1e13
+    theoretical = spec.theoretical.get("f32")
+    if theoretical is not None and spec.peaks["f32"].value > theoretical.value:
+        # Seen on the development VM: /proc/cpuinfo reports the 2.6 GHz base clock while the cores boost.
+        # The contradiction must be stated, not hidden.
+        assert any("above the theoretical peak" in n for n in spec.notes)

@@ -1,0 +1,120 @@
+"""FLOPs, transcendentals and bytes of real compiled programs against analytic formulas."""
+
+from __future__ import annotations
+
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+from helpers import compile_counts  # noqa: E402
+
+from pytest_roofline.cost import CostAnalysisError, normalize_cost_analysis  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype,itemsize", [("float32", 4), ("bfloat16", 2)])
+@pytest.mark.parametrize("m,k,n", [(1024, 1024, 1024), (256, 512, 128), (8, 4096, 1024), (1000, 300, 70)])
+def test_matmul_counts(m: int, k: int, n: int, dtype: str, itemsize: int) -> None:
+    a = jnp.ones((m, k), dtype)
+    b = jnp.ones((k, n), dtype)
+    counts, _, _ = compile_counts(lambda x, y: x @ y, a, b)
+    elements = m * k + k * n + m * n
+    cls = "f32" if dtype == "float32" else "bf16"
+    assert counts.matrix_flops == {cls: 2 * m * n * k}
+    assert not counts.lower_bound
+    if dtype == "float32" or jax.default_backend() != "cpu":
+        assert counts.flops == 2 * m * n * k
+        assert counts.bytes_accessed == itemsize * elements
+        assert counts.vector_flops == 0
+    else:
+        # XLA:CPU runs a bf16 dot as convert-to-f32, f32 dot, convert back: one FLOP per converted
+        # element, and the f32 copies are real memory traffic (bf16 read + f32 write + f32 read ...).
+        assert counts.flops == 2 * m * n * k + elements
+        assert counts.bytes_accessed >= itemsize * elements
+
+
+def test_batched_matmul_counts() -> None:
+    b, m, k, n = 8, 128, 256, 64
+    x = jnp.ones((b, m, k), jnp.float32)
+    y = jnp.ones((b, k, n), jnp.float32)
+    counts, _, _ = compile_counts(jnp.matmul, x, y)
+    assert counts.flops == 2 * b * m * n * k
+    assert counts.matrix_flops == {"f32": 2 * b * m * n * k}
+    assert counts.bytes_accessed == 4 * b * (m * k + k * n + m * n)
+
+
+def test_elementwise_counts() -> None:
+    n = 1 << 20
+    x = jnp.ones((n,), jnp.float32)
+    counts, _, _ = compile_counts(lambda v: v * 2.0 + 1.0, x)
+    assert counts.flops == 2 * n  # one multiply and one add per element, fused
+    assert counts.bytes_accessed == 2 * 4 * n  # read once, written once: fusion keeps the temporary
+    assert counts.matrix_flops == {}
+    assert counts.transcendentals == 0
+
+
+def test_transcendental_counts() -> None:
+    n = 1 << 16
+    counts, _, _ = compile_counts(jnp.tanh, jnp.ones((n,), jnp.float32))
+    assert counts.transcendentals == n
+    assert counts.flops == 0
+
+
+def test_reduction_counts() -> None:
+    x = jnp.ones((1024, 1024), jnp.float32)
+    counts, _, _ = compile_counts(lambda v: v.sum(axis=1), x)
+    assert counts.flops == 1024 * 1023
+    assert counts.bytes_accessed == 4 * (1024 * 1024 + 1024)
+
+
+def test_softmax_counts() -> None:
+    rows, cols = 512, 1024
+    x = jnp.ones((rows, cols), jnp.float32)
+    counts, _, _ = compile_counts(lambda v: jax.nn.softmax(v, axis=-1), x)
+    # One exp per element; bytes at least one read of the input and one write of the output.
+    assert counts.transcendentals == rows * cols
+    assert counts.bytes_accessed >= 2 * 4 * rows * cols
+    # max-reduce + subtract + sum-reduce + divide: about 4 FLOPs per element.
+    assert 3 * rows * cols <= counts.flops <= 6 * rows * cols
+
+
+def test_fori_loop_multiplied_by_trip_count() -> None:
+    n, trips = 256, 10
+    x = jnp.ones((n, n), jnp.float32)
+    counts, _, _ = compile_counts(lambda v: jax.lax.fori_loop(0, trips, lambda i, y: jnp.tanh(y @ y), v), x)
+    assert counts.loops and "trip count 10" in counts.loops[0]
+    assert not counts.lower_bound
+    dot = 2 * n**3
+    # XLA counted the body once; the result counts it ten times (plus the loop counter's adds/compares).
+    assert trips * dot <= counts.flops <= trips * dot + 4 * trips
+    assert counts.transcendentals == trips * n * n
+    assert counts.matrix_flops["f32"] == pytest.approx(trips * dot)
+
+
+def test_while_loop_with_unknown_trip_count_is_a_lower_bound() -> None:
+    x = jnp.ones((64, 64), jnp.float32)
+
+    def until_large(v):
+        return jax.lax.while_loop(lambda s: s.sum() < 1e6, lambda s: s @ s, v)
+
+    counts, _, _ = compile_counts(until_large, x)
+    assert counts.lower_bound
+    assert "unknown" in counts.loops[0]
+    assert counts.flops >= 2 * 64**3
+
+
+def test_normalize_accepts_dict_and_list_and_missing_keys() -> None:
+    assert normalize_cost_analysis({"flops": 3.0}) == {"flops": 3.0, "transcendentals": 0.0, "bytes_accessed": 0.0}
+    assert normalize_cost_analysis([{"bytes accessed": 8}])["bytes_accessed"] == 8.0
+
+
+@pytest.mark.parametrize("raw,fragment", [
+    ({"flops": -1.0}, "negative"),
+    (None, "no cost analysis"),
+    ([], "expected one"),
+    ({"flops": "many"}, "not a number"),
+])
+def test_normalize_rejects_nonsense_and_shows_it(raw: object, fragment: str) -> None:
+    with pytest.raises(CostAnalysisError, match=fragment) as info:
+        normalize_cost_analysis(raw)
+    assert repr(raw)[:10] in str(info.value)

@@ -1,0 +1,137 @@
+"""The shipped table, detection by device_kind, YAML overrides and their errors, peak selection rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline.hardware import (
+    HARDWARE_FILE_ENV,
+    HardwareError,
+    UnknownDeviceError,
+    find_spec,
+    load_shipped_table,
+    merge_overrides,
+    peak_for_class,
+)
+
+
+def test_every_shipped_figure_has_a_source_and_a_date() -> None:
+    table = load_shipped_table()
+    for name in ("A100 40GB SXM", "A100 80GB SXM", "H100 SXM", "H100 PCIe", "H200 SXM", "B200", "L4",
+                 "TPU v2", "TPU v3", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e"):
+        spec = table[name]
+        for ceiling in [*spec.peaks.values(), spec.memory_bandwidth]:
+            assert ceiling.origin == "datasheet"
+            assert ceiling.source and ceiling.source != "unknown source", name
+            assert ceiling.date[:4].isdigit(), name
+
+
+def test_h100_figures() -> None:
+    h100 = load_shipped_table()["H100 SXM"]
+    assert h100.peaks["bf16"].value == 989e12
+    assert h100.peaks["tf32"].value == pytest.approx(494.7e12)
+    assert h100.memory_bandwidth.value == 3350e9
+    assert h100.interconnect_bandwidth is not None and h100.interconnect_bandwidth.value == 900e9
+
+
+@pytest.mark.parametrize("platform,kind,name", [
+    ("gpu", "NVIDIA H100 80GB HBM3", "H100 SXM"),
+    ("gpu", "NVIDIA H100 PCIe", "H100 PCIe"),
+    ("gpu", "nvidia h200", "H200 SXM"),
+    ("tpu", "TPU v5 lite", "TPU v5e"),
+    ("tpu", "TPU v5", "TPU v5p"),
+    ("tpu", "TPU v6 lite", "TPU v6e"),
+])
+def test_detection_by_device_kind(platform: str, kind: str, name: str) -> None:
+    assert find_spec(load_shipped_table(), platform, kind).name == name
+
+
+def test_unknown_device_names_its_kind_and_shows_yaml() -> None:
+    with pytest.raises(UnknownDeviceError) as info:
+        find_spec(load_shipped_table(), "gpu", "NVIDIA Imaginary 9000")
+    text = str(info.value)
+    assert "'NVIDIA Imaginary 9000'" in text
+    assert 'device_kinds: ["NVIDIA Imaginary 9000"]' in text and "peak_tflops" in text and "memory_gbps" in text
+
+
+def test_forced_name() -> None:
+    table = load_shipped_table()
+    assert find_spec(table, "cpu", "cpu", forced_name="tpu v5e").name == "TPU v5e"
+    with pytest.raises(UnknownDeviceError, match="'nope' is not in the table"):
+        find_spec(table, "cpu", "cpu", forced_name="nope")
+
+
+def test_override_merges_figures_and_adds_devices(tmp_path: Path) -> None:
+    path = tmp_path / "hw.yaml"
+    path.write_text(
+        "devices:\n"
+        "  H100 SXM:\n"
+        "    memory_gbps: 3000\n"
+        "    source: measured by us\n"
+        "  My GPU:\n"
+        "    platform: gpu\n"
+        "    device_kinds: [\"My GPU 1\"]\n"
+        "    read: 2026-01-02\n"
+        "    peak_tflops: {bf16: 100, vector: {value: 10, source: spec sheet p.3}}\n"
+        "    memory_gbps: 500\n"
+    )
+    table = merge_overrides(load_shipped_table(), path)
+    h100 = table["H100 SXM"]
+    assert h100.memory_bandwidth.value == 3000e9
+    assert h100.memory_bandwidth.origin == "override" and h100.memory_bandwidth.source == "measured by us"
+    assert h100.peaks["bf16"].origin == "datasheet"  # untouched figures keep their source
+    mine = find_spec(table, "gpu", "My GPU 1")
+    assert mine.peaks["bf16"].value == 100e12 and mine.peaks["bf16"].date == "2026-01-02"
+    assert mine.peaks["vector"].source == "spec sheet p.3"
+    assert str(path) in mine.memory_bandwidth.source
+
+
+def test_override_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "env.yaml"
+    path.write_text("devices:\n  L4:\n    memory_gbps: 250\n")
+    monkeypatch.setenv(HARDWARE_FILE_ENV, str(path))
+    spec = merge_overrides(load_shipped_table(), None)["L4"]
+    assert spec.memory_bandwidth.value == 250e9
+    assert HARDWARE_FILE_ENV in spec.memory_bandwidth.source
+
+
+@pytest.mark.parametrize("content,fragment", [
+    ("devices: [1, 2", "not valid YAML"),
+    ("- a\n- b\n", "mapping at the top level"),
+    ("devices:\n  X:\n    platform: gpu\n    peak_tflops: {bf16: 1}\n", "needs memory_gbps"),
+    ("devices:\n  X:\n    platform: quantum\n", "platform: cpu, gpu or tpu"),
+    ("devices:\n  H100 SXM:\n    peak_tflops: {bf17: 3}\n", "unknown peak key 'bf17'"),
+    ("devices:\n  H100 SXM:\n    memory_gbps: -3\n", "H100 SXM.memory_gbps: must be a positive number"),
+    ("devices:\n  H100 SXM:\n    memory_gbps: fast\n", "expected a number"),
+    ("devices:\n  H100 SXM:\n    colour: red\n", "unknown key"),
+    ("gadgets: {}\n", "unknown top-level key"),
+])
+def test_malformed_override_names_the_file_and_key(tmp_path: Path, content: str, fragment: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    with pytest.raises(HardwareError) as info:
+        merge_overrides(load_shipped_table(), path)
+    assert fragment in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_missing_override_file(tmp_path: Path) -> None:
+    with pytest.raises(HardwareError, match="cannot read it"):
+        merge_overrides(load_shipped_table(), tmp_path / "absent.yaml")
+
+
+def test_peak_rules() -> None:
+    table = load_shipped_table()
+    h100, v5e, v5p = table["H100 SXM"], table["TPU v5e"], table["TPU v5p"]
+    assert peak_for_class(h100, "bf16")[0] == "bf16"
+    assert peak_for_class(h100, "f32")[0] == "tf32"  # default precision
+    assert peak_for_class(h100, "f32", "highest")[0] == "f32"
+    assert peak_for_class(h100, "vector")[0] == "vector"
+    key, ceiling, note = peak_for_class(v5e, "f32", "highest")
+    assert key == "bf16" and ceiling.value == pytest.approx(197e12 / 6) and "6 bf16 passes" in note
+    assert peak_for_class(v5p, "vector")[1].value == 7e12
+    key, _, note = peak_for_class(v5e, "vector")  # no VPU figure: fastest peak, said so
+    assert key == "int8" and "understated" in note
+    assert peak_for_class(h100, "f16")[0] == "f16"

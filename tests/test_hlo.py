@@ -1,0 +1,94 @@
+"""The HLO reader on real optimized HLO captured at test time, and on malformed text."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline.hlo import HloParseError, parse_hlo, parse_shape
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+
+def _hlo(fn, *args) -> str:
+    return jax.jit(fn).lower(*args).compile().as_text()
+
+
+def test_reads_a_matmul() -> None:
+    a = jnp.ones((128, 256), jnp.float32)
+    b = jnp.ones((256, 64), jnp.float32)
+    module = parse_hlo(_hlo(lambda x, y: x @ y, a, b))
+    dots = [i for c in module.computations.values() for i in c.instructions if i.opcode == "dot"]
+    assert len(dots) == 1
+    dot = dots[0]
+    assert dot.shape.dims == (128, 64) and dot.shape.dtype == "f32"
+    assert dot.int_list("lhs_contracting_dims") == (1,)
+    assert module.entry.root.opcode in ("fusion", "dot")
+    params = [i for i in module.entry.instructions if i.opcode == "parameter"]
+    assert [p.shape.dims for p in params] == [(128, 256), (256, 64)]
+
+
+def test_reads_a_loop_with_its_trip_count_and_tuples() -> None:
+    x = jnp.ones((32, 32), jnp.float32)
+    module = parse_hlo(_hlo(lambda v: jax.lax.fori_loop(0, 7, lambda i, y: y * 2.0, v), x))
+    loops = [i for c in module.computations.values() for i in c.instructions if i.opcode == "while"]
+    assert len(loops) == 1
+    loop = loops[0]
+    assert loop.known_trip_count == 7
+    assert loop.shape.is_tuple and len(loop.shape.elements_of) == 2
+    assert set(loop.called) == {loop.attrs["body"].lstrip("%"), loop.attrs["condition"].lstrip("%")}
+    assert all(name in module.computations for name in loop.called)
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "conv", "reduce", "scan"])
+def test_reads_real_programs_of_several_kinds(kernel: str) -> None:
+    if kernel == "softmax":
+        text = _hlo(lambda v: jax.nn.softmax(v, axis=-1), jnp.ones((64, 128)))
+    elif kernel == "conv":
+        x = jnp.ones((2, 3, 32, 32))
+        w = jnp.ones((8, 3, 3, 3))
+        text = _hlo(lambda a, b: jax.lax.conv(a, b, (1, 1), "SAME"), x, w)
+    elif kernel == "reduce":
+        text = _hlo(lambda v: (v.max(axis=0), v.sum()), jnp.ones((256, 256)))
+    else:
+        text = _hlo(lambda v: jax.lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(16), v), jnp.ones((10, 16)))
+    module = parse_hlo(text)
+    assert module.entry.instructions
+    called = {n for c in module.computations.values() for i in c.instructions for n in i.called}
+    assert called <= set(module.computations)
+
+
+def test_shapes() -> None:
+    assert parse_shape("f32[1024,1024]{1,0}").bytes == 4 * 1024 * 1024
+    assert parse_shape("bf16[8]").bytes == 16
+    assert parse_shape("pred[]").num_elements == 1
+    t = parse_shape("(s32[], f32[4,4]{1,0})")
+    assert t.is_tuple and t.bytes == 4 + 64
+    with pytest.raises(ValueError):
+        parse_shape("q99[3]")
+
+
+GOOD_HEADER = "HloModule jit_f, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n"
+
+
+def test_malformed_instruction_names_its_line() -> None:
+    text = GOOD_HEADER + "ENTRY %main (x: f32[4]) -> f32[4] {\n  %x = f32[4]{0} parameter(0)\n  ROOT %y = f32[4 add(%x, %x)\n}\n"
+    with pytest.raises(HloParseError) as info:
+        parse_hlo(text)
+    assert info.value.line_no == 5
+    assert "line 5" in str(info.value) and "ROOT %y" in str(info.value)
+
+
+def test_unclosed_computation_and_missing_entry() -> None:
+    with pytest.raises(HloParseError, match="not closed"):
+        parse_hlo(GOOD_HEADER + "ENTRY %main (x: f32[4]) -> f32[4] {\n  %x = f32[4]{0} parameter(0)\n")
+    with pytest.raises(HloParseError, match="no ENTRY"):
+        parse_hlo(GOOD_HEADER + "%c (x: f32[4]) -> f32[4] {\n  ROOT %x = f32[4]{0} parameter(0)\n}\n")
+    with pytest.raises(HloParseError, match="HloModule"):
+        parse_hlo("ENTRY %main (x: f32[4]) -> f32[4] {\n  ROOT %x = f32[4]{0} parameter(0)\n}\n")
+
+
+def test_unknown_element_type_is_an_error_not_a_guess() -> None:
+    text = GOOD_HEADER + "ENTRY %main (x: f32[4]) -> f32[4] {\n  ROOT %x = zz9[4]{0} parameter(0)\n}\n"
+    with pytest.raises(HloParseError, match="unknown element type"):
+        parse_hlo(text)

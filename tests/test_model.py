@@ -1,0 +1,71 @@
+"""Roofline math, including the figures of the scaling book."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline.hardware import load_shipped_table
+from pytest_roofline.model import IMPOSSIBLE_ABOVE, critical_intensity, estimate, utilization, verdict
+
+
+def test_h100_critical_intensity_matches_the_book() -> None:
+    h100 = load_shipped_table()["H100 SXM"]
+    value = critical_intensity(h100.peaks["bf16"].value, h100.memory_bandwidth.value)
+    assert 295 <= value <= 298  # 9.89e14 / 3.35e12
+
+
+def test_tpu_v5e_critical_intensity_matches_the_book() -> None:
+    v5e = load_shipped_table()["TPU v5e"]
+    assert critical_intensity(v5e.peaks["bf16"].value, v5e.memory_bandwidth.value) == pytest.approx(240, abs=1)
+
+
+def test_tpu_v2_ffw_up_projection_time() -> None:
+    # Scaling book part 9: 8 TPU v2 cores, B=32*1024 tokens, D=8192, F=32768, bf16.
+    v2 = load_shipped_table()["TPU v2"]
+    flops = 2 * 32 * 1024 * 8192 * 32768
+    per_core = flops / 8
+    roof = estimate({"bf16": (per_core, v2.peaks["bf16"].value)}, 0.0, v2.memory_bandwidth.value)
+    assert roof.compute_time_s == pytest.approx(0.0956, abs=0.0001)
+    assert roof.bound == "compute"
+
+
+def test_matmul_intensity_is_about_batch_when_batch_is_small() -> None:
+    b, d, f = 64, 8192, 8192
+    flops = 2 * b * d * f
+    nbytes = 2 * b * d + 2 * d * f + 2 * b * f
+    assert flops / nbytes == pytest.approx(b, rel=0.02)
+
+
+def test_bound_and_roofline_time() -> None:
+    roof = estimate({"bf16": (1e12, 1e12)}, 4e9, 2e9)  # 1 s of compute, 2 s of memory
+    assert roof.bound == "memory"
+    assert roof.roofline_time_s == 2.0
+    assert roof.critical_intensity == 500
+    roof = estimate({"bf16": (3e12, 1e12), "vector": (1e9, 1e9)}, 1e9, 1e9)  # 3 s + 1 s of compute
+    assert roof.compute_time_s == 4.0
+    assert roof.bound == "compute"
+    assert roof.effective_peak_flops == pytest.approx((3e12 + 1e9) / 4.0)
+
+
+def test_zero_flops_is_memory_bound() -> None:
+    roof = estimate({"vector": (0.0, 1e12)}, 1e9, 1e9)
+    assert roof.bound == "memory" and roof.roofline_time_s == 1.0
+
+
+def test_utilization_and_verdicts() -> None:
+    assert utilization(0.8, 1.0) == 0.8
+    assert verdict(0.8, 0.8) == "pass"
+    assert verdict(0.79, 0.8) == "fail"
+    assert verdict(0.5, None) == "measured"
+    # Above 1.05 is never a pass, whatever the threshold.
+    assert verdict(IMPOSSIBLE_ABOVE + 0.01, 0.5) == "impossible"
+    assert verdict(IMPOSSIBLE_ABOVE + 0.01, None) == "impossible"
+    assert verdict(1.04, 0.9) == "pass"
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_bad_inputs_raise(bad: float) -> None:
+    with pytest.raises(ValueError):
+        estimate({"x": (1.0, 1.0)}, 1.0, bad)
+    with pytest.raises(ValueError):
+        utilization(1.0, bad)
