@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from .cost import Counts, program_counts
+from .cost import CostAnalysisError, Counts, program_counts
 from .hardware import (
     HardwareSpec,
     find_spec,
@@ -130,12 +130,15 @@ def measure(
     settings = TimingSettings(warmup, min_runs, max_runs, budget_s, target_spread, timer)
 
     program = compile_program(fn, args, kwargs, label)
-    if isinstance(program.raw_cost_analysis, Exception) and (user_flops is None or user_bytes is None):
-        raise MeasureError(f"{label}: the compiler gave no cost analysis ({program.raw_cost_analysis}); "
-                           f"pass flops= and bytes=")
     module = parse_hlo(program.hlo_text)
-    raw = program.raw_cost_analysis if not isinstance(program.raw_cost_analysis, Exception) else {}
-    counts = program_counts(raw, module)
+    try:
+        if isinstance(program.raw_cost_analysis, Exception):
+            raise CostAnalysisError(f"the compiler gave no cost analysis ({program.raw_cost_analysis})")
+        counts = program_counts(program.raw_cost_analysis, module)
+    except CostAnalysisError as exc:
+        if user_flops is None or user_bytes is None:
+            raise MeasureError(f"{label}: {exc}") from None
+        counts = program_counts({}, module)  # analytic counts given: the HLO still tells the dtypes
     spec, mode = resolve_hardware(program.platform, program.device_kind, hardware, hardware_file, ceilings,
                                   recalibrate)
 

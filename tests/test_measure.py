@@ -1,0 +1,151 @@
+"""measure() end to end on this machine's CPU: real compile, real profiler trace, real calibration."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import partial
+
+import pytest
+
+import pytest_roofline
+from pytest_roofline.hardware import Ceiling, HardwareSpec
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
+
+
+def test_importing_the_package_does_not_import_jax() -> None:
+    code = "import sys, pytest_roofline; print('jax' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_matmul_result_fields() -> None:
+    a = jnp.ones((512, 512), jnp.float32)
+    r = pytest_roofline.measure(lambda x, y: x @ y, a, a, name="mm", **FAST)
+    assert r.name == "mm"
+    assert r.flops == 2 * 512**3 and r.flops_source == "compiler"
+    assert r.bytes_accessed == 3 * 4 * 512 * 512 and r.bytes_source == "compiler"
+    assert r.intensity == pytest.approx(r.flops / r.bytes_accessed)
+    assert r.hardware.platform == "cpu" and r.ceilings == "calibrated"
+    assert r.bound == "compute"  # intensity 85 FLOP/B is far above a CPU's critical intensity
+    assert r.timer == "profiler" and r.timer_fallback_reason == ""
+    assert 3 <= r.runs <= 5 and len(r.per_run_s) == r.runs
+    assert r.min_s <= r.device_time_s <= max(r.per_run_s)
+    assert r.utilization == pytest.approx(r.roofline_time_s / r.device_time_s)
+    assert r.compile_time_s > 0
+    uses = {u.work: u for u in r.ceilings_used}
+    assert uses["f32 matrix FLOPs"].key == "f32" and uses["f32 matrix FLOPs"].ceiling.origin == "calibration"
+    assert uses["bytes"].ceiling == r.hardware.memory_bandwidth
+    data = json.loads(json.dumps(r.to_dict()))
+    assert data["utilization"] == r.utilization and data["hardware"]["platform"] == "cpu"
+    text = str(r)
+    for fragment in ("mm on CPU", "compute-bound", "utilization", "profiler", "critical"):
+        assert fragment in text
+    with pytest.raises(AttributeError):
+        r.flops = 1.0  # type: ignore[misc]
+
+
+def test_user_overrides_replace_compiler_counts() -> None:
+    a = jnp.ones((256, 256), jnp.float32)
+    r = pytest_roofline.measure(lambda x: x @ x, a, flops=1e6, bytes=1e9, **FAST)
+    assert (r.flops, r.flops_source, r.bytes_accessed, r.bytes_source) == (1e6, "user", 1e9, "user")
+    assert r.bound == "memory"
+
+
+def test_donated_input_gets_a_fresh_copy_per_run() -> None:
+    x = jnp.ones((1 << 20,), jnp.float32)
+    scale = jax.jit(lambda v: v * 2.0, donate_argnums=0)
+    r = pytest_roofline.measure(scale, x, **FAST)
+    assert r.runs >= 3 and not x.is_deleted()
+    assert any("donated" in n for n in r.notes)
+
+
+def test_static_arguments_and_kwargs() -> None:
+    @partial(jax.jit, static_argnums=1)
+    def power(v, n, *, bias):
+        return v**n + bias
+
+    x = jnp.ones((1024,), jnp.float32)
+    r = pytest_roofline.measure(power, x, 3, bias=jnp.float32(1.0), **FAST)
+    assert r.runs >= 3
+
+
+def test_wallclock_timer_on_request() -> None:
+    r = pytest_roofline.measure(jnp.sin, jnp.ones((4096,)), timer="wallclock", **FAST)
+    assert r.timer == "wallclock" and "requested" in r.timer_fallback_reason
+    assert "wallclock" in str(r)
+
+
+def test_falls_back_to_wall_clock_when_another_profiler_session_is_active(tmp_path) -> None:
+    with jax.profiler.trace(str(tmp_path)):
+        r = pytest_roofline.measure(jnp.cos, jnp.ones((4096,)), **FAST)
+    assert r.timer == "wallclock"
+    # XLA reports the clash when the session stops (raise_error_on_start_failure does not catch it).
+    assert "Another profiling session active" in r.timer_fallback_reason
+    with pytest.raises(pytest_roofline.MeasureError, match="profiler"):
+        with jax.profiler.trace(str(tmp_path / "again")):
+            pytest_roofline.measure(jnp.cos, jnp.ones((4096,)), timer="profiler", **FAST)
+
+
+def test_kernel_that_raises_leaves_no_profiler_session_open() -> None:
+    calls = {"n": 0}
+
+    def flaky(v):
+        calls["n"] += 1
+        if calls["n"] > 2:  # the warm-up runs pass, the first timed run raises
+            raise RuntimeError("kernel exploded")
+        return v
+
+    def kernel(v):
+        return jax.pure_callback(flaky, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
+
+    # XLA's cost analysis gives -1 for programs with host callbacks: analytic counts are required.
+    with pytest.raises(pytest_roofline.MeasureError, match="'flops' is -1.0"):
+        pytest_roofline.measure(kernel, jnp.ones((8,)))
+    with pytest.raises(pytest_roofline.MeasureError, match="kernel exploded"):
+        pytest_roofline.measure(kernel, jnp.ones((8,)), flops=8, bytes=64, warmup=2, min_runs=3, max_runs=3)
+    r = pytest_roofline.measure(jnp.exp, jnp.ones((4096,)), **FAST)  # a new session can start
+    assert r.timer == "profiler"
+
+
+def test_compile_failure_and_non_array_arguments_are_clear_errors() -> None:
+    with pytest.raises(pytest_roofline.MeasureError, match="bad_shapes: cannot trace it.*contracting dimensions"):
+        pytest_roofline.measure(lambda a, b: a @ b, jnp.ones((3, 4)), jnp.ones((5, 6)), name="bad_shapes")
+    with pytest.raises(pytest_roofline.MeasureError, match=r"not arrays: argument 1 \(builtins.object\)"):
+        pytest_roofline.measure(lambda a, b: a, jnp.ones(3), object())
+    with pytest.raises(ValueError, match="flops= must be a non-negative number"):
+        pytest_roofline.measure(jnp.sin, jnp.ones(3), flops=-1)
+    with pytest.raises(ValueError, match="min_runs"):
+        pytest_roofline.measure(jnp.sin, jnp.ones(3), min_runs=0)
+
+
+def test_loop_counts_in_result() -> None:
+    x = jnp.ones((128, 128), jnp.float32)
+    r = pytest_roofline.measure(lambda v: jax.lax.fori_loop(0, 5, lambda i, y: y @ y, v), x, **FAST)
+    assert r.flops >= 5 * 2 * 128**3 and not r.counts_lower_bound
+    r = pytest_roofline.measure(lambda v: jax.lax.while_loop(lambda s: s.sum() < 1e9, lambda s: s * 2.0, v), x, **FAST)
+    assert r.counts_lower_bound and "lower bound" in str(r)
+
+
+def test_impossible_utilization_is_reported_with_its_suspect() -> None:
+    # Fake hardware: a CPU spec with a peak 1000x too low, so the measured time beats the roofline.
+    fake = HardwareSpec("fake slow CPU", "cpu",
+                        {"f32": Ceiling(1e8, "override", "test fake", "2026-11-22")},
+                        Ceiling(1e12, "override", "test fake", "2026-11-22"))
+    a = jnp.ones((256, 256), jnp.float32)
+    r = pytest_roofline.measure(lambda x: x @ x, a, hardware=fake, **FAST)
+    assert r.impossible and r.verdict(0.5) == "impossible"
+    assert "compute peak is too low" in r.suspect and "IMPOSSIBLE" in str(r)
+    assert r.to_dict()["impossible"] is True
+
+
+def test_forced_accelerator_entry_on_cpu() -> None:
+    # Fake: measuring a CPU kernel against the H100 datasheet, as --roofline-hardware would force.
+    r = pytest_roofline.measure(jnp.sin, jnp.ones((4096,)), hardware="H100 SXM", **FAST)
+    assert r.hardware.name == "H100 SXM" and r.ceilings == "datasheet"
+    assert r.utilization < 0.05

@@ -1,0 +1,124 @@
+"""Trace reading: a real CPU trace from this machine, and constructed (fake) GPU and TPU traces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_roofline.trace import TraceError, flatten, run_times
+
+
+# --- constructed traces: objects shaped like jax.profiler.ProfileData (planes -> lines -> events) ---
+@dataclass
+class FakeEvent:
+    name: str
+    start_ns: float
+    duration_ns: float
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FakeLine:
+    name: str
+    events: list[FakeEvent]
+
+
+@dataclass
+class FakePlane:
+    name: str
+    lines: list[FakeLine]
+
+
+@dataclass
+class FakeProfile:
+    planes: list[FakePlane]
+
+
+def fake_gpu_trace(with_run_id: bool) -> FakeProfile:
+    """Constructed GPU trace: 3 runs of jit_f, two kernels each on one stream, plus another program's copy."""
+    host, kernels = [], []
+    for run in range(3):
+        t0 = run * 1_000_000
+        host.append(FakeEvent("PjitFunction(jit_f)", t0, 20_000))
+        for k, (offset, dur) in enumerate(((50_000, 100_000), (160_000, 40_000))):
+            stats = {"hlo_module": "jit_f", "hlo_op": f"fusion.{k}", "program_id": 7, "correlation_id": run * 10 + k}
+            if with_run_id:
+                stats["run_id"] = 100 + run
+            kernels.append(FakeEvent(f"fusion_{k}_kernel", t0 + offset, dur, stats))
+    other = FakeEvent("MemcpyD2D", 500_000, 10_000, {"hlo_module": "jit_copy", "hlo_op": "copy"})
+    return FakeProfile([
+        FakePlane("/host:CPU", [FakeLine("python", host)]),
+        FakePlane("/device:GPU:0", [FakeLine("Stream #13(Compute)", kernels + [other])]),
+    ])
+
+
+def fake_tpu_trace() -> FakeProfile:
+    """Constructed TPU trace: 'XLA Modules' line with one event per run, 'XLA Ops' without module stats."""
+    modules, ops = [], []
+    for run in range(4):
+        t0 = run * 2_000_000
+        modules.append(FakeEvent("jit_f(42)", t0, 900_000, {"run_id": run}))
+        ops.append(FakeEvent("fusion.1", t0 + 10_000, 500_000))
+        ops.append(FakeEvent("convolution.2", t0 + 520_000, 300_000))
+    modules.append(FakeEvent("jit_other(43)", 9_000_000, 100_000))
+    return FakeProfile([FakePlane("/device:TPU:0", [FakeLine("XLA Modules", modules), FakeLine("XLA Ops", ops)])])
+
+
+@pytest.mark.parametrize("with_run_id", [True, False])
+def test_constructed_gpu_trace(with_run_id: bool) -> None:
+    found = run_times(flatten(fake_gpu_trace(with_run_id)), "jit_f", "gpu", expected_runs=3)
+    # First kernel start (50 us) to last kernel end (200 us) of each run.
+    assert found.per_run_s == pytest.approx((150e-6,) * 3)
+    assert ("run_id" in found.method) == with_run_id
+    if not with_run_id:
+        assert "host launch" in found.method
+    assert all(e.module == "jit_f" for e in found.op_events)
+
+
+def test_constructed_tpu_trace() -> None:
+    found = run_times(flatten(fake_tpu_trace()), "jit_f", "tpu", expected_runs=4)
+    assert found.per_run_s == pytest.approx((810e-6,) * 4)  # 10 us .. 820 us
+    assert found.method == "XLA Modules events"
+    assert len(found.op_events) == 8
+
+
+def test_missing_plane_program_and_run_count_are_errors() -> None:
+    events = flatten(fake_gpu_trace(True))
+    with pytest.raises(TraceError, match=r"no /device:TPU:\* plane"):
+        run_times(events, "jit_f", "tpu", 3)
+    with pytest.raises(TraceError, match="programs seen: jit_copy, jit_f"):
+        run_times(events, "jit_g", "gpu", 3)
+    with pytest.raises(TraceError, match="found 3 runs"):
+        run_times(events, "jit_f", "gpu", 5)
+
+
+def test_gpu_trace_without_run_boundaries_is_an_error() -> None:
+    profile = fake_gpu_trace(False)
+    profile.planes[0].lines[0].events.clear()  # no host launch events
+    with pytest.raises(TraceError, match="nothing tells its runs apart"):
+        run_times(flatten(profile), "jit_f", "gpu", 3)
+
+
+# --- a real trace from this machine ---
+def test_real_cpu_trace() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from pytest_roofline.timing import TimingSettings, time_program
+
+    x = jnp.ones((512, 512), jnp.float32)
+    compiled = jax.jit(lambda a: jnp.tanh(a @ a).sum()).lower(x).compile()
+    module_name = compiled.as_text().split()[1].rstrip(",")
+    settings = TimingSettings(warmup=1, min_runs=4, max_runs=4, timer="profiler")
+    timing = time_program(lambda: x, lambda a: compiled(a).block_until_ready(), module_name, "cpu", settings)
+    assert timing.timer == "profiler" and timing.runs == 4
+    assert "run_id" in timing.method
+    # Device time of a run lies inside the host's wall time around it.
+    for device, wall in zip(sorted(timing.per_run_s), sorted(timing.wall_per_run_s)):
+        assert 0 < device <= wall
+    found = run_times(flatten(timing.trace), module_name, "cpu", 4)
+    ops = {e.stats.get("hlo_op") for e in found.op_events if "hlo_op" in e.stats}
+    hlo = compiled.as_text()
+    assert ops and all(op in hlo for op in ops)  # every op event names an instruction of this program
+    assert set(found.run_of_event.values()) == {0, 1, 2, 3}
