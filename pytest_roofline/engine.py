@@ -186,6 +186,7 @@ def measure(
         timer_fallback_reason=timing.fallback_reason,
         trace_method=timing.method,
         wall_min_s=timing.wall_min_s,
+        wall_per_run_s=timing.wall_per_run_s,
         compile_time_s=program.compile_time_s,
         utilization=utilization(roof.roofline_time_s, timing.median_s),
         module_name=program.module_name,

@@ -72,6 +72,7 @@ class Result:
     timer_fallback_reason: str
     trace_method: str
     wall_min_s: float
+    wall_per_run_s: tuple[float, ...]  # host wall clock around each run, in run order
     compile_time_s: float
     utilization: float
     module_name: str
@@ -137,6 +138,7 @@ class Result:
             "timer_fallback_reason": self.timer_fallback_reason,
             "trace_method": self.trace_method,
             "wall_min_s": self.wall_min_s,
+            "wall_per_run_s": list(self.wall_per_run_s),
             "compile_time_s": self.compile_time_s,
             "utilization": self.utilization,
             "impossible": self.impossible,

@@ -120,9 +120,9 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings) -> Timing:
         jax.block_until_ready(fresh)
         return fresh
 
-    def execute(leaves: list[Any]) -> None:
+    def execute(leaves: list[Any]) -> Any:
         dyn_args, dyn_kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
-        jax.block_until_ready(compiled(*dyn_args, **dyn_kwargs))
+        return jax.block_until_ready(compiled(*dyn_args, **dyn_kwargs))
 
     try:
         return time_program(prepare, execute, program.module_name, program.platform, settings)
