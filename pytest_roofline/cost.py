@@ -27,6 +27,7 @@ __all__ = [
     "instruction_cost",
     "program_counts",
     "compute_class",
+    "computation_cost",
 ]
 
 # Elementwise ops XLA's cost analysis counts as transcendentals (one per output element).
@@ -210,6 +211,69 @@ def _operand_bytes(comp: Computation, inst: Instruction) -> float:
     return total
 
 
+_SLICING_OPS = frozenset({"dynamic-slice", "slice", "gather"})
+
+
+def _written_bytes(comp: Computation, root: Instruction) -> float:
+    """Bytes a computation's root writes: an in-place dynamic-update-slice writes only its update."""
+    if root.opcode == "dynamic-update-slice" and len(root.operands) > 1:
+        update = _shape_of(comp, root.operands[1])
+        return float(update.bytes) if update is not None else float(root.shape.bytes)
+    if root.opcode == "tuple":
+        total = 0.0
+        for name in root.operands:
+            inst = comp.by_name.get(name)
+            if inst is not None:
+                total += _written_bytes(comp, inst)
+        return total
+    return float(root.shape.bytes)
+
+
+def _in_place_targets(comp: Computation) -> set[str]:
+    """Names of the values the root updates in place (operand 0 of a root dynamic-update-slice)."""
+    root = comp.root
+    roots = [comp.by_name[n] for n in root.operands if n in comp.by_name] if root.opcode == "tuple" else [root]
+    return {r.operands[0] for r in roots if r.opcode == "dynamic-update-slice" and r.operands}
+
+
+def _fusion_bytes(module: HloModule, comp: Computation, inst: Instruction) -> float:
+    """Memory traffic of a fusion as XLA counts it: parameters read only through slices cost the slices;
+    a buffer updated in place is not read; the write is what the root writes."""
+    callee = module.computations.get(inst.called[0]) if inst.called else None
+    if callee is None:
+        return _operand_bytes(comp, inst) + inst.shape.bytes
+    users: dict[str, list[Instruction]] = {}
+    for inner in callee.instructions:
+        for operand in inner.operands:
+            users.setdefault(operand, []).append(inner)
+    in_place = _in_place_targets(callee)
+    params = {int(i.literal): i for i in callee.instructions if i.opcode == "parameter" and i.literal.isdigit()}
+    read = 0.0
+    seen: set[str] = set()
+    for index, operand in enumerate(inst.operands):
+        if operand in seen:
+            continue
+        seen.add(operand)
+        shape = _shape_of(comp, operand)
+        full = float(shape.bytes) if shape is not None else 0.0
+        param = params.get(index)
+        uses = users.get(param.name, []) if param is not None else []
+        if param is None or not uses:
+            read += full
+            continue
+        touched = 0.0
+        for use in uses:
+            if use.opcode in _SLICING_OPS and use.operands[0] == param.name:
+                touched += use.shape.bytes  # only the slice is read
+            elif use.opcode == "dynamic-update-slice" and use.operands[0] == param.name and param.name in in_place:
+                continue  # the buffer updated in place is not read
+            else:
+                touched = full
+                break
+        read += min(touched, full)
+    return read + _written_bytes(callee, callee.root)
+
+
 def _inner_cost(module: HloModule, comp_name: str, multiply_loops: bool,
                 param_sources: tuple[str, ...] | None = None) -> OpCost:
     """FLOPs of every instruction of a called computation (fusion body, reducer), bytes not counted."""
@@ -244,7 +308,13 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
         sources = tuple(source_dtype(module, comp, o, param_sources) for o in inst.operands)
         for callee in inst.called:
             inner = inner + _inner_cost(module, callee, multiply_loops, sources)
-        return OpCost(inner.flops, inner.transcendentals, io_bytes, inner.matrix_flops)
+        moved = _fusion_bytes(module, comp, inst) if op == "fusion" else io_bytes
+        return OpCost(inner.flops, inner.transcendentals, moved, inner.matrix_flops)
+    if op == "dynamic-slice" or op == "slice":
+        return OpCost(0.0, 0.0, 2.0 * inst.shape.bytes)  # read the slice, write it
+    if op == "dynamic-update-slice" and len(inst.operands) > 1:
+        update = _shape_of(comp, inst.operands[1])
+        return OpCost(0.0, 0.0, 2.0 * (update.bytes if update is not None else inst.shape.bytes))
     if op == "while":
         trip = inst.known_trip_count if multiply_loops else None
         n = trip if trip is not None else 1
@@ -258,7 +328,7 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
                 total = total + instruction_cost(module, sub, sub_inst, multiply_loops)
         return total.scaled(n)
     if op == "conditional":
-        branches = [_computation_cost(module, name, multiply_loops) for name in inst.called]
+        branches = [computation_cost(module, name, multiply_loops) for name in inst.called]
         # One branch runs: count the most expensive (a ceiling on the work, XLA does the same).
         return max(branches, key=lambda c: c.flops + c.bytes, default=OpCost())
     if op in ("reduce", "reduce-window"):
@@ -281,7 +351,7 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
     return OpCost(0.0, 0.0, io_bytes)
 
 
-def _computation_cost(module: HloModule, comp_name: str, multiply_loops: bool) -> OpCost:
+def computation_cost(module: HloModule, comp_name: str, multiply_loops: bool) -> OpCost:
     comp = module.computations.get(comp_name)
     total = OpCost()
     if comp is None:
@@ -329,8 +399,8 @@ def _dot_precisions(module: HloModule) -> tuple[str, ...]:
 def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
     """The program's counts: the compiler's analysis, with loop trip counts applied from the HLO."""
     base = normalize_cost_analysis(raw_cost_analysis)
-    once = _computation_cost(module, module.entry_name, multiply_loops=False)
-    full = _computation_cost(module, module.entry_name, multiply_loops=True)
+    once = computation_cost(module, module.entry_name, multiply_loops=False)
+    full = computation_cost(module, module.entry_name, multiply_loops=True)
     loops = _while_loops(module)
     lower_bound = any(loop.known_trip_count is None for loop in loops)
     descriptions = tuple(

@@ -1,0 +1,225 @@
+"""Plugin settings: options, their ini twins, environment variables and the YAML config, resolved into one
+frozen object. Pure: no pytest, no JAX.
+
+Precedence for each setting: command line > environment > ini file > YAML config > default. A test's
+threshold: marker ``min`` (or ``min=`` in the fixture call) > the YAML ``thresholds`` pattern matching its
+id > the suite floor resolved as above. Every value remembers where it came from, and a bad one is a
+:class:`ConfigError` that says so, e.g. ``roofline_min = 1.5 in tox.ini: must be in (0, 1]``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+__all__ = [
+    "ConfigError",
+    "OPTIONS",
+    "Option",
+    "Settings",
+    "Threshold",
+    "resolve_settings",
+    "parse_threshold",
+    "parse_bool",
+    "load_config_file",
+]
+
+
+class ConfigError(ValueError):
+    """A bad setting; the message names the value and where it came from."""
+
+
+def parse_threshold(raw: Any, where: str) -> float:
+    if isinstance(raw, bool):
+        raise ConfigError(f"{where}: must be a number in (0, 1], got {raw!r}")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: must be a number in (0, 1], got {raw!r}") from None
+    if not 0 < value <= 1:
+        raise ConfigError(f"{where}: must be in (0, 1]")
+    return value
+
+
+def parse_bool(raw: Any, where: str) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{where}: must be true or false, got {raw!r}")
+
+
+def _parse_path(raw: Any, where: str) -> str:
+    text = str(raw).strip()
+    if not text:
+        raise ConfigError(f"{where}: must be a path, got an empty value")
+    return text
+
+
+def _parse_name(raw: Any, where: str) -> str:
+    text = str(raw).strip()
+    if not text:
+        raise ConfigError(f"{where}: must be a hardware name, got an empty value")
+    return text
+
+
+def _parse_ceilings(raw: Any, where: str) -> str:
+    text = str(raw).strip().lower()
+    if text not in ("auto", "datasheet", "calibrated"):
+        raise ConfigError(f"{where}: must be auto, datasheet or calibrated, got {raw!r}")
+    return text
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # attribute of Settings
+    flag: str  # command-line flag
+    ini: str
+    env: str
+    kind: str  # "float", "bool", "path", "str"
+    help: str
+    parse: Callable[[Any, str], Any]
+    metavar: str | None = None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("min", "--roofline-min", "roofline_min", "PYTEST_ROOFLINE_MIN", "float",
+           "fail roofline kernels whose utilization (roofline time / measured time) is below this fraction, "
+           "in (0, 1]; without a threshold anywhere kernels are measured and reported, never failed",
+           parse_threshold, "FLOAT"),
+    Option("hardware", "--roofline-hardware", "roofline_hardware", "PYTEST_ROOFLINE_HARDWARE", "str",
+           "measure against this hardware table entry (e.g. 'H100 SXM') instead of the detected device",
+           _parse_name, "NAME"),
+    Option("config", "--roofline-config", "roofline_config", "PYTEST_ROOFLINE_CONFIG", "path",
+           "YAML file with a suite threshold (min), per-test thresholds by test-id pattern (thresholds) "
+           "and hardware overrides (devices)", _parse_path, "PATH"),
+    Option("calibrate", "--roofline-calibrate", "roofline_calibrate", "PYTEST_ROOFLINE_CALIBRATE", "bool",
+           "re-measure the calibrated ceilings (CPU) once in this session instead of using the cache",
+           parse_bool),
+    Option("report", "--roofline-report", "roofline_report", "PYTEST_ROOFLINE_REPORT", "path",
+           "write every measured kernel to this JSON file (atomically)", _parse_path, "PATH"),
+    Option("warn_only", "--roofline-warn-only", "roofline_warn_only", "PYTEST_ROOFLINE_WARN_ONLY", "bool",
+           "report kernels below their threshold as warnings instead of failing the test", parse_bool),
+    Option("ceilings", "--roofline-ceilings", "roofline_ceilings", "PYTEST_ROOFLINE_CEILINGS", "str",
+           "which ceilings to measure against: auto (datasheet on accelerators, calibrated on CPU), "
+           "datasheet or calibrated", _parse_ceilings, "KIND"),
+)
+OPTION_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    value: float
+    origin: str  # e.g. "--roofline-min=0.8 on the command line"
+
+
+@dataclass(frozen=True)
+class Settings:
+    min: Threshold | None = None
+    hardware: str | None = None
+    config: str | None = None
+    calibrate: bool = False
+    report: str | None = None
+    warn_only: bool = False
+    ceilings: str = "auto"
+    patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test thresholds from the YAML config
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+    def threshold_for(self, nodeid: str, marker_min: Threshold | None = None) -> Threshold | None:
+        if marker_min is not None:
+            return marker_min
+        for pattern, threshold in self.patterns:
+            if fnmatch.fnmatchcase(nodeid, pattern):
+                return threshold
+        return self.min
+
+    @property
+    def hardware_file(self) -> str | None:
+        """The YAML config doubles as the hardware override file (its ``devices`` section)."""
+        return self.config
+
+
+_CONFIG_KEYS = {"min", "thresholds", "devices", "ceilings"}
+
+
+def load_config_file(path: str, where: str) -> dict[str, Any]:
+    """Read and check the YAML config (devices are checked by the hardware table loader)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"roofline config {path} ({where}): cannot read it: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"roofline config {path} ({where}): not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"roofline config {path}: expected a mapping at the top level, got {type(data).__name__}")
+    unknown = set(data) - _CONFIG_KEYS
+    if unknown:
+        raise ConfigError(f"roofline config {path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_CONFIG_KEYS)}")
+    thresholds = data.get("thresholds", {}) or {}
+    if not isinstance(thresholds, dict):
+        raise ConfigError(f"roofline config {path}: 'thresholds' must map test-id patterns to fractions")
+    return data
+
+
+def resolve_settings(
+    cli: Mapping[str, Any],
+    env: Mapping[str, str],
+    ini: Mapping[str, Any],
+    ini_file: str,
+    base_dir: str = ".",
+) -> Settings:
+    """Resolve every option. ``cli``/``ini`` map option names to raw values (None when not given)."""
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for opt in OPTIONS:
+        raw = cli.get(opt.name)
+        if raw is not None and raw is not False:
+            shown = f"{opt.flag}={raw}" if opt.kind != "bool" else opt.flag
+            where = f"{shown} on the command line"
+        elif env.get(opt.env) not in (None, ""):
+            raw = env[opt.env]
+            where = f"{opt.env}={raw} in the environment"
+        elif ini.get(opt.name) not in (None, ""):
+            raw = ini[opt.name]
+            where = f"{opt.ini} = {raw} in {ini_file}"
+            if opt.kind == "path" and not os.path.isabs(str(raw).strip()):
+                raw = os.path.join(base_dir, str(raw).strip())  # relative to the ini file, like pytest's own paths
+        else:
+            continue
+        value = opt.parse(raw, where)
+        values[opt.name] = Threshold(value, where) if opt.name == "min" else value
+        origins[opt.name] = where
+
+    patterns: list[tuple[str, Threshold]] = []
+    config_path = values.get("config")
+    if config_path is not None:
+        data = load_config_file(config_path, origins["config"])
+        if "min" in data and "min" not in values:
+            where = f"min: {data['min']} in {config_path}"
+            values["min"] = Threshold(parse_threshold(data["min"], where), where)
+            origins["min"] = where
+        if "ceilings" in data and "ceilings" not in values:
+            values["ceilings"] = _parse_ceilings(data["ceilings"], f"ceilings: {data['ceilings']} in {config_path}")
+        for pattern, raw in (data.get("thresholds") or {}).items():
+            where = f"thresholds: {pattern!r}: {raw} in {config_path}"
+            patterns.append((str(pattern), Threshold(parse_threshold(raw, where), where)))
+        if data.get("devices") is not None:
+            from .hardware import HardwareError, load_shipped_table, merge_overrides
+
+            try:
+                merge_overrides(load_shipped_table(), config_path, origins["config"])
+            except HardwareError as exc:
+                raise ConfigError(str(exc)) from None
+    return Settings(patterns=tuple(patterns), origins=origins, **values)

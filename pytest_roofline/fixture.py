@@ -1,0 +1,165 @@
+"""What the ``roofline`` fixture does, without importing pytest: measure, decide, record.
+
+:class:`RooflineSession` lives for one pytest process; it serializes measurements across processes (an
+exclusive file lock per device, so xdist workers never time two kernels at once) and keeps the records.
+:class:`RooflineFixture` is what a test receives; pytest's ``fail`` and a warning function are handed in.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, NoReturn
+
+from .config import Settings, Threshold
+from .marker import MarkerSpec
+from .report import failure_message, make_record
+from .result import Result
+
+__all__ = ["RooflineSession", "RooflineFixture", "device_lock", "lock_path"]
+
+
+def lock_path() -> str:
+    """One lock file per device a process would use: same visible accelerators, same lock."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("TPU_VISIBLE_CHIPS") or "all"
+    platforms = os.environ.get("JAX_PLATFORMS") or "default"
+    safe = "".join(ch if ch.isalnum() else "_" for ch in f"{platforms}-{visible}")
+    return os.path.join(tempfile.gettempdir(), f"pytest-roofline-{os.getuid() if hasattr(os, 'getuid') else 0}-{safe}.lock")
+
+
+@contextmanager
+def device_lock() -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # Windows: no cross-process lock; run measurements without xdist there
+        yield
+        return
+    with open(lock_path(), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class RooflineSession:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.records: list[dict[str, Any]] = []
+        self._recalibrate = settings.calibrate  # --roofline-calibrate: once per process
+
+    def measure(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
+        from .engine import measure
+
+        with device_lock():
+            result = measure(fn, *args, hardware=self.settings.hardware, hardware_file=self.settings.hardware_file,
+                             ceilings=self.settings.ceilings, recalibrate=self._recalibrate, **kwargs)
+        self._recalibrate = False
+        return result
+
+    def hardware(self) -> dict[str, Any]:
+        """The detected hardware's ceilings (imports JAX; calibrates a CPU unless cached)."""
+        import jax
+
+        from .engine import resolve_hardware
+
+        device = jax.devices()[0]
+        with device_lock():
+            spec, _ = resolve_hardware(device.platform, device.device_kind, self.settings.hardware,
+                                       self.settings.hardware_file, self.settings.ceilings, self._recalibrate)
+        self._recalibrate = False
+        return spec.to_dict()
+
+
+class RooflineFixture:
+    """``roofline(fn, *args, **kwargs)`` measures and asserts; ``roofline.measure(...)`` only records."""
+
+    def __init__(self, session: RooflineSession, nodeid: str, marker: MarkerSpec | None,
+                 fail: Callable[[str], NoReturn], warn: Callable[[str], None],
+                 add_property: Callable[[str, Any], None]) -> None:
+        self._session = session
+        self._nodeid = nodeid
+        self._marker = marker
+        self._fail = fail
+        self._warn = warn
+        self._add_property = add_property
+        self._labels: dict[str, int] = {}
+        self.results: list[Result] = []
+
+    def _label(self, fn: Callable[..., Any], name: str | None) -> str:
+        base = name or getattr(fn, "__name__", None) or type(fn).__name__
+        count = self._labels.get(base, 0) + 1
+        self._labels[base] = count
+        return base if count == 1 else f"{base}#{count}"
+
+    def _kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        merged = dict(self._marker.measure_kwargs) if self._marker else {}
+        merged.update(kwargs)
+        return merged
+
+    def _record(self, label: str, result: Result, threshold: Threshold | None, verdict: str,
+                expected_bound: str | None = None, first_utilization: float | None = None) -> dict[str, Any]:
+        record = make_record(self._nodeid, label, result, threshold.value if threshold else None,
+                             threshold.origin if threshold else "", verdict, expected_bound, first_utilization,
+                             self._session.settings.warn_only)
+        self._session.records.append(record)
+        self.results.append(result)
+        prefix = f"roofline[{label}]"
+        for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed"):
+            self._add_property(f"{prefix}.{key}", getattr(result, key))
+        self._add_property(f"{prefix}.verdict", verdict)
+        self._add_property(f"{prefix}.hardware", result.hardware.name)
+        return record
+
+    def measure(self, fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Result:
+        """Measure and record, never fail."""
+        label = self._label(fn, name)
+        result = self._session.measure(fn, args, self._kwargs(kwargs))
+        self._record(label, result, None, result.verdict(None))
+        return result
+
+    def __call__(self, fn: Callable[..., Any], *args: Any, name: str | None = None, min: float | None = None,
+                 bound: str | None = None, **kwargs: Any) -> Result:
+        """Measure, record, and fail the test when the kernel is below its threshold or of the wrong bound."""
+        label = self._label(fn, name)
+        threshold_here = None
+        if min is not None:
+            from .config import parse_threshold
+
+            threshold_here = Threshold(parse_threshold(min, f"roofline(..., min={min!r}) in {self._nodeid}"),
+                                       f"min= in the roofline() call of {self._nodeid}")
+        threshold = self._session.settings.threshold_for(
+            self._nodeid, threshold_here or (self._marker.min if self._marker else None))
+        expected_bound = bound or (self._marker.bound if self._marker else None)
+        if expected_bound not in (None, "compute", "memory"):
+            raise ValueError(f"bound= must be 'compute' or 'memory', got {expected_bound!r}")
+        kwargs = self._kwargs(kwargs)
+        result = self._session.measure(fn, args, kwargs)
+        first_utilization = None
+        value = threshold.value if threshold else None
+        if result.verdict(value) == "fail":
+            # Confirm before failing: noisy machines must not make tests flaky.
+            first_utilization = result.utilization
+            result = self._session.measure(fn, args, kwargs)
+        verdict = result.verdict(value)
+        reason = ""
+        if verdict == "fail":
+            reason = (f"utilization {result.utilization:.1%} is below its threshold {value:.0%} "
+                      f"(measured twice: {first_utilization:.1%}, then {result.utilization:.1%})")
+        elif verdict == "impossible" and threshold is not None:
+            reason = (f"utilization {result.utilization:.1%} is impossible (above 105%): a peak or a count is "
+                      f"wrong, so this cannot pass")
+        if expected_bound and result.bound != expected_bound and verdict != "impossible":
+            verdict = "wrong-bound"
+            reason = (reason + "; " if reason else "") + (
+                f"expected {expected_bound}-bound, but it is {result.bound}-bound (intensity "
+                f"{result.intensity:.3g} vs critical {result.critical_intensity:.3g} FLOP/B)")
+        record = self._record(label, result, threshold, verdict, expected_bound, first_utilization)
+        if reason:
+            message = failure_message(record, reason)
+            if self._session.settings.warn_only:
+                self._warn(message)
+            else:
+                self._fail(message)
+        return result

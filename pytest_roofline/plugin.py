@@ -1,0 +1,138 @@
+"""The pytest plugin: options and ini twins, the ``roofline`` marker and fixture, header, summary, reports.
+
+Hooks are thin: they hand off to :mod:`pytest_roofline.config`, :mod:`pytest_roofline.fixture` and
+:mod:`pytest_roofline.report`. JAX is imported only when a test uses the fixture (or, for the header line,
+when a test that uses it is collected).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from typing import Any
+
+import pytest
+
+from .config import OPTIONS, ConfigError, resolve_settings
+from .fixture import RooflineFixture, RooflineSession
+from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
+from .report import build_report, header_line, summary_lines, write_json_atomic
+
+SESSION_KEY = pytest.StashKey[RooflineSession]()
+MARKER_KEY = pytest.StashKey[MarkerSpec]()
+USED_KEY = pytest.StashKey[bool]()
+
+
+class RooflineWarning(UserWarning):
+    """A kernel below its threshold under --roofline-warn-only."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("roofline", "roofline: measure JAX kernels against the hardware roofline")
+    for opt in OPTIONS:
+        if opt.kind == "bool":
+            group.addoption(opt.flag, action="store_true", default=None, dest=f"roofline_{opt.name}", help=opt.help)
+        else:
+            group.addoption(opt.flag, action="store", default=None, dest=f"roofline_{opt.name}",
+                            metavar=opt.metavar, help=opt.help)
+        parser.addini(opt.ini, help=opt.help, type="string", default="")
+
+
+def _ini_name(config: pytest.Config) -> str:
+    return str(config.inipath.name) if config.inipath else "no ini file"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_SIGNATURE)
+    cli = {opt.name: config.getoption(f"roofline_{opt.name}") for opt in OPTIONS}
+    ini = {opt.name: config.getini(opt.ini) for opt in OPTIONS}
+    base_dir = str(config.inipath.parent) if config.inipath else str(config.rootpath)
+    try:
+        settings = resolve_settings(cli, os.environ, ini, _ini_name(config), base_dir)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SESSION_KEY] = RooflineSession(settings)
+    config.stash[USED_KEY] = False
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
+
+
+def _uses_roofline(item: pytest.Item) -> bool:
+    return "roofline" in getattr(item, "fixturenames", ()) or item.get_closest_marker("roofline") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        marker = item.get_closest_marker("roofline")
+        if marker is not None:
+            try:
+                item.stash[MARKER_KEY] = parse_marker(marker.args, marker.kwargs, item.nodeid)
+            except ConfigError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        if _uses_roofline(item):
+            config.stash[USED_KEY] = True
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    if not any(_uses_roofline(item) for item in items):
+        return []
+    try:
+        return [header_line(config.stash[SESSION_KEY].hardware())]
+    except Exception as exc:  # noqa: BLE001 - the header must not hide the error the tests will show
+        return [f"roofline: hardware detection failed: {type(exc).__name__}: {exc}"]
+
+
+@pytest.fixture
+def roofline(request: pytest.FixtureRequest) -> RooflineFixture:
+    """Measure jitted JAX kernels against the roofline: ``roofline(fn, *args, name=..., min=..., bound=...)``
+    measures, records and fails below the threshold; ``roofline.measure(fn, *args)`` records only."""
+    session = request.config.stash[SESSION_KEY]
+    item = request.node
+
+    def add_property(name: str, value: Any) -> None:
+        item.user_properties.append((name, value))
+
+    def warn(message: str) -> None:
+        warnings.warn(RooflineWarning(message), stacklevel=3)
+
+    return RooflineFixture(session, item.nodeid, item.stash.get(MARKER_KEY, None), pytest.fail, warn, add_property)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    records = config.stash[SESSION_KEY].records
+    if not records or hasattr(config, "workerinput"):
+        return
+    terminalreporter.write_sep("=", "roofline summary (worst first)")
+    for line in summary_lines(records):
+        terminalreporter.write_line(line)
+    report = config.stash[SESSION_KEY].settings.report
+    if report:
+        terminalreporter.write_line(f"roofline report written to {report}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    state = config.stash[SESSION_KEY]
+    if hasattr(config, "workerinput"):  # an xdist worker: hand the records to the controller
+        config.workeroutput["roofline_records"] = json.dumps(state.records, default=str)  # type: ignore[attr-defined]
+        return
+    if state.settings.report and (state.records or config.stash[USED_KEY]):
+        settings = {k: v for k, v in state.settings.origins.items()}
+        if state.settings.min is not None:
+            settings["min_value"] = str(state.settings.min.value)
+        write_json_atomic(state.settings.report, build_report(state.records, settings, str(config.rootpath)))
+
+
+class _XdistHooks:
+    """Controller side of xdist: merge every worker's records."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        raw = getattr(node, "workeroutput", {}).get("roofline_records")
+        if raw:
+            self.config.stash[SESSION_KEY].records.extend(json.loads(raw))
+            self.config.stash[USED_KEY] = True

@@ -1,0 +1,196 @@
+"""Turning measurement records into text and JSON. Pure: no pytest, no JAX.
+
+A record is the JSON-able dict the plugin keeps for each measured kernel (see :func:`make_record`); the
+same dicts travel from xdist workers to the controller, so everything here reads dicts.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import socket
+import subprocess
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .result import Result, format_quantity, format_seconds
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "make_record",
+    "failure_message",
+    "summary_lines",
+    "build_report",
+    "write_json_atomic",
+    "header_line",
+]
+
+SCHEMA_VERSION = 1
+
+
+def make_record(nodeid: str, label: str, result: Result, threshold: float | None, threshold_origin: str,
+                verdict: str, expected_bound: str | None = None, first_utilization: float | None = None,
+                warn_only: bool = False) -> dict[str, Any]:
+    return {
+        "nodeid": nodeid,
+        "label": label,
+        "threshold": threshold,
+        "threshold_origin": threshold_origin,
+        "verdict": verdict,
+        "expected_bound": expected_bound,
+        "first_utilization": first_utilization,
+        "warn_only": warn_only,
+        "result": result.to_dict(),
+    }
+
+
+def _ceiling_lines(r: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for use in r["ceilings_used"]:
+        c = use["ceiling"]
+        unit = "B/s" if use["work"] == "bytes" else "FLOP/s"
+        name = "memory" if use["work"] == "bytes" else f"{use['key']} peak"
+        note = f" [{use['note']}]" if use.get("note") else ""
+        lines.append(f"    {name:<14}{format_quantity(c['value'], unit):<16}{c['origin']}: {c['source']} "
+                     f"({c['date']}){note}")
+    return lines
+
+
+def failure_message(record: Mapping[str, Any], reason: str) -> str:
+    """Everything a person needs to act without rerunning: the figures, their sources and the verdict."""
+    r = record["result"]
+    hw = r["hardware"]
+    lines = [f"roofline: kernel {record['label']!r} of {record['nodeid']}: {reason}",
+             f"  hardware      {hw['name']} ({hw['platform']}, {r['ceilings']} ceilings, device_kind "
+             f"{r['device_kind']!r})"]
+    lines += _ceiling_lines(r)
+    lower = " (a lower bound: a while loop with unknown trip count was counted once)" if r["counts_lower_bound"] else ""
+    lines.append(f"  counts        {format_quantity(r['flops'], 'FLOP')} ({r['flops_source']}), "
+                 f"{format_quantity(r['bytes_accessed'], 'B')} ({r['bytes_source']}), "
+                 f"{format_quantity(r['transcendentals'], 'transcendentals')}{lower}")
+    lines.append(f"  intensity     {r['intensity']:.3g} FLOP/B vs critical {r['critical_intensity']:.3g} FLOP/B "
+                 f"-> {r['bound']}-bound")
+    lines.append(f"  roofline      {format_seconds(r['roofline_time_s'])} (compute "
+                 f"{format_seconds(r['compute_time_s'])}, memory {format_seconds(r['memory_time_s'])})")
+    timer = r["timer"] + (f": {r['timer_fallback_reason']}" if r["timer_fallback_reason"] else "")
+    lines.append(f"  measured      {format_seconds(r['device_time_s'])} median, min {format_seconds(r['min_s'])}, "
+                 f"spread {r['spread']:.1%} (IQR/median), {r['runs']} runs ({timer}); compile "
+                 f"{format_seconds(r['compile_time_s'])}")
+    threshold = record["threshold"]
+    versus = (f" vs threshold {threshold:.0%} ({record['threshold_origin']})" if threshold is not None
+              else " (no threshold)")
+    lines.append(f"  utilization   {r['utilization']:.1%}{versus}")
+    if record.get("first_utilization") is not None:
+        lines.append(f"  re-measured   first run {record['first_utilization']:.1%}, second {r['utilization']:.1%}")
+    if record.get("expected_bound"):
+        lines.append(f"  bound         expected {record['expected_bound']}-bound, measured {r['bound']}-bound")
+    if r["impossible"]:
+        lines.append(f"  IMPOSSIBLE    utilization above 105%: suspect {r['suspect']}")
+    for note in r["notes"]:
+        lines.append(f"  note          {note}")
+    return "\n".join(lines)
+
+
+def _sort_key(record: Mapping[str, Any]) -> tuple[int, float]:
+    r = record["result"]
+    return (0 if r["impossible"] else 1, r["utilization"])
+
+
+def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One table of every measured kernel, worst first (impossible ones on top)."""
+    if not records:
+        return []
+    rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "verdict")]
+    for rec in sorted(records, key=_sort_key):
+        r = rec["result"]
+        verdict = rec["verdict"]
+        if rec["threshold"] is not None:
+            verdict += f" (min {rec['threshold']:.0%})"
+        if rec.get("warn_only") and rec["verdict"] in ("fail", "wrong-bound", "impossible"):
+            verdict += " [warn-only]"
+        rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",
+                     format_seconds(r["device_time_s"]), format_seconds(r["roofline_time_s"]),
+                     f"{r['utilization']:.1%}", verdict))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 6) else cell.rjust(widths[i]) for i, cell in enumerate(row))
+           for row in rows]
+    hardware = sorted({f"{rec['result']['hardware']['name']} [{rec['result']['ceilings']}]" for rec in records})
+    out.append(f"hardware: {'; '.join(hardware)}")
+    return out
+
+
+def header_line(hardware: Mapping[str, Any]) -> str:
+    peaks = ", ".join(f"{k} {format_quantity(v['value'], 'FLOP/s')}" for k, v in hardware["peaks_flops_per_s"].items())
+    mem = hardware["memory_bandwidth_bytes_per_s"]
+    origins = sorted({v["origin"] for v in hardware["peaks_flops_per_s"].values()} | {mem["origin"]})
+    return (f"roofline: {hardware['name']} ({hardware['platform']}): {peaks}; memory "
+            f"{format_quantity(mem['value'], 'B/s')} [{', '.join(origins)}]")
+
+
+def _git_commit(directory: str) -> dict[str, Any] | None:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=directory,
+                               capture_output=True, text=True, timeout=10)
+        return {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def build_report(records: Iterable[Mapping[str, Any]], settings: Mapping[str, Any], rootdir: str) -> dict[str, Any]:
+    records = list(records)
+    hardware: dict[str, Any] = {}
+    for rec in records:
+        hw = rec["result"]["hardware"]
+        hardware.setdefault(f"{hw['name']} [{rec['result']['ceilings']}]", hw)
+    from . import __version__
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "hostname": socket.gethostname(),
+            "platform": platform.platform(),
+            "machine": platform.machine(),
+            "python": platform.python_version(),
+        },
+        "git": _git_commit(rootdir),
+        "versions": {
+            "pytest_roofline": __version__,
+            "jax": _version("jax"),
+            "jaxlib": _version("jaxlib"),
+            "pytest": _version("pytest"),
+        },
+        "settings": dict(settings),
+        "hardware": hardware,
+        "results": records,
+    }
+
+
+def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> None:
+    """Write to a temporary file beside the target, then rename: an interrupted run leaves no half file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=2, sort_keys=False, default=str)
+            fh.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
