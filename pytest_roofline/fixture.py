@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, NoReturn
 from .config import Settings, Threshold
 from .marker import MarkerSpec
 from .report import failure_message, make_record
-from .result import Result
+from .result import Result, format_fraction
 
 __all__ = ["RooflineSession", "RooflineFixture", "device_lock", "lock_path"]
 
@@ -115,7 +115,7 @@ class RooflineFixture:
     def measure(self, fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Result:
         """Measure and record, never fail."""
         label = self._label(fn, name)
-        result = self._session.measure(fn, args, self._kwargs(kwargs))
+        result = self._session.measure(fn, args, {**self._kwargs(kwargs), "name": label})
         self._record(label, result, None, result.verdict(None))
         return result
 
@@ -134,7 +134,7 @@ class RooflineFixture:
         expected_bound = bound or (self._marker.bound if self._marker else None)
         if expected_bound not in (None, "compute", "memory"):
             raise ValueError(f"bound= must be 'compute' or 'memory', got {expected_bound!r}")
-        kwargs = self._kwargs(kwargs)
+        kwargs = {**self._kwargs(kwargs), "name": label}
         result = self._session.measure(fn, args, kwargs)
         first_utilization = None
         value = threshold.value if threshold else None
@@ -145,7 +145,7 @@ class RooflineFixture:
         verdict = result.verdict(value)
         reason = ""
         if verdict == "fail":
-            reason = (f"utilization {result.utilization:.1%} is below its threshold {value:.0%} "
+            reason = (f"utilization {result.utilization:.1%} is below its threshold {format_fraction(value)} "
                       f"(measured twice: {first_utilization:.1%}, then {result.utilization:.1%})")
         elif verdict == "impossible" and threshold is not None:
             reason = (f"utilization {result.utilization:.1%} is impossible (above 105%): a peak or a count is "

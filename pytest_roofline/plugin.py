@@ -22,6 +22,7 @@ from .report import build_report, header_line, summary_lines, write_json_atomic
 SESSION_KEY = pytest.StashKey[RooflineSession]()
 MARKER_KEY = pytest.StashKey[MarkerSpec]()
 USED_KEY = pytest.StashKey[bool]()
+COLLECTED_KEY = pytest.StashKey[bool]()
 
 
 class RooflineWarning(UserWarning):
@@ -63,6 +64,7 @@ def _uses_roofline(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[COLLECTED_KEY] = False
     for item in items:
         marker = item.get_closest_marker("roofline")
         if marker is not None:
@@ -72,10 +74,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 raise pytest.UsageError(str(exc)) from None
         if _uses_roofline(item):
             config.stash[USED_KEY] = True
+    config.stash[COLLECTED_KEY] = True
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
-    if not any(_uses_roofline(item) for item in items):
+    # pytest calls this even when collection failed (it runs in a finally): no JAX import then.
+    if not config.stash.get(COLLECTED_KEY, False) or not any(_uses_roofline(item) for item in items):
         return []
     try:
         return [header_line(config.stash[SESSION_KEY].hardware())]

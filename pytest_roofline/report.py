@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .result import Result, format_quantity, format_seconds
+from .result import Result, format_fraction, format_quantity, format_seconds
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -81,7 +81,7 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
                  f"spread {r['spread']:.1%} (IQR/median), {r['runs']} runs ({timer}); compile "
                  f"{format_seconds(r['compile_time_s'])}")
     threshold = record["threshold"]
-    versus = (f" vs threshold {threshold:.0%} ({record['threshold_origin']})" if threshold is not None
+    versus = (f" vs threshold {format_fraction(threshold)} ({record['threshold_origin']})" if threshold is not None
               else " (no threshold)")
     lines.append(f"  utilization   {r['utilization']:.1%}{versus}")
     if record.get("first_utilization") is not None:
@@ -109,7 +109,7 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
         r = rec["result"]
         verdict = rec["verdict"]
         if rec["threshold"] is not None:
-            verdict += f" (min {rec['threshold']:.0%})"
+            verdict += f" (min {format_fraction(rec['threshold'])})"
         if rec.get("warn_only") and rec["verdict"] in ("fail", "wrong-bound", "impossible"):
             verdict += " [warn-only]"
         rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from .hardware import Ceiling, HardwareSpec
 from .model import IMPOSSIBLE_ABOVE
 
-__all__ = ["CeilingUse", "Result", "format_seconds", "format_quantity"]
+__all__ = ["CeilingUse", "Result", "format_seconds", "format_quantity", "format_fraction"]
 
 
 def format_seconds(s: float) -> str:
@@ -19,6 +19,11 @@ def format_seconds(s: float) -> str:
     if s >= 1e-6:
         return f"{s * 1e6:.3g} us"
     return f"{s * 1e9:.3g} ns"
+
+
+def format_fraction(x: float) -> str:
+    """A threshold or utilization as a percentage, with significant digits below 1%."""
+    return f"{x:.0%}" if x >= 0.01 else f"{x * 100:.2g}%"
 
 
 def format_quantity(x: float, unit: str) -> str:

@@ -1,0 +1,131 @@
+"""Plugin start-up and collection errors, option help, markers: in-process pytester runs (no JAX needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+PLAIN = "def test_plain():\n    assert True\n"
+MARKED = """
+import pytest
+
+@pytest.mark.roofline({args})
+def test_a(roofline):
+    pass
+"""
+
+
+def test_help_lists_every_option_and_ini_twin(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    text = result.stdout.str()
+    for flag, ini in (("--roofline-min", "roofline_min"), ("--roofline-hardware", "roofline_hardware"),
+                      ("--roofline-config", "roofline_config"), ("--roofline-calibrate", "roofline_calibrate"),
+                      ("--roofline-report", "roofline_report"), ("--roofline-warn-only", "roofline_warn_only"),
+                      ("--roofline-ceilings", "roofline_ceilings")):
+        assert flag in text and ini in text
+
+
+def test_marker_is_registered_with_its_signature(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.roofline(min=None, *, flops=None, bytes=None,*"])
+
+
+@pytest.mark.parametrize("value", ["1.5", "0", "-0.2", "abc", "nan"])
+def test_bad_cli_threshold(pytester: pytest.Pytester, value: str) -> None:
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest(f"--roofline-min={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--roofline-min={value} on the command line: must be*"])
+
+
+def test_bad_ini_threshold_names_the_ini_file(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".ini", tox="[pytest]\nroofline_min = 1.5\n")
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*roofline_min = 1.5 in tox.ini: must be in (0, 1]*"])
+
+
+def test_bad_env_threshold(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_ROOFLINE_MIN", "two")
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*PYTEST_ROOFLINE_MIN=two in the environment: must be a number in (0, 1]*"])
+
+
+@pytest.mark.parametrize("ini_line,fragment", [
+    ("roofline_warn_only = maybe", "roofline_warn_only = maybe in tox.ini: must be true or false"),
+    ("roofline_calibrate = 2", "roofline_calibrate = 2 in tox.ini: must be true or false"),
+    ("roofline_ceilings = guessed", "roofline_ceilings = guessed in tox.ini: must be auto, datasheet or calibrated"),
+])
+def test_bad_ini_values(pytester: pytest.Pytester, ini_line: str, fragment: str) -> None:
+    pytester.makefile(".ini", tox=f"[pytest]\n{ini_line}\n")
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{fragment}*"])
+
+
+@pytest.mark.parametrize("args,fragment", [
+    ("min=2", "roofline marker of test_bad_marker.py::test_a: min=2: must be in (0, 1]"),
+    ("min='high'", "min='high': must be a number in (0, 1]"),
+    ("mn=0.5", "roofline marker of test_bad_marker.py::test_a: unknown keyword 'mn'"),
+    ("bound='gpu'", "bound='gpu': must be 'compute' or 'memory'"),
+    ("min_runs=0", "min_runs=0: must be a positive integer"),
+    ("flops=-3", "flops=-3: must be a non-negative number"),
+    ("timer='sundial'", "timer='sundial': must be 'auto', 'profiler' or 'wallclock'"),
+    ("0.5, 0.6", "at most one positional argument"),
+    ("min_runs=5, max_runs=2", "max_runs=2 is below min_runs=5"),
+])
+def test_bad_marker_is_a_collection_error_naming_test_and_keyword(pytester: pytest.Pytester, args: str,
+                                                                   fragment: str) -> None:
+    pytester.makepyfile(test_bad_marker=MARKED.format(args=args))
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{fragment}*"])
+
+
+def test_missing_config_file(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("--roofline-config=absent.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*roofline config absent.yaml (--roofline-config=absent.yaml on the command line): cannot read it*"])
+
+
+@pytest.mark.parametrize("content,fragment", [
+    ("min: [0.5", "not valid YAML"),
+    ("min: 3\n", "min: 3 in *roofline.yaml: must be in (0, 1]"),
+    ("thresholds:\n  '*::test_a': 1.7\n", "thresholds: '*::test_a': 1.7 in *roofline.yaml: must be in (0, 1]"),
+    ("thresholds: [1, 2]\n", "'thresholds' must map test-id patterns"),
+    ("colour: red\n", "unknown key(s) ?'colour'?"),
+    ("devices:\n  H100 SXM:\n    memory_gbps: -1\n", "*roofline.yaml (from --roofline-config=roofline.yaml on the command line): H100 SXM.memory_gbps: must be a positive number*"),
+])
+def test_malformed_config_file(pytester: pytest.Pytester, content: str, fragment: str) -> None:
+    pytester.makefile(".yaml", roofline=content)
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("--roofline-config=roofline.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{fragment}*"])
+
+
+def test_plugin_can_be_disabled(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("-p", "no:roofline", "--roofline-min=0.5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --roofline-min=0.5*"])
+
+
+def test_a_suite_without_roofline_tests_pays_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_sessionfinish(session):\n"
+        "    print('JAX_IMPORTED=%s' % ('jax' in sys.modules))\n"
+    )
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest_subprocess("-s", "--roofline-min=0.8")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*JAX_IMPORTED=False*"])
+    result.stdout.no_fnmatch_line("roofline:*")
+    result.stdout.no_fnmatch_line("*roofline summary*")

@@ -1,0 +1,297 @@
+"""The plugin end to end with real kernels on this machine's CPU, each run in a subprocess (JAX and the
+profiler are process-wide). Thresholds use wide margins: a kernel either far above or far below them."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+FAST = "warmup=1, min_runs=2, max_runs=3, budget_s=0.2"
+
+# A matmul reaches a large fraction of the CPU ceiling; a sine of 8 numbers is all dispatch overhead
+# (roofline time of nanoseconds against microseconds measured): utilization far below 1%.
+KERNELS = f"""
+import jax, jax.numpy as jnp, pytest
+
+A = jnp.ones((256, 256), jnp.float32)
+TINY = jnp.ones((8,), jnp.float32)
+
+def matmul(x, y):
+    return x @ y
+
+def tiny_sine(v):
+    return jnp.sin(v)
+"""
+
+
+def run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(test_kernels=KERNELS + body)
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+def report(pytester: pytest.Pytester, name: str = "report.json") -> dict:
+    return json.loads((pytester.path / name).read_text())
+
+
+def test_no_threshold_measures_and_reports_never_fails(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+@pytest.mark.roofline({FAST})
+def test_tiny(roofline):
+    r = roofline(tiny_sine, TINY)
+    assert r.utilization < 0.5
+""")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "roofline: CPU *: *f32 * GFLOP/s*memory * GB/s*",  # header, after collection
+        "*roofline summary (worst first)*",
+        "test_kernels.py::test_tiny ?tiny_sine?*memory*measured*",
+        "hardware: CPU *calibrated*",
+    ])
+
+
+def test_failure_message_explains_itself(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+@pytest.mark.roofline(min=0.9, {FAST})
+def test_tiny(roofline):
+    roofline(tiny_sine, TINY)
+""")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "*roofline: kernel 'tiny_sine' of test_kernels.py::test_tiny: utilization *% is below its threshold 90% (measured twice: *%, then *%)",
+        "*hardware      CPU * (cpu, calibrated ceilings, device_kind 'cpu')",
+        "*f32 peak *GFLOP/s*calibration: *matmul*",
+        "*memory *GB/s*calibration: donated f32 scale*",
+        "*counts        * (compiler), * (compiler), *",
+        "*intensity     * FLOP/B vs critical * FLOP/B -> memory-bound",
+        "*roofline      * (compute *, memory *)",
+        "*measured      * median, min *, spread *, * runs (profiler)*",
+        "*utilization   *% vs threshold 90% (marker of test_kernels.py::test_tiny)",
+        "*re-measured   first run *%, second *%",
+    ])
+
+
+def test_warn_only_turns_failures_into_warnings(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+@pytest.mark.roofline(min=0.9, {FAST})
+def test_tiny(roofline):
+    roofline(tiny_sine, TINY)
+""", "--roofline-warn-only")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*RooflineWarning: roofline: kernel 'tiny_sine'*below its threshold 90%*",
+                                 "*fail (min 90%) ?warn-only?*"])
+
+
+def test_fixture_measure_never_fails_and_labels_are_unique(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+@pytest.mark.roofline(min=0.9, {FAST})
+def test_many(roofline):
+    roofline.measure(tiny_sine, TINY)
+    roofline.measure(tiny_sine, TINY)
+    roofline.measure(matmul, A, A, name="mm")
+    assert [r.name for r in roofline.results] == ["tiny_sine", "tiny_sine#2", "mm"]
+""", "--roofline-report=report.json")
+    assert result.ret == 0
+    labels = [r["label"] for r in report(pytester)["results"]]
+    assert labels == ["tiny_sine", "tiny_sine#2", "mm"]
+
+
+def test_bound_keyword(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+@pytest.mark.roofline(bound="compute", {FAST})
+def test_wrong(roofline):
+    roofline(tiny_sine, TINY)
+
+@pytest.mark.roofline(bound="compute", {FAST})
+def test_right(roofline):
+    roofline(matmul, A, A)
+
+def test_call_keyword(roofline):
+    roofline(tiny_sine, TINY, bound="memory", min_runs=2, max_runs=2)
+""")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*expected compute-bound, but it is memory-bound (intensity * vs critical *)*"])
+
+
+def test_analytic_overrides_from_marker_and_call(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+@pytest.mark.roofline(flops=1e9, bytes=2e9, {FAST})
+def test_marker(roofline):
+    r = roofline.measure(matmul, A, A)
+    assert (r.flops, r.flops_source, r.bytes_accessed, r.bytes_source) == (1e9, "user", 2e9, "user")
+
+def test_call(roofline):
+    r = roofline.measure(matmul, A, A, flops=123.0, min_runs=2, max_runs=2)
+    assert r.flops == 123.0 and r.bytes_source == "compiler"
+""")
+    result.assert_outcomes(passed=2)
+
+
+def test_kernel_errors_are_test_errors_with_clear_messages(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+def test_bad_shapes(roofline):
+    roofline(matmul, jnp.ones((3, 4)), jnp.ones((5, 6)))
+
+def test_not_an_array(roofline):
+    roofline(lambda a, b: a, TINY, object())
+
+def test_raises(roofline):
+    def boom(v):
+        raise ValueError("kernel refuses")
+    roofline(boom, TINY)
+
+def test_after_errors_still_measures(roofline):
+    roofline(tiny_sine, TINY, min_runs=2, max_runs=2)
+""")
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines([
+        "*MeasureError: matmul: cannot trace it with the given arguments*contracting dimensions*",
+    ])
+    result.stdout.fnmatch_lines(["*MeasureError: <lambda>: cannot trace it*not arrays: argument 1 (builtins.object)*"])
+    result.stdout.fnmatch_lines(["*MeasureError: boom: *kernel refuses*"])
+
+
+PRECEDENCE_BODY = f"""
+@pytest.mark.roofline({FAST})
+def test_plain(roofline):
+    roofline.measure(tiny_sine, TINY)
+    roofline(tiny_sine, TINY, min=0.00001)
+
+@pytest.mark.roofline(0.00002, {FAST})
+def test_marked(roofline):
+    roofline(tiny_sine, TINY)
+
+@pytest.mark.roofline({FAST})
+def test_pattern(roofline):
+    roofline(tiny_sine, TINY)
+"""
+
+
+def _thresholds(pytester: pytest.Pytester) -> dict[str, tuple[float, str]]:
+    return {(r["nodeid"].split("::")[1], r["label"]): (r["threshold"], r["threshold_origin"])
+            for r in report(pytester)["results"]}
+
+
+def test_threshold_precedence(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # marker > YAML per-test pattern > CLI > env > ini > YAML min. Thresholds far below the tiny kernel's
+    # utilization (about 0.1%): every run passes, and the report shows which threshold applied.
+    pytester.makefile(".yaml", roofline="min: 0.000005\nthresholds:\n  '*::test_pattern': 0.000003\n")
+    pytester.makefile(".ini", pytest="[pytest]\nroofline_min = 0.000004\nroofline_config = roofline.yaml\n"
+                                    "roofline_report = report.json\n")
+    monkeypatch.setenv("PYTEST_ROOFLINE_MIN", "0.000006")
+    result = run(pytester, PRECEDENCE_BODY, "--roofline-min=0.000007")
+    assert result.ret == 0, result.stdout.str()
+    got = _thresholds(pytester)
+    assert got[("test_plain", "tiny_sine")] == (None, "")  # roofline.measure never asserts
+    assert got[("test_plain", "tiny_sine#2")] == (0.00001, "min= in the roofline() call of test_kernels.py::test_plain")
+    assert got[("test_marked", "tiny_sine")] == (0.00002, "marker of test_kernels.py::test_marked")
+    assert got[("test_pattern", "tiny_sine")][0] == 0.000003
+    assert "roofline.yaml" in got[("test_pattern", "tiny_sine")][1]
+
+    body = PRECEDENCE_BODY.replace("roofline(tiny_sine, TINY, min=0.00001)", "roofline(tiny_sine, TINY)")
+    for args, expected in ((("--roofline-min=0.000007",), (0.000007, "--roofline-min=0.000007 on the command line")),
+                           ((), (0.000006, "PYTEST_ROOFLINE_MIN=0.000006 in the environment"))):
+        assert run(pytester, body, *args).ret == 0
+        assert _thresholds(pytester)[("test_plain", "tiny_sine#2")] == expected
+    monkeypatch.delenv("PYTEST_ROOFLINE_MIN")
+    assert run(pytester, body).ret == 0
+    assert _thresholds(pytester)[("test_plain", "tiny_sine#2")] == (0.000004, "roofline_min = 0.000004 in pytest.ini")
+    pytester.makefile(".ini", pytest="[pytest]\nroofline_config = roofline.yaml\nroofline_report = report.json\n")
+    assert run(pytester, body).ret == 0
+    value, origin = _thresholds(pytester)[("test_plain", "tiny_sine#2")]
+    assert value == 0.000005 and origin.startswith("min: 5e-06 in ") and origin.endswith("roofline.yaml")
+
+
+def test_json_report_contents(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+@pytest.mark.roofline(min=0.0001, {FAST})
+def test_mm(roofline):
+    roofline(matmul, A, A)
+""", "--roofline-report=out/report.json")
+    assert result.ret == 0
+    data = report(pytester, "out/report.json")
+    assert data["schema_version"] == 1
+    assert set(data) >= {"created", "machine", "git", "versions", "settings", "hardware", "results"}
+    assert data["versions"]["jax"] and data["versions"]["jaxlib"] and data["versions"]["pytest_roofline"]
+    assert data["machine"]["python"]
+    (hw,) = data["hardware"].values()
+    assert hw["platform"] == "cpu" and hw["peaks_flops_per_s"]["f32"]["origin"] == "calibration"
+    (rec,) = data["results"]
+    assert rec["nodeid"] == "test_kernels.py::test_mm" and rec["verdict"] == "pass"
+    assert rec["result"]["flops"] == 2 * 256**3 and rec["result"]["timer"] == "profiler"
+    assert not list((pytester.path / "out").glob(".report.json.*"))  # no temporary file left
+    result.stdout.fnmatch_lines(["roofline report written to out/report.json"])
+
+
+def test_junit_xml_properties(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+@pytest.mark.roofline({FAST})
+def test_mm(roofline):
+    roofline(matmul, A, A)
+""", "--junitxml=junit.xml")
+    assert result.ret == 0
+    props = {p.get("name"): p.get("value") for p in ET.parse(pytester.path / "junit.xml").iter("property")}
+    assert 0 < float(props["roofline[matmul].utilization"]) and props["roofline[matmul].bound"] == "compute"
+    assert props["roofline[matmul].verdict"] == "measured"
+
+
+def test_forced_hardware_entry(pytester: pytest.Pytester) -> None:
+    # Fake on purpose: a CPU kernel measured against the H100 datasheet, as --roofline-hardware forces.
+    pytester.makefile(".ini", pytest="[pytest]\nroofline_hardware = H100 SXM\nroofline_report = r.json\n")
+    result = run(pytester, f"""
+@pytest.mark.roofline({FAST})
+def test_mm(roofline):
+    r = roofline(matmul, A, A)
+    assert r.hardware.name == "H100 SXM" and r.ceilings == "datasheet"
+""")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["roofline: H100 SXM (gpu): bf16 989 TFLOP/s*?datasheet?"])
+    assert report(pytester, "r.json")["results"][0]["result"]["hardware"]["name"] == "H100 SXM"
+
+
+def test_config_file_devices_override(pytester: pytest.Pytester) -> None:
+    # Fake: a made-up device added in the config and forced with --roofline-hardware.
+    pytester.makefile(".yaml", roofline=(
+        "devices:\n  Test Box:\n    platform: gpu\n    device_kinds: [test-box]\n    read: 2026-11-22\n"
+        "    peak_tflops: {f32: 1, vector: 1}\n    memory_gbps: 100\n"))
+    result = run(pytester, f"""
+@pytest.mark.roofline({FAST})
+def test_mm(roofline):
+    r = roofline(matmul, A, A)
+    assert r.hardware.name == "Test Box" and r.hardware.memory_bandwidth.origin == "override"
+""", "--roofline-config=roofline.yaml", "--roofline-hardware=Test Box")
+    assert result.ret == 0, result.stdout.str()
+
+
+def test_calibrate_option_remeasures(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+import datetime
+START = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)  # before the header calibrates
+
+@pytest.mark.roofline({FAST})
+def test_mm(roofline):
+    r = roofline(matmul, A, A)
+    measured = datetime.datetime.fromisoformat(r.hardware.peaks["f32"].date.replace("Z", "+00:00"))
+    assert measured >= START  # re-measured in this session (by the header line, once)
+    r2 = roofline(matmul, A, A)
+    assert r2.hardware.peaks["f32"] == r.hardware.peaks["f32"] and "cached in" in r2.hardware.peaks["f32"].source
+""", "--roofline-calibrate")
+    assert result.ret == 0, result.stdout.str()
+
+
+def test_xdist_two_workers_merge_every_result(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    body = "".join(f"""
+@pytest.mark.roofline({FAST})
+def test_{i}(roofline):
+    roofline(tiny_sine, TINY, name="k{i}")
+""" for i in range(4))
+    result = run(pytester, body, "-n", "2", "--roofline-report=report.json")
+    assert result.ret == 0, result.stdout.str()
+    data = report(pytester)
+    assert sorted(r["label"] for r in data["results"]) == ["k0", "k1", "k2", "k3"]
+    result.stdout.fnmatch_lines(["*roofline summary (worst first)*"])
+    assert result.stdout.str().count("test_kernels.py::test_") >= 4
