@@ -15,9 +15,10 @@ import json
 import os
 import platform as _platform
 import tempfile
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .hardware import Ceiling, HardwareSpec
 
@@ -36,7 +37,7 @@ __all__ = [
 CACHE_DIR_ENV = "PYTEST_ROOFLINE_CACHE_DIR"
 CACHE_VERSION = 2
 # Problem sizes per platform: large enough to leave caches and reach the steady state.
-_SIZES = {
+_SIZES: dict[str, dict[str, Any]] = {
     "cpu": {"matmul": (1024, 2048), "stream_elements": 64 * 1024 * 1024},  # 256 MiB of f32
     "default": {"matmul": (4096, 8192), "stream_elements": 256 * 1024 * 1024},  # 1 GiB of f32
 }

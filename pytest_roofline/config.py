@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import yaml
 

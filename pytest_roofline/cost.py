@@ -13,11 +13,12 @@ No JAX import here: the inputs are the dict (or list of dicts) and the HLO text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Mapping
+from typing import Any
 
-from .hlo import DTYPE_BYTES, Computation, HloModule, Instruction
+from .hlo import DTYPE_BYTES, Computation, HloModule, Instruction, Shape
 
 __all__ = [
     "CostAnalysisError",
@@ -28,6 +29,7 @@ __all__ = [
     "program_counts",
     "compute_class",
     "computation_cost",
+    "executed_ops",
 ]
 
 # Elementwise ops XLA's cost analysis counts as transcendentals (one per output element).
@@ -94,14 +96,14 @@ class OpCost:
     # Matrix FLOPs (dot, convolution) by compute class, e.g. {"f32": 2.1e9}; included in ``flops``.
     matrix_flops: Mapping[str, float] = field(default_factory=dict)
 
-    def __add__(self, other: "OpCost") -> "OpCost":
+    def __add__(self, other: OpCost) -> OpCost:
         merged = dict(self.matrix_flops)
         for k, v in other.matrix_flops.items():
             merged[k] = merged.get(k, 0.0) + v
         return OpCost(self.flops + other.flops, self.transcendentals + other.transcendentals,
                       self.bytes + other.bytes, merged)
 
-    def scaled(self, factor: float) -> "OpCost":
+    def scaled(self, factor: float) -> OpCost:
         return OpCost(self.flops * factor, self.transcendentals * factor, self.bytes * factor,
                       {k: v * factor for k, v in self.matrix_flops.items()})
 
@@ -426,3 +428,26 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
         loops=descriptions,
         dot_precisions=_dot_precisions(module),
     )
+
+
+def executed_ops(module: HloModule, comp_name: str | None = None, depth: int = 0) -> int:
+    """How many top-level ops one run executes (loop bodies times their trip count, once if unknown).
+
+    Each is one event in a CPU trace: the timing caps its runs so that the trace stays small enough to read.
+    """
+    comp = module.computations.get(comp_name or module.entry_name)
+    if comp is None or depth > 16:
+        return 0
+    total = 0
+    for inst in comp.instructions:
+        if inst.opcode in FREE_OPS:
+            continue
+        if inst.opcode == "while":
+            trips = inst.known_trip_count or 1
+            inner = sum(executed_ops(module, inst.attrs.get(k, "").lstrip("%"), depth + 1) for k in ("body", "condition"))
+            total += trips * max(inner, 1)
+        elif inst.opcode in ("call", "conditional"):
+            total += max((executed_ops(module, c, depth + 1) for c in inst.called), default=1)
+        else:
+            total += 1
+    return total

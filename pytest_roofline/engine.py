@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from .cost import CostAnalysisError, Counts, program_counts
+from .cost import CostAnalysisError, Counts, executed_ops, program_counts
 from .hardware import (
     HardwareSpec,
     find_spec,
@@ -148,7 +149,7 @@ def measure(
     roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, total_bytes, spec.memory_bandwidth.value)
     uses.append(CeilingUse("bytes", total_bytes, "memory", spec.memory_bandwidth))
 
-    timing = time_compiled(program, settings)
+    timing = time_compiled(program, settings, executed_ops(module))
     notes = [u.note for u in uses if u.note]
     if any(program.donated):
         notes.append("donated inputs were copied before each run, outside the timing")

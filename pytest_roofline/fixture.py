@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, NoReturn
+from typing import Any, NoReturn
 
 from .config import Settings, Threshold
 from .marker import MarkerSpec
@@ -119,7 +120,7 @@ class RooflineFixture:
         self._record(label, result, None, result.verdict(None))
         return result
 
-    def __call__(self, fn: Callable[..., Any], *args: Any, name: str | None = None, min: float | None = None,
+    def __call__(self, fn: Callable[..., Any], *args: Any, name: str | None = None, min: float | None = None,  # noqa: A002
                  bound: str | None = None, **kwargs: Any) -> Result:
         """Measure, record, and fail the test when the kernel is below its threshold or of the wrong bound."""
         label = self._label(fn, name)
@@ -144,7 +145,7 @@ class RooflineFixture:
             result = self._session.measure(fn, args, kwargs)
         verdict = result.verdict(value)
         reason = ""
-        if verdict == "fail":
+        if verdict == "fail" and value is not None:
             reason = (f"utilization {result.utilization:.1%} is below its threshold {format_fraction(value)} "
                       f"(measured twice: {first_utilization:.1%}, then {result.utilization:.1%})")
         elif verdict == "impossible" and threshold is not None:

@@ -7,10 +7,11 @@ Nothing here imports JAX: detection takes the ``platform`` and ``device_kind`` s
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 

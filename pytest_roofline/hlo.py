@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 __all__ = [
     "HloParseError",
@@ -50,7 +51,7 @@ class Shape:
 
     dtype: str
     dims: tuple[int, ...] = ()
-    elements_of: tuple["Shape", ...] = ()
+    elements_of: tuple[Shape, ...] = ()
 
     @property
     def is_tuple(self) -> bool:
@@ -72,7 +73,7 @@ class Shape:
             raise ValueError(f"unknown HLO element type {self.dtype!r}")
         return int(-(-prod(self.dims) * per // 1))
 
-    def leaves(self) -> Iterator["Shape"]:
+    def leaves(self) -> Iterator[Shape]:
         if self.is_tuple:
             for s in self.elements_of:
                 yield from s.leaves()

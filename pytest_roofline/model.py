@@ -8,8 +8,8 @@ and the verdict names the suspect instead of passing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 __all__ = [
     "IMPOSSIBLE_ABOVE",

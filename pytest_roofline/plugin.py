@@ -121,8 +121,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: hand the records to the controller
         config.workeroutput["roofline_records"] = json.dumps(state.records, default=str)  # type: ignore[attr-defined]
         return
-    if state.settings.report and (state.records or config.stash[USED_KEY]):
-        settings = {k: v for k, v in state.settings.origins.items()}
+    used: bool = config.stash.get(USED_KEY, False)
+    if state.settings.report and (state.records or used):
+        settings = dict(state.settings.origins)
         if state.settings.min is not None:
             settings["min_value"] = str(state.settings.min.value)
         write_json_atomic(state.settings.report, build_report(state.records, settings, str(config.rootpath)))

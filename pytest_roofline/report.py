@@ -13,9 +13,10 @@ import platform
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .result import Result, format_fraction, format_quantity, format_seconds
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .hardware import Ceiling, HardwareSpec
 from .model import IMPOSSIBLE_ABOVE

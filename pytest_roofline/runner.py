@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import jax
 import numpy as np
@@ -56,7 +57,7 @@ def _dynamic_args(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], args
     missing = len(args) - len(info_args)
     if missing == 0:
         return args, dyn_kwargs
-    target = jax.tree_util.tree_structure(info_args)
+    target: Any = jax.tree_util.tree_structure(info_args)
     candidates = [i for i, a in enumerate(args) if not _is_array(a)]
     matches = []
     for static in itertools.combinations(candidates, missing):
@@ -108,15 +109,16 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
                            device, raw_cost)
 
 
-def time_compiled(program: CompiledProgram, settings: TimingSettings) -> Timing:
+def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_run: int = 1) -> Timing:
     """Time the compiled program; donated inputs get a fresh copy before every run, outside the timing."""
+    settings = replace(settings, ops_per_run=max(ops_per_run, 1))
     compiled = program.compiled
     treedef = program.treedef
 
     def prepare() -> list[Any]:
         if not any(program.donated):
             return program.leaves
-        fresh = [x.copy() if d and isinstance(x, jax.Array) else x for x, d in zip(program.leaves, program.donated)]
+        fresh = [x.copy() if d and isinstance(x, jax.Array) else x for x, d in zip(program.leaves, program.donated, strict=True)]
         jax.block_until_ready(fresh)
         return fresh
 

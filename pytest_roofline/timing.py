@@ -10,9 +10,10 @@ beside them and is the fallback when the profiler cannot be used, with the reaso
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .trace import RunTimes, TraceError, flatten, run_times
 
@@ -46,6 +47,13 @@ class TimingSettings:
     budget_s: float = 1.0
     target_spread: float = 0.02
     timer: str = "auto"
+    # Reading a trace costs about a second per 50k events: runs under the profiler are capped so that
+    # runs x ops_per_run stays under this (never below min_runs).
+    max_trace_events: int = 100_000
+    ops_per_run: int = 1
+
+    def profiled_max_runs(self) -> int:
+        return max(self.min_runs, min(self.max_runs, self.max_trace_events // max(self.ops_per_run, 1)))
 
     def __post_init__(self) -> None:
         if self.warmup < 0:
@@ -130,10 +138,10 @@ class _Session:
 
 
 def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any],
-                    settings: TimingSettings) -> list[float]:
+                    settings: TimingSettings, max_runs: int | None = None) -> list[float]:
     walls: list[float] = []
     started = time.perf_counter()
-    while len(walls) < settings.max_runs:
+    while len(walls) < (max_runs or settings.max_runs):
         args = prepare()
         t0 = time.perf_counter()
         outputs = execute(args)
@@ -170,7 +178,7 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         walls = _run_adaptively(prepare, execute, settings)
         return Timing(tuple(walls), tuple(walls), "wallclock", str(exc), "")
     try:
-        walls = _run_adaptively(prepare, execute, settings)
+        walls = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs())
     except BaseException:
         session.discard()  # never leave a profiler session open, also when the kernel raises
         raise

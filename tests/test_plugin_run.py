@@ -14,7 +14,7 @@ FAST = "warmup=1, min_runs=2, max_runs=3, budget_s=0.2"
 
 # A matmul reaches a large fraction of the CPU ceiling; a sine of 8 numbers is all dispatch overhead
 # (roofline time of nanoseconds against microseconds measured): utilization far below 1%.
-KERNELS = f"""
+KERNELS = """
 import jax, jax.numpy as jnp, pytest
 
 A = jnp.ones((256, 256), jnp.float32)
@@ -131,7 +131,7 @@ def test_call(roofline):
 
 
 def test_kernel_errors_are_test_errors_with_clear_messages(pytester: pytest.Pytester) -> None:
-    result = run(pytester, f"""
+    result = run(pytester, """
 def test_bad_shapes(roofline):
     roofline(matmul, jnp.ones((3, 4)), jnp.ones((5, 6)))
 

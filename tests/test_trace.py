@@ -115,7 +115,7 @@ def test_real_cpu_trace() -> None:
     assert timing.timer == "profiler" and timing.runs == 4
     assert "run_id" in timing.method
     # Device time of a run lies inside the host's wall time around it.
-    for device, wall in zip(sorted(timing.per_run_s), sorted(timing.wall_per_run_s)):
+    for device, wall in zip(timing.per_run_s, timing.wall_per_run_s, strict=True):  # both in run order
         assert 0 < device <= wall
     found = run_times(flatten(timing.trace), module_name, "cpu", 4)
     ops = {e.stats.get("hlo_op") for e in found.op_events if "hlo_op" in e.stats}

@@ -1,0 +1,54 @@
+"""Memory-bound kernels: normalization, softmax, a reduction and an elementwise chain XLA fuses."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from conftest import normal
+
+ROWS, COLS = 8192, 4096  # 128 MiB of f32: no cache holds it
+
+
+def rms_norm(x, scale):
+    return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6) * scale
+
+
+def layer_norm(x, scale, bias):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) * jax.lax.rsqrt(var + 1e-5) * scale + bias
+
+
+def gelu_chain(x):
+    return jax.nn.gelu(x * 1.5 + 0.5) * 2.0 - 1.0
+
+
+# Read x once, write once; the row statistics stay in registers: a streaming kernel. On a CPU each call
+# page-faults a fresh 128 MiB output inside the op, so these reach ~0.10 (see test_donation.py).
+@pytest.mark.roofline(min=0.05, bound="memory")
+def test_rms_norm(roofline, key):
+    roofline(rms_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)))
+
+
+@pytest.mark.roofline(min=0.05, bound="memory")
+def test_layer_norm(roofline, key):
+    roofline(layer_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)), jnp.zeros((COLS,)))
+
+
+# Softmax reads its input twice (max, then exp-sum) unless fused in one pass; one exp per element.
+@pytest.mark.roofline(min=0.05, bound="memory")
+def test_softmax(roofline, key):
+    roofline(lambda x: jax.nn.softmax(x, axis=-1), normal(key, (ROWS, COLS)), name="softmax")
+
+
+# A reduction reads 128 MiB and writes 32 KiB, no big output to fault in: ~0.57 measured.
+@pytest.mark.roofline(min=0.3, bound="memory")
+def test_row_sum(roofline, key):
+    roofline(lambda x: x.sum(axis=-1), normal(key, (ROWS, COLS)), name="row_sum")
+
+
+# Five elementwise ops fuse into one loop: one read, one write, no temporaries in memory.
+@pytest.mark.roofline(min=0.05, bound="memory")
+def test_fused_elementwise_chain(roofline, key):
+    roofline(gelu_chain, normal(key, (ROWS, COLS)))
