@@ -198,18 +198,37 @@ def _measure_ceilings(platform: str) -> dict[str, Any]:
     return {"peaks": peaks, "memory": moved / timing.min_s, "details": details}
 
 
-def _figures(platform: str, device_kind: str, refresh: bool) -> tuple[dict[str, Any], str]:
+def _keep_best(old: Mapping[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Per figure, the higher of a cached and a new calibration: a ceiling is the best the machine has shown."""
+    merged = dict(new)
+    merged["peaks"] = dict(new["peaks"])
+    merged["details"] = dict(new["details"])
+    for dtype, value in old.get("peaks", {}).items():
+        if value > merged["peaks"].get(dtype, 0.0):
+            merged["peaks"][dtype] = value
+            merged["details"][dtype] = old["details"][dtype] + f" (kept from {old.get('date', '?')})"
+    if old.get("memory", 0.0) > merged["memory"]:
+        merged["memory"] = old["memory"]
+        merged["details"]["memory"] = old["details"]["memory"] + f" (kept from {old.get('date', '?')})"
+    return merged
+
+
+def _figures(platform: str, device_kind: str, refresh: bool | str) -> tuple[dict[str, Any], str]:
+    """``refresh``: False uses the cache; True re-measures and replaces it; "best" re-measures and keeps,
+    per figure, the higher of the cached and the new value."""
     key = machine_key(platform, device_kind)
-    cached = None if refresh else load_cached(key)
-    if cached is not None:
+    cached = load_cached(key)
+    if cached is not None and not refresh:
         return cached, f"cached in {_cache_file(key)}"
     figures = _measure_ceilings(platform)
     figures["date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if refresh == "best" and cached is not None:
+        figures = _keep_best(cached, figures)
     path = store_cached(key, figures)
     return figures, f"measured now, cached in {path}"
 
 
-def cpu_spec(device_kind: str = "cpu", refresh: bool = False) -> HardwareSpec:
+def cpu_spec(device_kind: str = "cpu", refresh: bool | str = False) -> HardwareSpec:
     """The CPU's ceilings, measured on this machine (cached)."""
     figures, where = _figures("cpu", device_kind, refresh)
     info = cpu_info()
@@ -231,7 +250,7 @@ def cpu_spec(device_kind: str = "cpu", refresh: bool = False) -> HardwareSpec:
     return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical, tuple(notes))
 
 
-def calibrated_spec(base: HardwareSpec, device_kind: str, refresh: bool = False) -> HardwareSpec:
+def calibrated_spec(base: HardwareSpec, device_kind: str, refresh: bool | str = False) -> HardwareSpec:
     """An accelerator's table entry with its bf16 and f32 peaks and memory bandwidth replaced by measurements.
 
     The f32 matmul runs at JAX's default precision, so on a GPU it is stored as the TF32 ceiling.

@@ -72,6 +72,13 @@ def _parse_name(raw: Any, where: str) -> str:
     return text
 
 
+def parse_model(raw: Any, where: str) -> str:
+    text = str(raw).strip().lower()
+    if text not in ("program", "ops"):
+        raise ConfigError(f"{where}: must be program or ops, got {raw!r}")
+    return text
+
+
 def _parse_ceilings(raw: Any, where: str) -> str:
     text = str(raw).strip().lower()
     if text not in ("auto", "datasheet", "calibrated"):
@@ -112,6 +119,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("ceilings", "--roofline-ceilings", "roofline_ceilings", "PYTEST_ROOFLINE_CEILINGS", "str",
            "which ceilings to measure against: auto (datasheet on accelerators, calibrated on CPU), "
            "datasheet or calibrated", _parse_ceilings, "KIND"),
+    Option("model", "--roofline-model", "roofline_model", "PYTEST_ROOFLINE_MODEL", "str",
+           "which roofline the threshold is checked against: program (one max() over the whole program, "
+           "default) or ops (the sum of per-op roofline times, tighter for ops that run one after another)",
+           parse_model, "MODEL"),
+    Option("trace_dir", "--roofline-trace-dir", "roofline_trace_dir", "PYTEST_ROOFLINE_TRACE_DIR", "path",
+           "where to save the trace (Perfetto, TensorBoard/XProf) and optimized HLO of failing kernels "
+           "(default: .pytest_cache/d/roofline-traces, or a temporary directory)", _parse_path, "PATH"),
+    Option("trace_all", "--roofline-trace-all", "roofline_trace_all", "PYTEST_ROOFLINE_TRACE_ALL", "bool",
+           "save traces of every measured kernel, not only failing ones", parse_bool),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -131,6 +147,9 @@ class Settings:
     report: str | None = None
     warn_only: bool = False
     ceilings: str = "auto"
+    model: str = "program"
+    trace_dir: str | None = None
+    trace_all: bool = False
     patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test thresholds from the YAML config
     origins: Mapping[str, str] = field(default_factory=dict)
 
@@ -148,7 +167,7 @@ class Settings:
         return self.config
 
 
-_CONFIG_KEYS = {"min", "thresholds", "devices", "ceilings"}
+_CONFIG_KEYS = {"min", "thresholds", "devices", "ceilings", "model"}
 
 
 def load_config_file(path: str, where: str) -> dict[str, Any]:
@@ -213,6 +232,8 @@ def resolve_settings(
             origins["min"] = where
         if "ceilings" in data and "ceilings" not in values:
             values["ceilings"] = _parse_ceilings(data["ceilings"], f"ceilings: {data['ceilings']} in {config_path}")
+        if "model" in data and "model" not in values:
+            values["model"] = parse_model(data["model"], f"model: {data['model']} in {config_path}")
         for pattern, raw in (data.get("thresholds") or {}).items():
             where = f"thresholds: {pattern!r}: {raw} in {config_path}"
             patterns.append((str(pattern), Threshold(parse_threshold(raw, where), where)))

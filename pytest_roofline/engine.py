@@ -16,6 +16,7 @@ from .hardware import (
 )
 from .hlo import parse_hlo
 from .model import estimate, utilization
+from .ops import attach_times, busy_time, hints, op_rows, ops_check
 from .result import CeilingUse, Result
 from .runner import MeasureError, compile_program, time_compiled
 from .timing import TimingSettings
@@ -27,7 +28,7 @@ CEILING_MODES = ("auto", "datasheet", "calibrated")
 
 def resolve_hardware(platform: str, device_kind: str, hardware: str | HardwareSpec | None = None,
                      hardware_file: str | os.PathLike[str] | None = None, ceilings: str = "auto",
-                     recalibrate: bool = False) -> tuple[HardwareSpec, str]:
+                     recalibrate: bool | str = False) -> tuple[HardwareSpec, str]:
     """The ceilings for a device, and which kind they are ("datasheet", "calibrated", "given").
 
     CPU ceilings are calibrated unless the table (or an override file) has an entry for the CPU and
@@ -101,7 +102,7 @@ def measure(
     hardware: str | HardwareSpec | None = None,
     hardware_file: str | os.PathLike[str] | None = None,
     ceilings: str = "auto",
-    recalibrate: bool = False,
+    recalibrate: bool | str = False,
     warmup: int = 2,
     min_runs: int = 5,
     max_runs: int = 100,
@@ -119,7 +120,8 @@ def measure(
     Counting: ``flops``, ``bytes`` and ``transcendentals`` replace the compiler's counts (analytic model
     FLOPs give MFU). Hardware: ``hardware`` forces a table entry by name (or is a ``HardwareSpec``);
     ``hardware_file`` adds or overrides devices (default ``$PYTEST_ROOFLINE_HARDWARE_FILE``);
-    ``ceilings`` is "auto", "datasheet" or "calibrated"; ``recalibrate`` re-measures cached ceilings.
+    ``ceilings`` is "auto", "datasheet" or "calibrated"; ``recalibrate`` re-measures cached ceilings
+    (True: replace the cache; "best": keep per figure the higher of the cached and the new value).
     Timing: ``warmup`` untimed runs, then between ``min_runs`` and ``max_runs`` timed runs, stopping once
     the spread (relative IQR) is within ``target_spread`` or ``budget_s`` seconds of runs are spent;
     ``timer`` is "auto", "profiler" or "wallclock".
@@ -151,6 +153,24 @@ def measure(
 
     timing = time_compiled(program, settings, executed_ops(module))
     notes = [u.note for u in uses if u.note]
+
+    precision = _precision(counts)
+    interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
+    rows = op_rows(module, lambda cls: peak_for_class(spec, cls, precision)[1].value,
+                   peak_for_class(spec, "vector")[1].value, spec.memory_bandwidth.value, interconnect,
+                   devices=program.num_devices)
+    busy = None
+    if timing.found is not None:
+        rows = attach_times(rows, timing.found.op_events, timing.found.run_of_event, timing.runs)
+        busy = busy_time(timing.found.op_events, timing.found.run_of_event, timing.runs)
+    check = ops_check(module, program.raw_cost_analysis)
+    if not check.ok:
+        notes.append("per-op counts differ from the compiler's: " + "; ".join(check.mismatches))
+    root = module.entry.root
+    working_set = sum(i.shape.bytes for i in module.entry.instructions if i.opcode == "parameter") + root.shape.bytes
+    advice = hints(rows, platform=program.platform, device_time_s=timing.median_s, bound=roof.bound,
+                   donated=any(program.donated), output_bytes=root.shape.bytes, working_set_bytes=working_set,
+                   has_loops=bool(counts.loops), busy_s=busy)
     if any(program.donated):
         notes.append("donated inputs were copied before each run, outside the timing")
     if timing.fallback_reason:
@@ -194,6 +214,11 @@ def measure(
         device_kind=program.device_kind,
         notes=tuple(notes),
         versions={"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")},
+        ops=tuple(rows),
+        ops_roofline_time_s=sum(r.roofline_time_s for r in rows),
+        ops_check=check,
+        hints=tuple(advice),
         hlo_text=program.hlo_text,
         xspace=timing.xspace,
+        exporter=timing.exporter,
     )

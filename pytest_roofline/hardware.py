@@ -174,7 +174,7 @@ def load_table(text: str, where: str, origin: str = "datasheet",
     """Read a table in the layout of ``hardware.yaml``; entries named in ``base`` are merged figure by figure."""
     data = _read_yaml(text, where)
     devices = data.get("devices", {})
-    extra = set(data) - {"devices", "thresholds", "min", "ceilings"}  # the plugin config shares the file
+    extra = set(data) - {"devices", "thresholds", "min", "ceilings", "model"}  # the plugin config shares the file
     if extra:
         raise HardwareError(f"{where}: unknown top-level key(s) {sorted(extra)}; expected 'devices'")
     if not isinstance(devices, Mapping):

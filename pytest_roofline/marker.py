@@ -6,16 +6,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ConfigError, Threshold, parse_threshold
+from .config import ConfigError, Threshold, parse_model, parse_threshold
 
 __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MarkerSpec", "parse_marker"]
 
 MARKER_SIGNATURE = (
-    "roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, warmup=2, min_runs=5, "
-    "max_runs=100, budget_s=1.0, target_spread=0.02, timer='auto'): measure this test's kernels against the "
-    "roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/'memory', when a "
-    "kernel is bound by the other; flops/bytes/transcendentals replace the compiler's counts (analytic model "
-    "FLOPs give MFU); the rest tune the measurement (see pytest_roofline.measure)."
+    "roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, warmup=2, "
+    "min_runs=5, max_runs=100, budget_s=1.0, target_spread=0.02, timer='auto'): measure this test's kernels "
+    "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
+    "'memory', when a kernel is bound by the other; model='program' (default) or 'ops' picks the roofline the "
+    "threshold uses; flops/bytes/transcendentals replace the compiler's counts (analytic model FLOPs give "
+    "MFU); the rest tune the measurement (see pytest_roofline.measure)."
 )
 
 
@@ -67,6 +68,7 @@ MARKER_KEYWORDS = {
     "budget_s": _positive_float,
     "target_spread": _count,
     "timer": _timer,
+    "model": None,  # handled apart: which roofline the threshold uses
 }
 # Keywords handed to measure() as they are.
 MEASURE_KEYWORDS = ("flops", "bytes", "transcendentals", "warmup", "min_runs", "max_runs", "budget_s",
@@ -78,6 +80,7 @@ class MarkerSpec:
     min: Threshold | None
     bound: str | None
     measure_kwargs: Mapping[str, Any]
+    model: str | None = None
 
 
 def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) -> MarkerSpec:
@@ -97,9 +100,12 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) ->
     if merged.get("min") is not None:
         where = f"roofline marker of {test}: min={merged['min']!r}"
         threshold = Threshold(parse_threshold(merged["min"], where), f"marker of {test}")
+    model = None
+    if merged.get("model") is not None:
+        model = parse_model(merged["model"], f"roofline marker of {test}: model={merged['model']!r}")
     checked: dict[str, Any] = {}
     for key, value in merged.items():
-        if key == "min" or value is None:
+        if key in ("min", "model") or value is None:
             continue
         parse = MARKER_KEYWORDS[key]
         assert parse is not None
@@ -108,4 +114,4 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) ->
         raise ConfigError(f"roofline marker of {test}: max_runs={checked['max_runs']} is below "
                           f"min_runs={checked['min_runs']}")
     bound = checked.pop("bound", None)
-    return MarkerSpec(threshold, bound, {k: v for k, v in checked.items() if k in MEASURE_KEYWORDS})
+    return MarkerSpec(threshold, bound, {k: v for k, v in checked.items() if k in MEASURE_KEYWORDS}, model)

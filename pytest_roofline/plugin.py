@@ -53,7 +53,17 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve_settings(cli, os.environ, ini, _ini_name(config), base_dir)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[SESSION_KEY] = RooflineSession(settings)
+    def trace_root() -> str:
+        if settings.trace_dir:
+            return settings.trace_dir
+        cache = getattr(config, "cache", None)
+        if cache is not None:
+            return str(cache.mkdir("roofline-traces"))
+        import tempfile
+
+        return tempfile.mkdtemp(prefix="roofline-traces-")
+
+    config.stash[SESSION_KEY] = RooflineSession(settings, trace_root)
     config.stash[USED_KEY] = False
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")

@@ -28,6 +28,7 @@ __all__ = [
     "build_report",
     "write_json_atomic",
     "header_line",
+    "top_ops_lines",
 ]
 
 SCHEMA_VERSION = 1
@@ -84,16 +85,51 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
     threshold = record["threshold"]
     versus = (f" vs threshold {format_fraction(threshold)} ({record['threshold_origin']})" if threshold is not None
               else " (no threshold)")
-    lines.append(f"  utilization   {r['utilization']:.1%}{versus}")
+    model = record.get("model", "program")
+    util = r["utilization"] if model == "program" else r.get("ops_utilization", r["utilization"])
+    lines.append(f"  utilization   {util:.1%}{' (per-op model)' if model == 'ops' else ''}{versus}")
     if record.get("first_utilization") is not None:
-        lines.append(f"  re-measured   first run {record['first_utilization']:.1%}, second {r['utilization']:.1%}")
+        lines.append(f"  re-measured   first run {record['first_utilization']:.1%}, second {util:.1%}")
     if record.get("expected_bound"):
         lines.append(f"  bound         expected {record['expected_bound']}-bound, measured {r['bound']}-bound")
     if r["impossible"]:
         lines.append(f"  IMPOSSIBLE    utilization above 105%: suspect {r['suspect']}")
+    if r.get("ops"):
+        lines.append(f"  ops model     sum of per-op roofline times {format_seconds(r['ops_roofline_time_s'])}: "
+                     f"utilization {r['ops_utilization']:.1%} (threshold checked against the "
+                     f"{record.get('model', 'program')} model)")
+        lines += top_ops_lines(r, count=record.get("top_ops", 5))
+    check = r.get("ops_check")
+    if check and not check["ok"]:
+        lines.append(f"  counts check  per-op sums differ from the compiler's: {'; '.join(check['mismatches'])}")
+    for hint in r.get("hints", []):
+        lines.append(f"  hint          {hint}")
     for note in r["notes"]:
         lines.append(f"  note          {note}")
+    if record.get("trace_dir"):
+        lines.append(f"  trace         {record['trace_dir']}")
+        lines.append(f"                Perfetto: open {record['perfetto']} at https://ui.perfetto.dev ; "
+                     f"TensorBoard/XProf: tensorboard --logdir {record['trace_dir']} ; HLO: {record['hlo']}")
     return "\n".join(lines)
+
+
+def top_ops_lines(r: Mapping[str, Any], count: int = 5, indent: str = "    ") -> list[str]:
+    """The ops that lost the most time (measured - roofline), one line each."""
+    timed = [op for op in r.get("ops", []) if op.get("measured_s")]
+    timed.sort(key=lambda op: -op["time_lost_s"])
+    if not timed:
+        return []
+    out = [f"{indent[:-2]}top ops by time lost (of {len(r['ops'])} executed ops):"]
+    for op in timed[:count]:
+        runs = f" x{op['executions']}" if op["executions"] > 1 else ""
+        operands = ", ".join(op["operand_shapes"][:3]) + (", ..." if len(op["operand_shapes"]) > 3 else "")
+        kind = op["opcode"] + (f":{op['fusion_kind']}" if op.get("fusion_kind") else "")
+        util = f"{op['utilization']:.1%}" if op.get("utilization") is not None else "n/a"
+        out.append(f"{indent}{op['name']} ({kind}{runs}) {op['shape']} <- ({operands}) [{op['dtype']}]: "
+                   f"{format_quantity(op['flops'], 'FLOP')}, {format_quantity(op['bytes'], 'B')}, {op['bound']}-bound; "
+                   f"measured {format_seconds(op['measured_s'])} vs roofline {format_seconds(op['roofline_time_s'])} "
+                   f"({util}), lost {format_seconds(op['time_lost_s'])}")
+    return out
 
 
 def _sort_key(record: Mapping[str, Any]) -> tuple[int, float]:
@@ -121,6 +157,13 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
            for row in rows]
     hardware = sorted({f"{rec['result']['hardware']['name']} [{rec['result']['ceilings']}]" for rec in records})
     out.append(f"hardware: {'; '.join(hardware)}")
+    failing = [rec for rec in sorted(records, key=_sort_key)
+               if rec["verdict"] in ("fail", "wrong-bound", "impossible") and rec["result"].get("ops")]
+    for rec in failing:
+        out.append(f"{rec['nodeid']} [{rec['label']}] ({rec['verdict']}):")
+        out += top_ops_lines(rec["result"], count=3)
+        if rec.get("trace_dir"):
+            out.append(f"    trace: {rec['trace_dir']}")
     return out
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .hardware import Ceiling, HardwareSpec
 from .model import IMPOSSIBLE_ABOVE
+from .ops import OpRow, OpsCheck
+
+MODELS = ("program", "ops")
 
 __all__ = ["CeilingUse", "Result", "format_seconds", "format_quantity", "format_fraction"]
 
@@ -85,8 +88,32 @@ class Result:
     device_kind: str
     notes: tuple[str, ...] = ()
     versions: Mapping[str, str] = field(default_factory=dict)
+    # Per-op roofline: one row per executed op, the sum of their roofline times (a tighter bound for ops
+    # that run one after another), the sum-over-ops check against the compiler, and hints.
+    ops: tuple[OpRow, ...] = ()
+    ops_roofline_time_s: float = 0.0
+    ops_check: OpsCheck | None = None
+    hints: tuple[str, ...] = ()
     hlo_text: str = field(default="", repr=False, compare=False)
     xspace: bytes = field(default=b"", repr=False, compare=False)
+    exporter: Callable[[bytes, str], None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ops_utilization(self) -> float:
+        """Sum of per-op roofline times / measured time."""
+        return self.ops_roofline_time_s / self.device_time_s if self.device_time_s > 0 else 0.0
+
+    def utilization_for(self, model: str = "program") -> float:
+        """The utilization a threshold is checked against: "program" (one max() over the whole program,
+        the default) or "ops" (the sum of per-op roofline times)."""
+        if model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+        return self.utilization if model == "program" else self.ops_utilization
+
+    def top_ops(self, count: int = 5) -> list[OpRow]:
+        """The ops that lost the most time against their own roofline."""
+        timed = [r for r in self.ops if r.measured_s]
+        return sorted(timed, key=lambda r: -r.time_lost_s)[:count]
 
     @property
     def impossible(self) -> bool:
@@ -108,10 +135,12 @@ class Result:
                 f"byte count too high ({self.bytes_source} count {format_quantity(self.bytes_accessed, 'B')}); "
                 f"a working set that fits in cache runs faster than main memory")
 
-    def verdict(self, threshold: float | None) -> str:
-        from .model import verdict
+    def verdict(self, threshold: float | None, model: str = "program") -> str:
+        from .model import IMPOSSIBLE_ABOVE, verdict
 
-        return verdict(self.utilization, threshold)
+        if self.impossible:  # the program-level bound is the loosest: above 1.05 there, a ceiling is wrong
+            return verdict(max(self.utilization, IMPOSSIBLE_ABOVE + 1e-9), threshold)
+        return verdict(self.utilization_for(model), threshold)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -151,6 +180,11 @@ class Result:
             "suspect": self.suspect,
             "notes": list(self.notes),
             "versions": dict(self.versions),
+            "ops_roofline_time_s": self.ops_roofline_time_s,
+            "ops_utilization": self.ops_utilization,
+            "ops_check": self.ops_check.to_dict() if self.ops_check else None,
+            "hints": list(self.hints),
+            "ops": [r.to_dict() for r in self.ops],
         }
 
     def __str__(self) -> str:

@@ -34,6 +34,13 @@ class CompiledProgram:
     raw_cost_analysis: Any
 
     @property
+    def num_devices(self) -> int:
+        try:
+            return max(len(self.compiled.input_shardings[0][0].device_set), 1)
+        except (AttributeError, IndexError, TypeError):
+            return 1
+
+    @property
     def platform(self) -> str:
         return str(self.device.platform)
 

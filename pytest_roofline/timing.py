@@ -77,8 +77,10 @@ class Timing:
     timer: str  # "profiler" or "wallclock"
     fallback_reason: str  # why the wall clock was used ("" when the profiler was)
     method: str  # how device times were read from the trace
-    trace: Any = None  # the raw ProfileData when the profiler ran (for per-op analysis and artifacts)
+    trace: Any = None  # the raw ProfileData when the profiler ran
     xspace: bytes = b""  # the serialized trace, for saving
+    found: RunTimes | None = None  # this program's events grouped by run (per-op analysis)
+    exporter: Callable[[bytes, str], None] | None = None  # writes TensorBoard/XProf files for an XSpace
 
     @property
     def runs(self) -> int:
@@ -127,6 +129,10 @@ class _Session:
             return bytes(self._session.stop())
         except Exception as exc:  # noqa: BLE001
             raise ProfilerUnavailable(f"the profiler could not stop: {exc}") from None
+
+    def export(self, xspace: bytes, directory: str) -> None:
+        """Write ``plugins/profile/<timestamp>/<host>.xplane.pb`` and ``.trace.json.gz`` under ``directory``."""
+        self._session.export(xspace, directory)
 
     def discard(self) -> None:
         if not self._stopped:
@@ -198,4 +204,5 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         if settings.timer == "profiler":
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
         return Timing(tuple(walls), tuple(walls), "wallclock", f"trace unusable: {exc}", "")
-    return Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, profile, xspace)
+    return Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, profile, xspace, found,
+                  session.export)
