@@ -162,7 +162,9 @@ def measure(
     busy = None
     if timing.found is not None:
         rows = attach_times(rows, timing.found.op_events, timing.found.run_of_event, timing.runs)
-        busy = busy_time(timing.found.op_events, timing.found.run_of_event, timing.runs)
+        containers = frozenset(i.name for c in module.computations.values() for i in c.instructions
+                               if i.opcode in ("while", "call", "conditional"))
+        busy = busy_time(timing.found.op_events, timing.found.run_of_event, timing.runs, containers)
     check = ops_check(module, program.raw_cost_analysis)
     if not check.ok:
         notes.append("per-op counts differ from the compiler's: " + "; ".join(check.mismatches))

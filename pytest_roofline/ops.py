@@ -274,12 +274,16 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
     return out
 
 
-def busy_time(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], runs: int) -> float | None:
-    """Median over runs of the time covered by at least one op event (the rest of a run is gaps)."""
+def busy_time(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], runs: int,
+              containers: frozenset[str] = frozenset()) -> float | None:
+    """Median over runs of the time covered by at least one leaf op event (the rest of a run is gaps).
+
+    ``containers`` are ops whose event spans other ops (a while loop's thunk on a CPU): not counted.
+    """
     per_run: dict[int, list[tuple[float, float]]] = {}
     for index, ev in enumerate(events):
         run = run_of_event.get(index)
-        if run is not None and "hlo_op" in ev.stats:
+        if run is not None and "hlo_op" in ev.stats and str(ev.stats["hlo_op"]) not in containers:
             per_run.setdefault(run, []).append((ev.start_ns, ev.end_ns))
     if not per_run:
         return None

@@ -129,3 +129,13 @@ def test_a_suite_without_roofline_tests_pays_nothing(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(["*JAX_IMPORTED=False*"])
     result.stdout.no_fnmatch_line("roofline:*")
     result.stdout.no_fnmatch_line("*roofline summary*")
+
+
+def test_bad_model_values(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("--roofline-model=sum")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--roofline-model=sum on the command line: must be program or ops*"])
+    pytester.makepyfile(test_bad_marker=MARKED.format(args="model='guess'"))
+    result = pytester.runpytest("test_bad_marker.py")
+    result.stderr.fnmatch_lines(["*roofline marker of test_bad_marker.py::test_a: model='guess': must be program or ops*"])

@@ -295,3 +295,78 @@ def test_{i}(roofline):
     assert sorted(r["label"] for r in data["results"]) == ["k0", "k1", "k2", "k3"]
     result.stdout.fnmatch_lines(["*roofline summary (worst first)*"])
     assert result.stdout.str().count("test_kernels.py::test_") >= 4
+
+
+SORT_BODY = f"""
+X = jnp.asarray(__import__("numpy").random.default_rng(0).random((512, 4096), dtype="float32"))
+
+def sort_then_scale(v):
+    # The sort costs n log n compares, its roofline only counts the bytes: it dominates the lost time.
+    return jnp.sort(v, axis=-1) * 2.0
+
+@pytest.mark.roofline(min=0.9, {FAST})
+def test_sort(roofline):
+    roofline(sort_then_scale, X)
+"""
+
+
+def test_failure_names_the_most_expensive_op_and_saves_the_trace(pytester: pytest.Pytester) -> None:
+    result = run(pytester, SORT_BODY, "--roofline-trace-dir=traces", "--roofline-report=report.json")
+    assert result.ret == 1
+    text = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*ops model     sum of per-op roofline times *: utilization *% (threshold checked against the program model)",
+        "*top ops by time lost (of * executed ops):",
+    ])
+    lines = result.stdout.lines
+    first_op = lines[next(i for i, line in enumerate(lines) if "top ops by time lost" in line) + 1]
+    assert "(sort" in first_op and "f32[512,4096]" in first_op, first_op
+    # The report agrees: the op with the most time lost is the sort.
+    rec = report(pytester)["results"][0]
+    ops = sorted((op for op in rec["result"]["ops"] if op["measured_s"]), key=lambda op: -op["time_lost_s"])
+    assert ops[0]["opcode"] == "sort"
+    # Trace artifacts: Perfetto file, TensorBoard/XProf layout and the HLO, paths in the message.
+    trace_dir = pytester.path / "traces" / "test_kernels.py_test_sort__sort_then_scale"
+    assert (trace_dir / "perfetto_trace.json.gz").is_file() and (trace_dir / "hlo.txt").is_file()
+    assert list(trace_dir.glob("plugins/profile/*/*.xplane.pb"))
+    assert "sort" in (trace_dir / "hlo.txt").read_text()
+    assert f"trace         {trace_dir}" in text or "trace         traces/" in text
+    result.stdout.fnmatch_lines(["*Perfetto: open *perfetto_trace.json.gz at https://ui.perfetto.dev*tensorboard --logdir*"])
+    # The summary repeats the top ops of failing kernels.
+    summary = text[text.index("roofline summary"):]
+    assert "top ops by time lost" in summary and "(sort" in summary
+
+
+def test_trace_all_and_ini_trace_dir(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".ini", pytest="[pytest]\nroofline_trace_dir = saved\nroofline_trace_all = true\n")
+    result = run(pytester, f"""
+@pytest.mark.roofline({FAST})
+def test_mm(roofline):
+    roofline(matmul, A, A)
+""")
+    assert result.ret == 0
+    assert (pytester.path / "saved" / "test_kernels.py_test_mm__matmul" / "perfetto_trace.json.gz").is_file()
+
+
+def test_default_trace_dir_is_in_the_pytest_cache(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_kernels=KERNELS + SORT_BODY)
+    result = pytester.runpytest_subprocess()  # cacheprovider on
+    assert result.ret == 1
+    assert list((pytester.path / ".pytest_cache" / "d" / "roofline-traces").glob("*/perfetto_trace.json.gz"))
+
+
+def test_model_keyword_option_and_errors(pytester: pytest.Pytester) -> None:
+    result = run(pytester, f"""
+@pytest.mark.roofline(model="ops", {FAST})
+def test_marker(roofline):
+    roofline(matmul, A, A, min=0.0001)
+
+def test_call(roofline):
+    roofline(matmul, A, A, model="program", min=0.0001, min_runs=2, max_runs=2)
+
+def test_default(roofline):
+    roofline(matmul, A, A, min=0.0001, min_runs=2, max_runs=2)
+""", "--roofline-model=ops", "--roofline-report=report.json")
+    assert result.ret == 0, result.stdout.str()
+    models = {r["nodeid"].split("::")[1]: r["model"] for r in report(pytester)["results"]}
+    assert models == {"test_marker": "ops", "test_call": "program", "test_default": "ops"}

@@ -1,0 +1,167 @@
+"""Per-op roofline: each op's FLOPs and bytes against analytic formulas, the join with a real CPU trace,
+the sum-over-ops check, collectives, and hints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pytest_roofline.hlo import parse_hlo
+from pytest_roofline.ops import OpRow, hints, op_rows, ops_check
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+PEAK, BW = 1e11, 1e10  # made-up ceilings: only the counts matter in these tests
+
+
+def rows_of(fn, *args) -> tuple[list[OpRow], object]:
+    compiled = jax.jit(fn).lower(*args).compile()
+    module = parse_hlo(compiled.as_text())
+    return op_rows(module, lambda cls: PEAK, PEAK, BW), compiled
+
+
+def the_op(rows: list[OpRow], predicate) -> OpRow:
+    found = [r for r in rows if predicate(r)]
+    assert len(found) == 1, [(r.name, r.kind) for r in rows]
+    return found[0]
+
+
+def test_matmul_op() -> None:
+    m, k, n = 256, 512, 128
+    rows, _ = rows_of(lambda a, b: a @ b, jnp.ones((m, k)), jnp.ones((k, n)))
+    op = the_op(rows, lambda r: r.flops > 0)
+    assert op.flops == 2 * m * n * k and op.bytes == 4 * (m * k + k * n + m * n)
+    assert op.dtype == "f32" and op.bound == "compute"
+    assert op.compute_time_s == pytest.approx(2 * m * n * k / PEAK)
+
+
+def test_batched_matmul_op() -> None:
+    b, m, k, n = 8, 64, 128, 32
+    rows, _ = rows_of(jnp.matmul, jnp.ones((b, m, k)), jnp.ones((b, k, n)))
+    op = the_op(rows, lambda r: r.flops > 0)
+    assert op.flops == 2 * b * m * n * k and op.bytes == 4 * b * (m * k + k * n + m * n)
+
+
+def test_convolution_op() -> None:
+    n, c, h, w, o, kh, kw = 2, 3, 32, 32, 8, 3, 3
+    x, kernel = jnp.ones((n, c, h, w)), jnp.ones((o, c, kh, kw))
+    rows, _ = rows_of(lambda a, b: jax.lax.conv(a, b, (1, 1), "VALID"), x, kernel)
+    op = the_op(rows, lambda r: r.flops > 0)
+    out = n * o * (h - kh + 1) * (w - kw + 1)
+    assert op.flops == 2 * out * c * kh * kw
+    assert op.bytes == 4 * (x.size + kernel.size + out)
+
+
+def test_fused_elementwise_chain_is_one_op() -> None:
+    size = 1 << 20
+    rows, _ = rows_of(lambda v: jnp.tanh(v * 2.0 + 1.0) * 3.0, jnp.ones((size,)))
+    op = the_op(rows, lambda r: r.opcode == "fusion")
+    assert op.flops == 3 * size and op.transcendentals == size
+    assert op.bytes == 2 * 4 * size  # one read, one write: the temporaries stay inside the fusion
+    assert op.bound == "memory"
+
+
+def test_reduction_op() -> None:
+    rows, _ = rows_of(lambda v: v.sum(axis=1), jnp.ones((1024, 512)))
+    op = the_op(rows, lambda r: r.flops > 0)
+    assert op.flops == 1024 * 511 and op.bytes == 4 * (1024 * 512 + 1024)
+
+
+def test_softmax_ops_sum_to_the_compiler_totals() -> None:
+    rows, compiled = rows_of(lambda v: jax.nn.softmax(v, axis=-1), jnp.ones((256, 1024)))
+    assert sum(r.transcendentals for r in rows) == 256 * 1024
+    check = ops_check(parse_hlo(compiled.as_text()), compiled.cost_analysis())
+    assert check.ok, check.mismatches
+
+
+def test_mlp_block_ops() -> None:
+    t, d, h = 128, 256, 1024
+    x, w1, w2 = jnp.ones((t, d)), jnp.ones((d, h)), jnp.ones((h, d))
+    rows, compiled = rows_of(lambda a, b, c: jax.nn.relu(a @ b) @ c, x, w1, w2)
+    dots = sorted(r.flops for r in rows if r.dtype == "f32")
+    assert dots == [2 * t * d * h, 2 * t * d * h]
+    assert ops_check(parse_hlo(compiled.as_text()), compiled.cost_analysis()).ok
+
+
+def test_loop_body_ops_are_counted_per_iteration() -> None:
+    rows, _ = rows_of(lambda v: jax.lax.fori_loop(0, 6, lambda i, y: y @ y, v), jnp.ones((64, 64)))
+    op = the_op(rows, lambda r: r.flops >= 2 * 64**3)
+    assert op.executions == 6 and op.flops == 6 * 2 * 64**3 and op.computation != "main"
+
+
+def test_sum_check_reports_a_discrepancy() -> None:
+    compiled = jax.jit(lambda a: a @ a).lower(jnp.ones((64, 64))).compile()
+    module = parse_hlo(compiled.as_text())
+    wrong = dict(compiled.cost_analysis(), flops=1.0)  # a constructed, wrong compiler analysis
+    check = ops_check(module, wrong)
+    assert not check.ok and "flops: sum over ops 524288 vs compiler 1" in check.mismatches[0]
+
+
+def test_join_with_a_real_cpu_trace() -> None:
+    from pytest_roofline import measure
+
+    t, d, h = 256, 512, 2048
+    r = measure(lambda a, b, c: jax.nn.relu(a @ b) @ c, jnp.ones((t, d)), jnp.ones((d, h)), jnp.ones((h, d)),
+                min_runs=3, max_runs=3, warmup=1)
+    assert r.timer == "profiler" and r.ops_check is not None and r.ops_check.ok
+    timed = [row for row in r.ops if row.measured_s]
+    assert {row.name for row in timed} <= {row.name for row in r.ops}
+    dots = [row for row in timed if row.flops >= 2 * t * d * h]
+    assert len(dots) == 2 and all(row.events_per_run == 1 for row in dots)
+    # The two matmuls are most of the program's time; no op takes longer than the whole run.
+    assert sum(row.measured_s for row in dots) > 0.5 * r.device_time_s
+    assert all(row.measured_s <= r.device_time_s * 1.01 for row in timed)
+    assert r.top_ops(1)[0].time_lost_s == max(row.time_lost_s for row in timed)
+    assert r.ops_roofline_time_s >= r.roofline_time_s * 0.999  # a sum of maxima is at least the max of sums
+    data = r.to_dict()
+    assert data["ops"] and data["ops_check"]["ok"] and "ops_utilization" in data
+
+
+COLLECTIVE_SCRIPT = r"""
+import json, os
+import jax, jax.numpy as jnp
+from jax.sharding import Mesh, PartitionSpec as P
+from pytest_roofline.hlo import parse_hlo
+from pytest_roofline.ops import op_rows
+mesh = Mesh(jax.devices(), ("x",))
+f = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+x = jnp.ones((4 * 1024, 256), jnp.float32)
+module = parse_hlo(f.lower(x).compile().as_text())
+rows = op_rows(module, lambda c: 1e12, 1e12, 1e11, interconnect=1e10, devices=4)
+print(json.dumps([r.to_dict() for r in rows if r.collective_bytes]))
+"""
+
+
+def test_all_reduce_collective_bytes_on_four_cpu_devices() -> None:
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", COLLECTIVE_SCRIPT], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (row,) = json.loads(out.stdout.strip().splitlines()[-1])
+    shard = 1024 * 256 * 4  # each device all-reduces its 1 MiB shard
+    assert row["opcode"].startswith("all-reduce")
+    assert row["collective_bytes"] == pytest.approx(2 * 3 / 4 * shard)  # ring: 2(n-1)/n of the buffer
+    assert row["comms_time_s"] == pytest.approx(row["collective_bytes"] / 1e10)
+
+
+def test_hints() -> None:
+    def row(name, opcode, measured, executions=1, computation="main"):
+        return OpRow(name, opcode, None, computation, "f32[8]", (), "vector", executions, 0, 0, 64, 0, 0, 1e-9, 0,
+                     measured)
+
+    layout = hints([row("copy.1", "copy", 5e-3), row("fusion", "fusion", 5e-3)], platform="cpu",
+                   device_time_s=10e-3, bound="memory", donated=False, output_bytes=64 * 2**20,
+                   working_set_bytes=128 * 2**20, has_loops=False, busy_s=4e-3)
+    text = "\n".join(layout)
+    assert "layout changes: copy/transpose ops (copy.1) take 50%" in text
+    assert "fresh 64 MiB output buffer" in text and "donate" in text
+    assert "gaps between ops: ops are busy 40%" in text
+    tiny = hints([row("add", "add", 1e-3, executions=500, computation="body")], platform="gpu", device_time_s=1e-3,
+                 bound="memory", donated=True, output_bytes=8, working_set_bytes=8, has_loops=True, busy_s=None)
+    assert any("many tiny ops: 500 ops per run" in h for h in tiny)
+    assert any("while loop (body) runs up to 500 iterations" in h for h in tiny)
+    assert not any("cache" in h for h in tiny)  # the cache hint is for CPUs
