@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from .hardware import read_yaml_mapping
 
 __all__ = [
     "ConfigError",
@@ -176,14 +176,7 @@ def load_config_file(path: str, where: str) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"roofline config {path} ({where}): cannot read it: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"roofline config {path} ({where}): not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"roofline config {path}: expected a mapping at the top level, got {type(data).__name__}")
+    data = read_yaml_mapping(text, f"roofline config {path} ({where})", ConfigError)
     unknown = set(data) - _CONFIG_KEYS
     if unknown:
         raise ConfigError(f"roofline config {path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_CONFIG_KEYS)}")

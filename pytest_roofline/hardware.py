@@ -27,6 +27,7 @@ __all__ = [
     "merge_overrides",
     "find_spec",
     "peak_for_class",
+    "read_yaml_mapping",
 ]
 
 PEAK_KEYS = ("bf16", "f16", "f32", "tf32", "fp8", "int8", "f64", "vector")
@@ -157,22 +158,23 @@ def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSp
                         base.theoretical if base else {}, notes)
 
 
-def _read_yaml(text: str, where: str) -> Mapping[str, Any]:
+def read_yaml_mapping(text: str, where: str, error: type[ValueError] = HardwareError) -> dict[str, Any]:
+    """Parse YAML that must be a mapping (empty text is an empty mapping); errors name ``where``."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise HardwareError(f"{where}: not valid YAML: {exc}") from None
+        raise error(f"{where}: not valid YAML: {exc}") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
-        raise HardwareError(f"{where}: expected a mapping at the top level, got {type(data).__name__}")
-    return data
+        raise error(f"{where}: expected a mapping at the top level, got {type(data).__name__}")
+    return dict(data)
 
 
 def load_table(text: str, where: str, origin: str = "datasheet",
                base: Mapping[str, HardwareSpec] | None = None) -> dict[str, HardwareSpec]:
     """Read a table in the layout of ``hardware.yaml``; entries named in ``base`` are merged figure by figure."""
-    data = _read_yaml(text, where)
+    data = read_yaml_mapping(text, where)
     devices = data.get("devices", {})
     extra = set(data) - {"devices", "thresholds", "min", "ceilings", "model"}  # the plugin config shares the file
     if extra:
