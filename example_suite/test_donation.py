@@ -18,13 +18,14 @@ def scale(x):
     return x * 1.5 + 0.25
 
 
-# Donated: the output reuses the input's pages; close to the calibrated streaming bandwidth (~0.85).
-@pytest.mark.roofline(min=0.5, bound="memory")
+# Donated: the output reuses the input's pages; close to the calibrated streaming bandwidth (0.6-0.97 seen,
+# lower when the calibration caught a fast phase of this shared machine's memory).
+@pytest.mark.roofline(min=0.25, bound="memory")
 def test_donated_update(roofline):
     roofline(jax.jit(scale, donate_argnums=0), jnp.ones((N,), jnp.float32), name="scale_donated")
 
 
-# Not donated: a new 256 MiB output per call, page faults included (~0.15).
-@pytest.mark.roofline(min=0.05, bound="memory")
+# Not donated: a new 256 MiB output per call, page faults included (0.08-0.16 seen).
+@pytest.mark.roofline(min=0.025, bound="memory")
 def test_update_without_donation(roofline):
     roofline(jax.jit(scale), jnp.ones((N,), jnp.float32), name="scale_fresh_output")

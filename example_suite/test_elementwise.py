@@ -25,30 +25,31 @@ def gelu_chain(x):
 
 
 # Read x once, write once; the row statistics stay in registers: a streaming kernel. On a CPU each call
-# page-faults a fresh 128 MiB output inside the op, so these reach ~0.10 (see test_donation.py).
-@pytest.mark.roofline(min=0.05, bound="memory")
+# page-faults a fresh 128 MiB output inside the op, so these reach 0.07-0.13 (see test_donation.py);
+# thresholds are about a third of that, as the machine's bandwidth ceiling swings between 55 and 90 GB/s.
+@pytest.mark.roofline(min=0.025, bound="memory")
 def test_rms_norm(roofline, key):
     roofline(rms_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)))
 
 
-@pytest.mark.roofline(min=0.05, bound="memory")
+@pytest.mark.roofline(min=0.025, bound="memory")
 def test_layer_norm(roofline, key):
     roofline(layer_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)), jnp.zeros((COLS,)))
 
 
 # Softmax reads its input twice (max, then exp-sum) unless fused in one pass; one exp per element.
-@pytest.mark.roofline(min=0.05, bound="memory")
+@pytest.mark.roofline(min=0.025, bound="memory")
 def test_softmax(roofline, key):
     roofline(lambda x: jax.nn.softmax(x, axis=-1), normal(key, (ROWS, COLS)), name="softmax")
 
 
-# A reduction reads 128 MiB and writes 32 KiB, no big output to fault in: ~0.57 measured.
-@pytest.mark.roofline(min=0.3, bound="memory")
+# A reduction reads 128 MiB and writes 32 KiB, no big output to fault in: 0.38-0.83 seen.
+@pytest.mark.roofline(min=0.12, bound="memory")
 def test_row_sum(roofline, key):
     roofline(lambda x: x.sum(axis=-1), normal(key, (ROWS, COLS)), name="row_sum")
 
 
 # Five elementwise ops fuse into one loop: one read, one write, no temporaries in memory.
-@pytest.mark.roofline(min=0.05, bound="memory")
+@pytest.mark.roofline(min=0.025, bound="memory")
 def test_fused_elementwise_chain(roofline, key):
     roofline(gelu_chain, normal(key, (ROWS, COLS)))

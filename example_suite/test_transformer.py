@@ -37,14 +37,14 @@ def qkv(key):
 
 
 # The score matrix (B·H·S·S floats) goes to memory and back around the softmax: well below the roofline
-# (~0.39 measured).
-@pytest.mark.roofline(min=0.2)
+# (0.26-0.39 seen).
+@pytest.mark.roofline(min=0.12)
 def test_naive_attention(roofline, key):
     roofline(naive_attention, *qkv(key))
 
 
 # jax.nn.dot_product_attention picks XLA's fused implementation where one exists (cuDNN on GPU); on a
-# CPU it is the generic path with an extra transpose and reaches ~0.20.
-@pytest.mark.roofline(min=0.1)
+# CPU it is the generic path with an extra transpose and reaches 0.16-0.20.
+@pytest.mark.roofline(min=0.06)
 def test_dot_product_attention(roofline, key):
     roofline(jax.nn.dot_product_attention, *qkv(key))

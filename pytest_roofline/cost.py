@@ -42,7 +42,7 @@ FLOP_ELEMENTWISE_OPS = frozenset({
     "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "negate", "abs", "sign",
     "compare", "and", "or", "xor", "not", "floor", "ceil", "round-nearest-afz", "round-nearest-even",
     "clamp", "select", "is-finite", "shift-left", "shift-right-logical", "shift-right-arithmetic",
-    "atan2", "real", "imag", "complex", "popcnt", "clz",
+    "atan2", "real", "imag", "complex", "popcnt", "clz", "convert",
 })
 # Ops that move no data of their own (views, bookkeeping).
 FREE_OPS = frozenset({

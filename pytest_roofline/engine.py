@@ -14,7 +14,7 @@ from .hardware import (
     merge_overrides,
     peak_for_class,
 )
-from .hlo import parse_hlo
+from .hlo import HloParseError, parse_hlo
 from .model import estimate, utilization
 from .ops import attach_times, busy_time, hints, op_rows, ops_check
 from .result import CeilingUse, Result
@@ -133,7 +133,11 @@ def measure(
     settings = TimingSettings(warmup, min_runs, max_runs, budget_s, target_spread, timer)
 
     program = compile_program(fn, args, kwargs, label)
-    module = parse_hlo(program.hlo_text)
+    try:
+        module = parse_hlo(program.hlo_text)
+    except HloParseError as exc:
+        raise MeasureError(f"{label}: pytest-roofline cannot read this program's optimized HLO (please report "
+                           f"it with the line below): {exc}") from None
     try:
         if isinstance(program.raw_cost_analysis, Exception):
             raise CostAnalysisError(f"the compiler gave no cost analysis ({program.raw_cost_analysis})")

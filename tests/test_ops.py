@@ -79,6 +79,14 @@ def test_softmax_ops_sum_to_the_compiler_totals() -> None:
     assert check.ok, check.mismatches
 
 
+def test_bf16_matvec_ops_sum_to_the_compiler_totals() -> None:
+    # XLA:CPU converts bf16 operands to f32; the compiler counts one FLOP per converted element.
+    rows, compiled = rows_of(lambda a, b: a @ b, jnp.ones((1, 512), jnp.bfloat16), jnp.ones((512, 256), jnp.bfloat16))
+    check = ops_check(parse_hlo(compiled.as_text()), compiled.cost_analysis())
+    assert check.ok, check.mismatches
+    assert [r.dtype for r in rows if r.flops >= 2 * 512 * 256] == ["bf16"]
+
+
 def test_mlp_block_ops() -> None:
     t, d, h = 128, 256, 1024
     x, w1, w2 = jnp.ones((t, d)), jnp.ones((d, h)), jnp.ones((h, d))
