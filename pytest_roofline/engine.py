@@ -109,6 +109,7 @@ def measure(
     budget_s: float = 1.0,
     target_spread: float = 0.02,
     timer: str = "auto",
+    min_time_s: float = 0.2,
     **kwargs: Any,
 ) -> Result:
     """Measure ``fn(*args, **kwargs)`` against the roofline of the device it runs on.
@@ -123,14 +124,15 @@ def measure(
     ``ceilings`` is "auto", "datasheet" or "calibrated"; ``recalibrate`` re-measures cached ceilings
     (True: replace the cache; "best": keep per figure the higher of the cached and the new value).
     Timing: ``warmup`` untimed runs, then between ``min_runs`` and ``max_runs`` timed runs, stopping once
-    the spread (relative IQR) is within ``target_spread`` or ``budget_s`` seconds of runs are spent;
+    the spread (relative IQR) is within ``target_spread`` after at least ``min_time_s`` seconds, or when
+    ``budget_s`` seconds of runs are spent;
     ``timer`` is "auto", "profiler" or "wallclock".
     """
     label = name or getattr(fn, "__name__", None) or type(fn).__name__
     user_flops = _positive("flops", flops)
     user_bytes = _positive("bytes", bytes)
     user_trans = _positive("transcendentals", transcendentals)
-    settings = TimingSettings(warmup, min_runs, max_runs, budget_s, target_spread, timer)
+    settings = TimingSettings(warmup, min_runs, max_runs, budget_s, target_spread, timer, min_time_s=min_time_s)
 
     program = compile_program(fn, args, kwargs, label)
     try:

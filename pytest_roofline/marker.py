@@ -12,7 +12,7 @@ __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MarkerSpec", "parse_marker"]
 
 MARKER_SIGNATURE = (
     "roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, warmup=2, "
-    "min_runs=5, max_runs=100, budget_s=1.0, target_spread=0.02, timer='auto'): measure this test's kernels "
+    "min_runs=5, max_runs=100, budget_s=1.0, target_spread=0.02, min_time_s=0.2, timer='auto'): measure this test's kernels "
     "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
     "'memory', when a kernel is bound by the other; model='program' (default) or 'ops' picks the roofline the "
     "threshold uses; flops/bytes/transcendentals replace the compiler's counts (analytic model FLOPs give "
@@ -67,12 +67,13 @@ MARKER_KEYWORDS = {
     "max_runs": _positive_int,
     "budget_s": _positive_float,
     "target_spread": _count,
+    "min_time_s": _count,
     "timer": _timer,
     "model": None,  # handled apart: which roofline the threshold uses
 }
 # Keywords handed to measure() as they are.
 MEASURE_KEYWORDS = ("flops", "bytes", "transcendentals", "warmup", "min_runs", "max_runs", "budget_s",
-                    "target_spread", "timer")
+                    "target_spread", "min_time_s", "timer")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Running a compiled program N times under the profiler and turning the trace into device times.
 
-One profiler session covers all timed runs. Runs stop adaptively: after ``min_runs``, as soon as the
-relative interquartile range of the wall-clock times is within ``target_spread``, or when ``budget_s`` of
+One profiler session covers all timed runs. Runs stop adaptively: after ``min_runs`` and ``min_time_s``, as soon as
+the relative interquartile range of the wall-clock times is within ``target_spread``, or when ``budget_s`` of
 running (untimed input copies included) is spent, or at ``max_runs``. Device times then come from the trace
 (:mod:`pytest_roofline.trace`); the host wall clock around each call (``block_until_ready``) is kept
 beside them and is the fallback when the profiler cannot be used, with the reason recorded.
@@ -47,6 +47,9 @@ class TimingSettings:
     budget_s: float = 1.0
     target_spread: float = 0.02
     timer: str = "auto"
+    # Sample at least this long before the spread may stop the runs: a fast kernel's first few runs can
+    # agree with each other inside one transient of a noisy machine.
+    min_time_s: float = 0.2
     # Reading a trace costs about a second per 50k events: runs under the profiler are capped so that
     # runs x ops_per_run stays under this (never below min_runs).
     max_trace_events: int = 100_000
@@ -64,6 +67,8 @@ class TimingSettings:
             raise ValueError(f"max_runs ({self.max_runs}) must be >= min_runs ({self.min_runs})")
         if not self.budget_s > 0:
             raise ValueError(f"budget_s must be > 0, got {self.budget_s}")
+        if not self.min_time_s >= 0:
+            raise ValueError(f"min_time_s must be >= 0, got {self.min_time_s}")
         if not self.target_spread >= 0:
             raise ValueError(f"target_spread must be >= 0, got {self.target_spread}")
         if self.timer not in ("auto", "profiler", "wallclock"):
@@ -158,7 +163,8 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any],
         # The budget counts everything the loop spends, fresh donated copies included.
         spent = time.perf_counter() - started
         if len(walls) >= settings.min_runs:
-            if spent >= settings.budget_s or relative_iqr(walls) <= settings.target_spread:
+            settled = spent >= settings.min_time_s and relative_iqr(walls) <= settings.target_spread
+            if spent >= settings.budget_s or settled:
                 break
     return walls
 

@@ -1,0 +1,53 @@
+"""Adaptive stopping and the spread figure, with a fake clock (no real timing in this test)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from pytest_roofline import timing
+from pytest_roofline.timing import TimingSettings, relative_iqr
+
+
+def test_relative_iqr() -> None:
+    assert relative_iqr([1.0] * 5) == 0.0
+    assert relative_iqr([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx((4.0 - 2.0) / 3.0)
+    assert relative_iqr([7.0]) == 0.0
+
+
+class FakeClock:
+    """perf_counter() that advances by the given run durations (a fake: no real time passes)."""
+
+    def __init__(self, durations):
+        self.now = 0.0
+        self.durations = itertools.cycle(durations)
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def run(self, _args) -> None:
+        self.now += next(self.durations)
+
+
+def runs_with(monkeypatch: pytest.MonkeyPatch, durations, **settings) -> int:
+    clock = FakeClock(durations)
+    monkeypatch.setattr(timing.time, "perf_counter", clock.perf_counter)
+    return len(timing._run_adaptively(lambda: None, clock.run, TimingSettings(**settings)))
+
+
+def test_steady_kernel_stops_once_min_runs_and_min_time_are_reached(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert runs_with(monkeypatch, [0.001], min_runs=5, min_time_s=0.2) == 100  # max_runs=100 caps it first
+    assert runs_with(monkeypatch, [0.01], min_runs=5, min_time_s=0.2) == 20
+    assert runs_with(monkeypatch, [0.1], min_runs=5, min_time_s=0.2) == 5
+
+
+def test_noisy_kernel_runs_until_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert runs_with(monkeypatch, [0.01, 0.02], min_runs=5, budget_s=0.5, target_spread=0.02) == 34
+
+
+def test_settings_are_checked() -> None:
+    for bad in ({"min_time_s": -1}, {"budget_s": 0}, {"timer": "sundial"}, {"min_runs": 3, "max_runs": 2},
+                {"warmup": -1}, {"target_spread": -0.1}):
+        with pytest.raises(ValueError):
+            TimingSettings(**bad)
