@@ -133,6 +133,18 @@ class Instruction:
             return int(known["n"])
         return None
 
+    @property
+    def window(self) -> dict[str, tuple[str, ...]]:
+        """A convolution's or reduce-window's ``window={size=3x3 stride=2x2 pad=1_1x1_1}`` as
+        ``{"size": ("3", "3"), "stride": ("2", "2"), "pad": ("1_1", "1_1")}`` (empty without one)."""
+        raw = self.attrs.get("window", "").strip("{}").strip()
+        out: dict[str, tuple[str, ...]] = {}
+        for part in raw.split():
+            if "=" in part:
+                key, value = part.split("=", 1)
+                out[key] = tuple(value.split("x"))
+        return out
+
     def int_list(self, key: str) -> tuple[int, ...]:
         raw = self.attrs.get(key, "").strip("{}")
         return tuple(int(x) for x in raw.split(",") if x.strip())

@@ -72,3 +72,21 @@ def test_real_calibration_on_this_machine() -> None:
         # Seen on the development VM: /proc/cpuinfo reports the 2.6 GHz base clock while the cores boost.
         # The contradiction must be stated, not hidden.
         assert any("above the theoretical peak" in n for n in spec.notes)
+
+
+def test_calibrated_accelerator_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fake measurement (no GPU here): what an H100 calibration would return, to check where figures go.
+    from pytest_roofline.hardware import load_shipped_table
+
+    monkeypatch.setenv(calibrate.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(calibrate, "_measure_ceilings", lambda platform: {
+        "peaks": {"f32": 400e12, "bf16": 800e12}, "memory": 3.0e12,
+        "details": {"f32": "fake f32", "bf16": "fake bf16", "memory": "fake stream"}})
+    h100 = load_shipped_table()["H100 SXM"]
+    spec = calibrate.calibrated_spec(h100, "NVIDIA H100 80GB HBM3")
+    assert spec.peaks["bf16"].value == 800e12 and spec.peaks["bf16"].origin == "calibration"
+    assert spec.peaks["tf32"].value == 400e12  # f32 at default precision runs as TF32 on a GPU
+    assert spec.peaks["f32"].origin == "datasheet" and spec.peaks["fp8"].origin == "datasheet"
+    assert spec.memory_bandwidth.value == 3.0e12 and spec.memory_bandwidth.origin == "calibration"
+    assert spec.theoretical["bf16"].value == 989e12  # the datasheet stays beside it
+    assert spec.theoretical["memory"].value == 3350e9

@@ -92,3 +92,13 @@ def test_unknown_element_type_is_an_error_not_a_guess() -> None:
     text = GOOD_HEADER + "ENTRY %main (x: f32[4]) -> f32[4] {\n  ROOT %x = zz9[4]{0} parameter(0)\n}\n"
     with pytest.raises(HloParseError, match="unknown element type"):
         parse_hlo(text)
+
+
+def test_convolution_window_and_dim_labels() -> None:
+    x, w = jnp.ones((1, 3, 16, 16)), jnp.ones((4, 3, 3, 3))
+    module = parse_hlo(_hlo(lambda a, b: jax.lax.conv_general_dilated(a, b, (2, 2), ((1, 1), (1, 1))), x, w))
+    (conv,) = [i for c in module.computations.values() for i in c.instructions if i.opcode == "convolution"]
+    assert conv.window["size"] == ("3", "3") and conv.window["stride"] == ("2", "2")
+    assert conv.window["pad"] == ("1_1", "1_1")
+    assert "->" in conv.attrs["dim_labels"]
+    assert conv.shape.dims == (1, 4, 8, 8) or sorted(conv.shape.dims) == [1, 4, 8, 8]
