@@ -26,8 +26,8 @@ def format_seconds(s: float) -> str:
 
 
 def format_fraction(x: float) -> str:
-    """A threshold or utilization as a percentage, with significant digits below 1%."""
-    return f"{x:.0%}" if x >= 0.01 else f"{x * 100:.2g}%"
+    """A threshold as a percentage with up to 3 significant digits: 0.9 -> 90%, 0.025 -> 2.5%."""
+    return f"{x * 100:.3g}%"
 
 
 def format_quantity(x: float, unit: str) -> str:
