@@ -149,3 +149,21 @@ def test_forced_accelerator_entry_on_cpu() -> None:
     r = pytest_roofline.measure(jnp.sin, jnp.ones((4096,)), hardware="H100 SXM", **FAST)
     assert r.hardware.name == "H100 SXM" and r.ceilings == "datasheet"
     assert r.utilization < 0.05
+
+
+def test_artifacts_are_complete_or_absent(tmp_path) -> None:
+    from dataclasses import replace
+
+    from pytest_roofline.artifacts import save_artifacts
+
+    r = pytest_roofline.measure(jnp.sin, jnp.ones((4096,)), **FAST)
+    paths = save_artifacts(r, tmp_path, "t.py::test_x", "sin")
+    assert paths["perfetto"].endswith("perfetto_trace.json.gz") and paths["xplane"].endswith(".xplane.pb")
+    assert "sine" in (tmp_path / "t.py_test_x__sin" / "hlo.txt").read_text()
+
+    def broken_export(xspace: bytes, directory: str) -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        save_artifacts(replace(r, exporter=broken_export), tmp_path, "t.py::test_y", "sin")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.py_test_x__sin"]  # nothing half-written

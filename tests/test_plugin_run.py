@@ -370,3 +370,11 @@ def test_default(roofline):
     assert result.ret == 0, result.stdout.str()
     models = {r["nodeid"].split("::")[1]: r["model"] for r in report(pytester)["results"]}
     assert models == {"test_marker": "ops", "test_call": "program", "test_default": "ops"}
+
+
+def test_collect_only_does_not_detect_hardware(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("import sys\ndef pytest_sessionfinish(session):\n    print('JAX=%s' % ('jax' in sys.modules))\n")
+    pytester.makepyfile(test_k="import pytest\n\n@pytest.mark.roofline(min=0.5)\ndef test_a(roofline):\n    pass\n")
+    result = pytester.runpytest_subprocess("--collect-only", "-s", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["roofline: hardware not detected under --collect-only*", "*JAX=False*"])
