@@ -29,6 +29,12 @@ class RooflineWarning(UserWarning):
     """A kernel below its threshold under --roofline-warn-only."""
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("roofline", "roofline: measure JAX kernels against the hardware roofline")
     for opt in OPTIONS:
@@ -138,7 +144,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         settings = dict(state.settings.origins)
         if state.settings.min is not None:
             settings["min_value"] = str(state.settings.min.value)
-        write_json_atomic(state.settings.report, build_report(state.records, settings, str(config.rootpath)))
+        payload = build_report(state.records, settings, str(config.rootpath))
+        config.hook.pytest_roofline_report(config=config, report=payload)
+        write_json_atomic(state.settings.report, payload)
 
 
 class _XdistHooks:

@@ -378,3 +378,14 @@ def test_collect_only_does_not_detect_hardware(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest_subprocess("--collect-only", "-s", "-p", "no:cacheprovider")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["roofline: hardware not detected under --collect-only*", "*JAX=False*"])
+
+
+def test_report_hook_extends_the_json(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("def pytest_roofline_report(config, report):\n    report['build'] = {'id': 42}\n")
+    result = run(pytester, f"""
+@pytest.mark.roofline({FAST})
+def test_k(roofline):
+    roofline(tiny_sine, TINY)
+""", "--roofline-report=report.json")
+    assert result.ret == 0
+    assert report(pytester)["build"] == {"id": 42}
