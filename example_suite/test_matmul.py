@@ -31,16 +31,17 @@ def test_small_batch_is_memory_bound(roofline, key, dtype, threshold):
 
 
 # Batch 256 does hundreds of FLOPs per byte: the matrix units are the limit; XLA's GEMM gets close
-# (measured ~0.93 in f32; 0.60-0.72 in bf16, whose per-call converts make it noisier on a CPU).
-@pytest.mark.parametrize("dtype,threshold", [(jnp.float32, 0.6), (jnp.bfloat16, 0.4)], ids=["f32", "bf16"])
+# (0.89-0.95 seen in f32; 0.59-0.72 in bf16, whose per-call converts make it slower on a CPU). Thresholds
+# leave room for the development VM's noisy phases, where the same matmul runs up to 30% slower.
+@pytest.mark.parametrize("dtype,threshold", [(jnp.float32, 0.5), (jnp.bfloat16, 0.35)], ids=["f32", "bf16"])
 @pytest.mark.roofline(bound="compute")
 def test_large_batch_is_compute_bound(roofline, key, dtype, threshold):
     x, w = normal(key, (256, D), dtype), normal(key, (D, F), dtype)
     roofline(dense, x, w, min=threshold)
 
 
-@pytest.mark.roofline(min=0.6, bound="compute")
+@pytest.mark.roofline(min=0.4, bound="compute")
 def test_batched_matmul(roofline, key):
-    # 16 independent 512x512x512 products in one call: compute-bound like one large matmul (~0.94).
+    # 16 independent 512x512x512 products in one call: compute-bound like one large matmul (0.63-0.94 seen).
     a, b = normal(key, (16, 512, 512)), normal(key, (16, 512, 512))
     roofline(jnp.matmul, a, b)

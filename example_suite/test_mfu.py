@@ -22,8 +22,8 @@ train_step = jax.jit(jax.grad(mlp_loss))
 MODEL_FLOPS = 6 * BATCH * WIDTH * WIDTH * DEPTH
 
 
-# The gradient step is three matmuls per layer (~0.99 MFU measured on a CPU); >0.5 is "excellent".
-@pytest.mark.roofline(min=0.4, flops=MODEL_FLOPS, bound="compute")
+# The gradient step is three matmuls per layer (0.90-0.99 MFU seen on a CPU); >0.5 is "excellent".
+@pytest.mark.roofline(min=0.35, flops=MODEL_FLOPS, bound="compute")
 def test_mlp_train_step_mfu(roofline, key):
     params = [normal(jax.random.fold_in(key, i), (WIDTH, WIDTH)) * 0.03 for i in range(DEPTH)]
     x = normal(key, (BATCH, WIDTH))

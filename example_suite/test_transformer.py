@@ -14,8 +14,8 @@ def gated_mlp(x, w_up, w_gate, w_down):
     return (jax.nn.silu(x @ w_gate) * (x @ w_up)) @ w_down
 
 
-# Three large matmuls dominate (6·T·D·H FLOPs); the elementwise gate is fused and nearly free (~0.98).
-@pytest.mark.roofline(min=0.5, bound="compute")
+# Three large matmuls dominate (6·T·D·H FLOPs); the elementwise gate is fused and nearly free (0.74-0.98 seen).
+@pytest.mark.roofline(min=0.4, bound="compute")
 def test_gated_mlp_block(roofline, key):
     x = normal(key, (TOKENS, MODEL))
     w_up, w_gate = normal(key, (MODEL, HIDDEN)), normal(key, (MODEL, HIDDEN))

@@ -154,17 +154,22 @@ def measure(
     total_flops = user_flops if user_flops is not None else counts.flops
     total_bytes = user_bytes if user_bytes is not None else counts.bytes_accessed
     uses = _ceiling_uses(spec, counts, total_flops, user_flops is not None)
-    roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, total_bytes, spec.memory_bandwidth.value)
-    uses.append(CeilingUse("bytes", total_bytes, "memory", spec.memory_bandwidth))
-
-    timing = time_compiled(program, settings, executed_ops(module))
-    notes = [u.note for u in uses if u.note]
-
     precision = _precision(counts)
     interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
     rows = op_rows(module, lambda cls: peak_for_class(spec, cls, precision)[1].value,
                    peak_for_class(spec, "vector")[1].value, spec.memory_bandwidth.value, interconnect,
                    devices=program.num_devices)
+    collective = sum(r.collective_bytes for r in rows)
+    roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, total_bytes, spec.memory_bandwidth.value,
+                    collective, interconnect)
+    uses.append(CeilingUse("bytes", total_bytes, "memory", spec.memory_bandwidth))
+    if collective and spec.interconnect_bandwidth is not None:
+        uses.append(CeilingUse("collective bytes", collective, "interconnect", spec.interconnect_bandwidth))
+
+    timing = time_compiled(program, settings, executed_ops(module))
+    notes = [u.note for u in uses if u.note]
+    if collective and interconnect is None:
+        notes.append(f"{collective:.3g} collective bytes not timed: {spec.name} has no interconnect bandwidth")
     busy = None
     if timing.found is not None:
         rows = attach_times(rows, timing.found.op_events, timing.found.run_of_event, timing.runs)
@@ -205,6 +210,8 @@ def measure(
         bound=roof.bound,
         compute_time_s=roof.compute_time_s,
         memory_time_s=roof.memory_time_s,
+        comms_time_s=roof.comms_time_s,
+        collective_bytes=collective,
         roofline_time_s=roof.roofline_time_s,
         device_time_s=timing.median_s,
         per_run_s=timing.per_run_s,

@@ -35,13 +35,16 @@ class RooflineEstimate:
     # The peak (FLOP/s) the FLOPs meet as a whole: total FLOPs / compute time.
     effective_peak_flops: float
     bandwidth: float
+    comms_time_s: float = 0.0  # collective bytes / interconnect bandwidth
 
     @property
     def roofline_time_s(self) -> float:
-        return max(self.compute_time_s, self.memory_time_s)
+        return max(self.compute_time_s, self.memory_time_s, self.comms_time_s)
 
     @property
     def bound(self) -> str:
+        if self.comms_time_s > max(self.compute_time_s, self.memory_time_s):
+            return "interconnect"
         return "compute" if self.compute_time_s >= self.memory_time_s else "memory"
 
     @property
@@ -53,10 +56,13 @@ def estimate(
     flops_by_peak: Mapping[str, tuple[float, float]],
     bytes_accessed: float,
     bandwidth: float,
+    collective_bytes: float = 0.0,
+    interconnect: float | None = None,
 ) -> RooflineEstimate:
-    """Roofline of a program.
+    """Roofline of a program: max(compute, memory, interconnect) time.
 
-    ``flops_by_peak`` maps a label (e.g. ``"bf16"``, ``"vector"``) to ``(flops, peak FLOP/s)``.
+    ``flops_by_peak`` maps a label (e.g. ``"bf16"``, ``"vector"``) to ``(flops, peak FLOP/s)``. Collective
+    bytes without an interconnect bandwidth (a CPU) add no time.
     """
     if bandwidth <= 0:
         raise ValueError(f"memory bandwidth must be positive, got {bandwidth}")
@@ -75,7 +81,8 @@ def estimate(
         total_flops += flops
         best_peak = max(best_peak, peak)
     effective = total_flops / compute if compute > 0 else best_peak
-    return RooflineEstimate(compute, bytes_accessed / bandwidth, effective, bandwidth)
+    comms = collective_bytes / interconnect if (collective_bytes and interconnect) else 0.0
+    return RooflineEstimate(compute, bytes_accessed / bandwidth, effective, bandwidth, comms)
 
 
 def utilization(roofline_time_s: float, measured_time_s: float) -> float:

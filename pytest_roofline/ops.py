@@ -180,25 +180,34 @@ def op_rows(module: HloModule, peak_for: Callable[[str], float], vector_peak: fl
 
 def attach_times(rows: Sequence[OpRow], events: Sequence[TraceEvent], run_of_event: Mapping[int, int],
                  runs: int) -> list[OpRow]:
-    """Each row's measured time: its events' durations summed per run (matched by ``hlo_op``), median."""
-    per_op: dict[str, list[float]] = {}
-    counts: dict[str, int] = {}
+    """Each row's measured time: its events' durations (matched by ``hlo_op``) summed per run and device,
+    the slowest device of each run, median over runs. ``events_per_run`` counts one device's events."""
+    # (op, run, device) -> seconds, and (op, device) -> event count
+    per_device: dict[tuple[str, int, Any], float] = {}
+    counts: dict[tuple[str, Any], int] = {}
     for index, ev in enumerate(events):
         op = ev.stats.get("hlo_op")
         run = run_of_event.get(index)
-        if op is None or run is None:
+        if op is None or run is None or run >= runs:
             continue
-        totals = per_op.setdefault(str(op), [0.0] * runs)
-        if run < runs:
-            totals[run] += (ev.end_ns - ev.start_ns) / 1e9
-        counts[str(op)] = counts.get(str(op), 0) + 1
+        device = ev.stats.get("device_ordinal", ev.plane)
+        key = (str(op), run, device)
+        per_device[key] = per_device.get(key, 0.0) + (ev.end_ns - ev.start_ns) / 1e9
+        counts[(str(op), device)] = counts.get((str(op), device), 0) + 1
+    per_op: dict[str, list[float]] = {}
+    for (op, run, _device), seconds in per_device.items():
+        slowest = per_op.setdefault(op, [0.0] * runs)
+        slowest[run] = max(slowest[run], seconds)
+    events_per_run: dict[str, float] = {}
+    for (op, _device), count in counts.items():
+        events_per_run[op] = max(events_per_run.get(op, 0.0), count / max(runs, 1))
     out = []
     for row in rows:
         found = per_op.get(row.name)
         if found is None:
             out.append(row)
             continue
-        out.append(_with_time(row, median(found), counts[row.name] / max(runs, 1)))
+        out.append(_with_time(row, median(found), events_per_run[row.name]))
     return out
 
 

@@ -54,8 +54,8 @@ def _ceiling_lines(r: Mapping[str, Any]) -> list[str]:
     lines = []
     for use in r["ceilings_used"]:
         c = use["ceiling"]
-        unit = "B/s" if use["work"] == "bytes" else "FLOP/s"
-        name = "memory" if use["work"] == "bytes" else f"{use['key']} peak"
+        unit = "B/s" if "bytes" in use["work"] else "FLOP/s"
+        name = {"bytes": "memory", "collective bytes": "interconnect"}.get(use["work"], f"{use['key']} peak")
         note = f" [{use['note']}]" if use.get("note") else ""
         lines.append(f"    {name:<14}{format_quantity(c['value'], unit):<16}{c['origin']}: {c['source']} "
                      f"({c['date']}){note}")
@@ -76,8 +76,9 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
                  f"{format_quantity(r['transcendentals'], 'transcendentals')}{lower}")
     lines.append(f"  intensity     {r['intensity']:.3g} FLOP/B vs critical {r['critical_intensity']:.3g} FLOP/B "
                  f"-> {r['bound']}-bound")
+    comms = f", interconnect {format_seconds(r['comms_time_s'])}" if r.get("comms_time_s") else ""
     lines.append(f"  roofline      {format_seconds(r['roofline_time_s'])} (compute "
-                 f"{format_seconds(r['compute_time_s'])}, memory {format_seconds(r['memory_time_s'])})")
+                 f"{format_seconds(r['compute_time_s'])}, memory {format_seconds(r['memory_time_s'])}{comms})")
     timer = r["timer"] + (f": {r['timer_fallback_reason']}" if r["timer_fallback_reason"] else "")
     lines.append(f"  measured      {format_seconds(r['device_time_s'])} median, min {format_seconds(r['min_s'])}, "
                  f"spread {r['spread']:.1%} (IQR/median), {r['runs']} runs ({timer}); compile "

@@ -68,7 +68,7 @@ class Result:
     loops: tuple[str, ...]
     intensity: float
     critical_intensity: float
-    bound: str  # "compute" or "memory"
+    bound: str  # "compute", "memory" or "interconnect"
     compute_time_s: float
     memory_time_s: float
     roofline_time_s: float
@@ -88,6 +88,8 @@ class Result:
     device_kind: str
     notes: tuple[str, ...] = ()
     versions: Mapping[str, str] = field(default_factory=dict)
+    comms_time_s: float = 0.0  # collective bytes / interconnect bandwidth
+    collective_bytes: float = 0.0
     # Per-op roofline: one row per executed op, the sum of their roofline times (a tighter bound for ops
     # that run one after another), the sum-over-ops check against the compiler, and hints.
     ops: tuple[OpRow, ...] = ()
@@ -127,9 +129,14 @@ class Result:
             return ""
         if self.bound == "compute":
             peaks = ", ".join(f"{u.key} peak {format_quantity(u.ceiling.value, 'FLOP/s')} ({u.ceiling.describe()})"
-                              for u in self.ceilings_used if u.work != "bytes")
+                              for u in self.ceilings_used if not u.work.endswith("bytes"))
             return (f"the compute peak is too low or the FLOP count too high ({self.flops_source} count "
                     f"{format_quantity(self.flops, 'FLOP')}); peaks used: {peaks}")
+        if self.bound == "interconnect" and self.hardware.interconnect_bandwidth is not None:
+            link = self.hardware.interconnect_bandwidth
+            return (f"the interconnect bandwidth {format_quantity(link.value, 'B/s')} ({link.describe()}) is too "
+                    f"low or the collective byte count too high ({format_quantity(self.collective_bytes, 'B')}, "
+                    f"ring model)")
         bw = self.hardware.memory_bandwidth
         return (f"the memory bandwidth {format_quantity(bw.value, 'B/s')} ({bw.describe()}) is too low or the "
                 f"byte count too high ({self.bytes_source} count {format_quantity(self.bytes_accessed, 'B')}); "
@@ -163,6 +170,8 @@ class Result:
             "bound": self.bound,
             "compute_time_s": self.compute_time_s,
             "memory_time_s": self.memory_time_s,
+            "comms_time_s": self.comms_time_s,
+            "collective_bytes": self.collective_bytes,
             "roofline_time_s": self.roofline_time_s,
             "device_time_s": self.device_time_s,
             "per_run_s": list(self.per_run_s),

@@ -69,3 +69,10 @@ def test_bad_inputs_raise(bad: float) -> None:
         estimate({"x": (1.0, 1.0)}, 1.0, bad)
     with pytest.raises(ValueError):
         utilization(1.0, bad)
+
+
+def test_interconnect_bound() -> None:
+    # The book's example: a ReduceScatter of 134 MB per shard over one 1.2e11 B/s hop, about 1.1 ms.
+    roof = estimate({"bf16": (1e6, 1e14)}, 1e3, 1e12, collective_bytes=134e6, interconnect=1.2e11)
+    assert roof.bound == "interconnect" and roof.roofline_time_s == pytest.approx(1.12e-3, rel=0.01)
+    assert estimate({"bf16": (1e6, 1e14)}, 1e3, 1e12, collective_bytes=134e6).comms_time_s == 0.0

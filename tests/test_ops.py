@@ -173,3 +173,33 @@ def test_hints() -> None:
     assert any("many tiny ops: 500 ops per run" in h for h in tiny)
     assert any("while loop (body) runs up to 500 iterations" in h for h in tiny)
     assert not any("cache" in h for h in tiny)  # the cache hint is for CPUs
+
+
+MEASURE_SCRIPT = r"""
+import json
+import jax, jax.numpy as jnp
+from jax.sharding import Mesh, PartitionSpec as P
+from pytest_roofline import measure
+mesh = Mesh(jax.devices(), ("x",))
+f = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+r = measure(f, jnp.ones((4 * 1024, 256), jnp.float32), hardware="TPU v5e", min_runs=3, max_runs=3, warmup=1)
+(op,) = [o for o in r.ops if o.collective_bytes]
+print(json.dumps({"collective_bytes": r.collective_bytes, "comms_time_s": r.comms_time_s, "bound": r.bound,
+                  "roofline_time_s": r.roofline_time_s, "timer": r.timer, "runs": r.runs,
+                  "op_s": op.measured_s, "op_events": op.events_per_run, "max_run_s": max(r.per_run_s)}))
+"""
+
+
+def test_program_level_interconnect_time_on_four_cpu_devices() -> None:
+    # Fake hardware on purpose: a 4-device CPU program measured against the TPU v5e datasheet, whose
+    # interconnect figure (45 GB/s) makes the all-reduce the bound.
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", MEASURE_SCRIPT], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    assert data["collective_bytes"] == pytest.approx(2 * 3 / 4 * 1024 * 256 * 4)
+    assert data["comms_time_s"] == pytest.approx(data["collective_bytes"] / 45e9)
+    assert data["bound"] == "interconnect" and data["roofline_time_s"] == data["comms_time_s"]
+    assert data["runs"] == 3 and data["timer"] == "profiler"
+    # The op ran on all four devices: its time is the slowest device's, never the sum of the four.
+    assert data["op_events"] == 1 and 0 < data["op_s"] <= data["max_run_s"]
