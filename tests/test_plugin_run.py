@@ -389,3 +389,31 @@ def test_k(roofline):
 """, "--roofline-report=report.json")
     assert result.ret == 0
     assert report(pytester)["build"] == {"id": 42}
+
+
+def test_ini_twins_and_marker_keywords_take_effect(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".ini", pytest="[pytest]\nroofline_warn_only = true\nroofline_ceilings = calibrated\n"
+                                    "roofline_model = ops\nroofline_calibrate = false\nroofline_report = r.json\n")
+    result = run(pytester, """
+@pytest.mark.roofline(min=0.9, timer="wallclock", transcendentals=5.0, target_spread=0.5, min_time_s=0.0,
+                      warmup=1, min_runs=2, max_runs=2)
+def test_k(roofline):
+    r = roofline(tiny_sine, TINY)
+    assert r.timer == "wallclock" and r.transcendentals == 5.0 and r.ceilings == "calibrated"
+    assert r.runs == 2
+""")
+    assert result.ret == 0, result.stdout.str()  # below 90%, but warn-only from the ini file
+    result.stdout.fnmatch_lines(["*RooflineWarning*utilization (per-op model)*below its threshold 90%*"])
+    (rec,) = report(pytester, "r.json")["results"]
+    assert rec["model"] == "ops" and rec["warn_only"] is True and rec["verdict"] == "fail"
+
+
+def test_environment_twin_of_a_flag(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_ROOFLINE_WARN_ONLY", "1")
+    result = run(pytester, f"""
+@pytest.mark.roofline(min=0.9, {FAST})
+def test_k(roofline):
+    roofline(tiny_sine, TINY)
+""")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*RooflineWarning*"])
