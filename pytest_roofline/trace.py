@@ -187,16 +187,14 @@ def _checked(result: RunTimes, expected_runs: int, module_name: str) -> RunTimes
 def _host_launches(events: list[TraceEvent], expected_runs: int) -> tuple[str, list[float]] | None:
     """Start times of the host-side launch events, when one kind of them occurs once per run."""
     for marker in HOST_LAUNCH_MARKERS:
-        starts = sorted(e.start_ns for e in events if e.plane.startswith("/host:") and marker in e.name)
+        spans = sorted((e.start_ns, e.end_ns) for e in events if e.plane.startswith("/host:") and marker in e.name)
         # Nested launch events of one kind (PjitFunction inside PjitFunction) are counted once.
         distinct: list[float] = []
-        ends = sorted((e.start_ns, e.end_ns) for e in events if e.plane.startswith("/host:") and marker in e.name)
         last_end = float("-inf")
-        for s, end in ends:
-            if s >= last_end:
-                distinct.append(s)
+        for start, end in spans:
+            if start >= last_end:
+                distinct.append(start)
                 last_end = end
         if len(distinct) == expected_runs:
             return marker, distinct
-        del starts
     return None
