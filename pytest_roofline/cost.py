@@ -278,15 +278,9 @@ def _fusion_bytes(module: HloModule, comp: Computation, inst: Instruction) -> fl
 
 def _inner_cost(module: HloModule, comp_name: str, multiply_loops: bool,
                 param_sources: tuple[str, ...] | None = None) -> OpCost:
-    """FLOPs of every instruction of a called computation (fusion body, reducer), bytes not counted."""
-    comp = module.computations.get(comp_name)
-    total = OpCost()
-    if comp is None:
-        return total
-    for inst in comp.instructions:
-        c = instruction_cost(module, comp, inst, multiply_loops, param_sources)
-        total = total + OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops)
-    return total
+    """FLOPs of a called computation (fusion body, reducer); its internal values are not memory traffic."""
+    c = computation_cost(module, comp_name, multiply_loops, param_sources)
+    return OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops)
 
 
 def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
@@ -319,16 +313,10 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
         return OpCost(0.0, 0.0, 2.0 * (update.bytes if update is not None else inst.shape.bytes))
     if op == "while":
         trip = inst.known_trip_count if multiply_loops else None
-        n = trip if trip is not None else 1
-        body = module.computations.get(inst.attrs.get("body", "").lstrip("%"))
-        cond = module.computations.get(inst.attrs.get("condition", "").lstrip("%"))
         total = OpCost()
-        for sub in (body, cond):
-            if sub is None:
-                continue
-            for sub_inst in sub.instructions:
-                total = total + instruction_cost(module, sub, sub_inst, multiply_loops)
-        return total.scaled(n)
+        for name in inst.called:  # body and condition
+            total = total + computation_cost(module, name, multiply_loops)
+        return total.scaled(trip if trip is not None else 1)
     if op == "conditional":
         branches = [computation_cost(module, name, multiply_loops) for name in inst.called]
         # One branch runs: count the most expensive (a ceiling on the work, XLA does the same).
@@ -353,13 +341,15 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
     return OpCost(0.0, 0.0, io_bytes)
 
 
-def computation_cost(module: HloModule, comp_name: str, multiply_loops: bool) -> OpCost:
+def computation_cost(module: HloModule, comp_name: str, multiply_loops: bool,
+                     param_sources: tuple[str, ...] | None = None) -> OpCost:
+    """The summed cost of a computation's instructions (``param_sources``: its parameters' source dtypes)."""
     comp = module.computations.get(comp_name)
     total = OpCost()
     if comp is None:
         return total
     for inst in comp.instructions:
-        total = total + instruction_cost(module, comp, inst, multiply_loops)
+        total = total + instruction_cost(module, comp, inst, multiply_loops, param_sources)
     return total
 
 
@@ -444,7 +434,7 @@ def executed_ops(module: HloModule, comp_name: str | None = None, depth: int = 0
             continue
         if inst.opcode == "while":
             trips = inst.known_trip_count or 1
-            inner = sum(executed_ops(module, inst.attrs.get(k, "").lstrip("%"), depth + 1) for k in ("body", "condition"))
+            inner = sum(executed_ops(module, name, depth + 1) for name in inst.called)  # body and condition
             total += trips * max(inner, 1)
         elif inst.opcode in ("call", "conditional"):
             total += max((executed_ops(module, c, depth + 1) for c in inst.called), default=1)

@@ -51,7 +51,7 @@ def resolve_hardware(platform: str, device_kind: str, hardware: str | HardwareSp
                              "(device_kinds: [\"cpu\"]); CPU ceilings are otherwise measured")
         return cpu_spec(device_kind, refresh=recalibrate), "calibrated"
     spec = find_spec(table, platform, device_kind, hardware if isinstance(hardware, str) else None)
-    if ceilings == "calibrated" or (spec.platform == "cpu" and ceilings == "auto" and not spec.peaks):
+    if ceilings == "calibrated":
         from .calibrate import calibrated_spec
 
         return calibrated_spec(spec, device_kind, refresh=recalibrate), "calibrated"

@@ -57,19 +57,19 @@ class RooflineSession:
     def measure(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
         from .engine import measure
 
-        with device_lock():
-            result = measure(fn, *args, hardware=self.settings.hardware, hardware_file=self.settings.hardware_file,
-                             ceilings=self.settings.ceilings, recalibrate=self._recalibrate, **kwargs)
+        def run(recalibrate: bool | str) -> Result:
+            with device_lock():
+                return measure(fn, *args, hardware=self.settings.hardware, hardware_file=self.settings.hardware_file,
+                               ceilings=self.settings.ceilings, recalibrate=recalibrate, **kwargs)
+
+        result = run(self._recalibrate)
         self._recalibrate = False
         if result.impossible and result.ceilings == "calibrated" and not self._rechecked:
             # A kernel beat a calibrated ceiling: the calibration is stale (on a shared machine the memory
             # bandwidth changes with the neighbours). Calibrate again now, keep the best, measure again.
             self._rechecked = True
             first = result.utilization
-            with device_lock():
-                result = measure(fn, *args, hardware=self.settings.hardware,
-                                 hardware_file=self.settings.hardware_file, ceilings=self.settings.ceilings,
-                                 recalibrate="best", **kwargs)
+            result = run("best")
             result = replace(result, notes=result.notes + (
                 f"first measured at {first:.1%} of a stale calibration: re-calibrated (best kept) and measured "
                 f"again",))

@@ -10,7 +10,7 @@ collective bytes from a ring model, and its measured time is the sum of its trac
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any
 
@@ -120,31 +120,17 @@ def collective_bytes(comp: Computation, inst: Instruction, devices: int = 1) -> 
     return (n - 1) / n * operand  # all-to-all
 
 
-@dataclass(frozen=True)
-class _Rates:
-    """The ceilings an op meets: peak per compute class, vector peak, memory and interconnect bandwidth."""
-
-    peak: Callable[[str], float]
-    vector: float
-    bandwidth: float
-    interconnect: float | None
-
-
 def _executed(module: HloModule, comp: Computation, times: int, depth: int = 0) -> Iterable[tuple[Computation, Instruction, int]]:
     for inst in comp.instructions:
         if inst.opcode in FREE_OPS:
             continue
-        if inst.opcode == "while" and depth < 16:
-            trips = inst.known_trip_count or 1
-            for key in ("condition", "body"):
-                sub = module.computations.get(inst.attrs.get(key, "").lstrip("%"))
-                if sub is not None:
-                    yield from _executed(module, sub, times * trips, depth + 1)
-        elif inst.opcode in ("call", "conditional") and depth < 16:
+        if inst.opcode in ("while", "call", "conditional") and depth < 16:
+            # A loop's body and condition run trip-count times; a call's or a branch's computation once.
+            repeat = (inst.known_trip_count or 1) if inst.opcode == "while" else 1
             for name in inst.called:
                 sub = module.computations.get(name)
                 if sub is not None:
-                    yield from _executed(module, sub, times, depth + 1)
+                    yield from _executed(module, sub, times * repeat, depth + 1)
         else:
             yield comp, inst, times
 
@@ -207,14 +193,8 @@ def attach_times(rows: Sequence[OpRow], events: Sequence[TraceEvent], run_of_eve
         if found is None:
             out.append(row)
             continue
-        out.append(_with_time(row, median(found), events_per_run[row.name]))
+        out.append(replace(row, measured_s=median(found), events_per_run=events_per_run[row.name]))
     return out
-
-
-def _with_time(row: OpRow, measured: float, events_per_run: float) -> OpRow:
-    from dataclasses import replace
-
-    return replace(row, measured_s=measured, events_per_run=events_per_run)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .hardware import Ceiling, HardwareSpec
-from .model import IMPOSSIBLE_ABOVE
+from .model import IMPOSSIBLE_ABOVE, verdict
 from .ops import OpRow, OpsCheck
 
 MODELS = ("program", "ops")
@@ -143,10 +143,8 @@ class Result:
                 f"a working set that fits in cache runs faster than main memory")
 
     def verdict(self, threshold: float | None, model: str = "program") -> str:
-        from .model import IMPOSSIBLE_ABOVE, verdict
-
         if self.impossible:  # the program-level bound is the loosest: above 1.05 there, a ceiling is wrong
-            return verdict(max(self.utilization, IMPOSSIBLE_ABOVE + 1e-9), threshold)
+            return "impossible"
         return verdict(self.utilization_for(model), threshold)
 
     def to_dict(self) -> dict[str, Any]:

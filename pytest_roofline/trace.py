@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from statistics import median
 from typing import Any
 
 __all__ = ["TraceEvent", "TraceError", "RunTimes", "flatten", "run_times", "device_plane_prefix"]
@@ -56,10 +55,6 @@ class RunTimes:
     method: str  # how the runs were told apart, e.g. "run_id stat on /host:CPU op events"
     op_events: tuple[TraceEvent, ...]  # every event of this program, consumers included
     run_of_event: Mapping[int, int]  # index in op_events -> run number (0-based, in time order)
-
-    @property
-    def median_s(self) -> float:
-        return median(self.per_run_s)
 
 
 def device_plane_prefix(platform: str) -> str:

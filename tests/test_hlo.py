@@ -101,4 +101,4 @@ def test_convolution_window_and_dim_labels() -> None:
     assert conv.window["size"] == ("3", "3") and conv.window["stride"] == ("2", "2")
     assert conv.window["pad"] == ("1_1", "1_1")
     assert "->" in conv.attrs["dim_labels"]
-    assert conv.shape.dims == (1, 4, 8, 8) or sorted(conv.shape.dims) == [1, 4, 8, 8]
+    assert sorted(conv.shape.dims) == [1, 4, 8, 8]  # XLA picks the layout (NHWC on a CPU)
