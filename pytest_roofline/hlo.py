@@ -270,7 +270,32 @@ def parse_shape(text: str) -> Shape:
     return shape
 
 
-def _parse_instruction(line: str, line_no: int) -> Instruction:
+def strip_comments(line: str) -> str:
+    """Drop ``/*...*/`` comments outside quoted strings: XLA writes ``/*index=5*/`` before every fifth
+    element of a long tuple shape or operand list."""
+    if "/*" not in line:
+        return line
+    out: list[str] = []
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == '"':
+            j = i + 1
+            while j < len(line) and line[j] != '"':
+                j += 2 if line[j] == "\\" else 1
+            out.append(line[i:j + 1])
+            i = j + 1
+        elif line.startswith("/*", i):
+            end = line.find("*/", i + 2)
+            i = len(line) if end < 0 else end + 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _parse_instruction(raw_line: str, line_no: int) -> Instruction:
+    line = strip_comments(raw_line)
     head = _INST_HEAD.match(line)
     if not head:
         raise HloParseError(line_no, line, "expected '[ROOT] %name = shape opcode(operands), attrs'")

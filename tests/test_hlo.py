@@ -102,3 +102,21 @@ def test_convolution_window_and_dim_labels() -> None:
     assert conv.window["pad"] == ("1_1", "1_1")
     assert "->" in conv.attrs["dim_labels"]
     assert sorted(conv.shape.dims) == [1, 4, 8, 8]  # XLA picks the layout (NHWC on a CPU)
+
+
+def test_tuples_with_index_comments() -> None:
+    # XLA writes /*index=5*/ before every fifth element of a long tuple (shapes and operand lists).
+    x = jnp.ones((64, 64), jnp.float32)
+    text = _hlo(lambda v: (v + 1, v + 2, v * 3, v - 4, v / 5, v @ v, v.T), x)
+    assert "/*index=5*/" in text
+    module = parse_hlo(text)
+    root = module.entry.root
+    assert root.opcode == "tuple" and len(root.shape.elements_of) == 7 and len(root.operands) == 7
+    assert all(s.dims == (64, 64) for s in root.shape.elements_of)
+
+
+def test_comments_inside_quoted_strings_are_kept() -> None:
+    from pytest_roofline.hlo import strip_comments
+
+    line = '%c = f32[] custom-call(/*index=0*/%a), custom_call_target="x/*y*/z"'
+    assert strip_comments(line) == '%c = f32[] custom-call(%a), custom_call_target="x/*y*/z"'

@@ -417,3 +417,35 @@ def test_k(roofline):
 """)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*RooflineWarning*"])
+
+
+def test_train_step_with_dozens_of_state_leaves(pytester: pytest.Pytester) -> None:
+    # A training step returning parameters and optimizer state: 12 layers x (w, b) x (param, m, v) = 72
+    # outputs, printed by XLA as a tuple with /*index=N*/ comments.
+    result = run(pytester, f"""
+def init(n=12, d=32):
+    params = [dict(w=jnp.full((d, d), 0.01), b=jnp.zeros((d,))) for _ in range(n)]
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+    return params, zeros, zeros
+
+def train_step(params, m, v, x):
+    def loss(p):
+        h = x
+        for layer in p:
+            h = jnp.tanh(h @ layer["w"] + layer["b"])
+        return (h ** 2).mean()
+    g = jax.grad(loss)(params)
+    m = jax.tree_util.tree_map(lambda a, b: 0.9 * a + 0.1 * b, m, g)
+    v = jax.tree_util.tree_map(lambda a, b: 0.99 * a + 0.01 * b * b, v, g)
+    params = jax.tree_util.tree_map(lambda p, a, b: p - 1e-3 * a / (jnp.sqrt(b) + 1e-8), params, m, v)
+    return params, m, v
+
+@pytest.mark.roofline({FAST})
+def test_step(roofline):
+    params, m, v = init()
+    out = jax.jit(train_step)(params, m, v, jnp.ones((64, 32)))
+    assert len(jax.tree_util.tree_leaves(out)) == 72
+    r = roofline(train_step, params, m, v, jnp.ones((64, 32)))
+    assert r.flops > 0 and r.ops
+""")
+    assert result.ret == 0, result.stdout.str()
