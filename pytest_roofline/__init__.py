@@ -2,32 +2,26 @@
 
 ``measure(fn, *args, **kwargs)`` is the public entry point. Importing this package does not import JAX:
 JAX is imported the first time something is measured.
+
+Layout (each folder with one rule about what it may import, checked by ``tests/test_layers.py``):
+``analysis/`` pure analysis, ``hardware/`` ceilings, ``measurement/`` the only JAX, ``report/`` text and JSON,
+``plugin/`` the only pytest; ``kinds``, ``errors``, ``files`` and ``units`` are shared by all.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .hardware import Ceiling, HardwareError, HardwareSpec, UnknownDeviceError
+from .errors import MeasureError
+from .hardware.spec import Ceiling, HardwareError, HardwareSpec, UnknownDeviceError
 from .result import Result
-
-if TYPE_CHECKING:
-    from .runner import MeasureError
 
 __all__ = ["measure", "Result", "HardwareSpec", "Ceiling", "HardwareError", "UnknownDeviceError", "MeasureError"]
 __version__ = "0.1.0"
 
 
 def measure(fn: Any, *args: Any, **kwargs: Any) -> Result:
-    """Measure a JAX kernel against its roofline; see :func:`pytest_roofline.engine.measure`."""
-    from .engine import measure as _measure
+    """Measure a JAX kernel against its roofline; see :func:`pytest_roofline.measurement.pipeline.measure`."""
+    from .measurement.pipeline import measure as _measure
 
     return _measure(fn, *args, **kwargs)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "MeasureError":
-        from .runner import MeasureError
-
-        return MeasureError
-    raise AttributeError(f"module 'pytest_roofline' has no attribute {name!r}")

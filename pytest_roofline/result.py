@@ -1,192 +1,237 @@
-"""The immutable result of one measurement, its JSON form and its one-line summary."""
+"""The immutable result of one measurement, composed of the value objects it is made of, and its JSON form.
+
+A :class:`Result` holds the hardware and the ceilings each share of the work met, the work counted
+(:class:`~.analysis.counts.Work`), the roofline estimate, the timed runs (:class:`~.analysis.runs.Timing`),
+the compiled program's facts and the per-op model. The flat attributes (``flops``, ``device_time_s``,
+``utilization`` ...) and the JSON keys are derived from those parts, never copied. Pure: no JAX.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .hardware import Ceiling, HardwareSpec
-from .model import IMPOSSIBLE_ABOVE, verdict
-from .ops import OpRow, OpsCheck
+from .analysis.ceilings import CeilingUse
+from .analysis.check import OpsCheck
+from .analysis.counts import Work
+from .analysis.ops import OpRow, OpsModel
+from .analysis.roofline import IMPOSSIBLE_ABOVE, RooflineEstimate
+from .analysis.runs import Timing
+from .analysis.verdict import Figures, suspect
+from .hardware.spec import HardwareSpec
+from .kinds import Bound, CeilingsUsed, CountSource, Model, TimerUsed
+from .units import format_fraction, format_quantity, format_seconds
 
-MODELS = ("program", "ops")
-
-__all__ = ["CeilingUse", "Result", "format_seconds", "format_quantity", "format_fraction"]
-
-
-def format_seconds(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if s >= 1e-6:
-        return f"{s * 1e6:.3g} us"
-    return f"{s * 1e9:.3g} ns"
-
-
-def format_fraction(x: float) -> str:
-    """A threshold as a percentage with up to 3 significant digits: 0.9 -> 90%, 0.025 -> 2.5%."""
-    return f"{x * 100:.3g}%"
-
-
-def format_quantity(x: float, unit: str) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
+__all__ = ["ProgramInfo", "Result", "CeilingUse"]
 
 
 @dataclass(frozen=True)
-class CeilingUse:
-    """Which ceiling one share of the work met: ``work`` is "bf16 matrix FLOPs", "vector FLOPs", "bytes"."""
+class ProgramInfo:
+    """Facts of the compiled program: its HLO module name, the device it ran on, compile time, versions."""
 
-    work: str
-    amount: float
-    key: str
-    ceiling: Ceiling
-    note: str = ""
+    module_name: str
+    device_kind: str
+    compile_time_s: float
+    versions: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"work": self.work, "amount": self.amount, "key": self.key, "ceiling": self.ceiling.to_dict(),
-                "note": self.note}
+        return {"module_name": self.module_name, "device_kind": self.device_kind,
+                "compile_time_s": self.compile_time_s, "versions": dict(self.versions)}
 
 
 @dataclass(frozen=True)
 class Result:
     name: str
     hardware: HardwareSpec
-    ceilings: str  # "datasheet" or "calibrated"
+    ceilings: CeilingsUsed
     ceilings_used: tuple[CeilingUse, ...]
-    flops: float
-    transcendentals: float
-    bytes_accessed: float
-    flops_source: str  # "compiler" or "user"
-    bytes_source: str
-    matrix_flops: Mapping[str, float]
-    counts_lower_bound: bool
-    loops: tuple[str, ...]
-    intensity: float
-    critical_intensity: float
-    bound: str  # "compute", "memory" or "interconnect"
-    compute_time_s: float
-    memory_time_s: float
-    roofline_time_s: float
-    device_time_s: float  # median over runs
-    per_run_s: tuple[float, ...]
-    min_s: float
-    spread: float  # (p75 - p25) / median of per_run_s
-    runs: int
-    timer: str  # "profiler" or "wallclock"
-    timer_fallback_reason: str
-    trace_method: str
-    wall_min_s: float
-    wall_per_run_s: tuple[float, ...]  # host wall clock around each run, in run order
-    compile_time_s: float
-    utilization: float
-    module_name: str
-    device_kind: str
+    work: Work
+    roofline: RooflineEstimate
+    timing: Timing
+    program: ProgramInfo
+    ops_model: OpsModel = OpsModel()
     notes: tuple[str, ...] = ()
-    versions: Mapping[str, str] = field(default_factory=dict)
-    comms_time_s: float = 0.0  # collective bytes / interconnect bandwidth
-    collective_bytes: float = 0.0
-    # Per-op roofline: one row per executed op, the sum of their roofline times (a tighter bound for ops
-    # that run one after another), the sum-over-ops check against the compiler, and hints.
-    ops: tuple[OpRow, ...] = ()
-    ops_roofline_time_s: float = 0.0
-    ops_check: OpsCheck | None = None
     hints: tuple[str, ...] = ()
     hlo_text: str = field(default="", repr=False, compare=False)
-    xspace: bytes = field(default=b"", repr=False, compare=False)
-    exporter: Callable[[bytes, str], None] | None = field(default=None, repr=False, compare=False)
+    xspace: bytes = field(default=b"", repr=False, compare=False)  # the serialized profiler trace
+
+    # The work
+    @property
+    def flops(self) -> float:
+        return self.work.flops
+
+    @property
+    def transcendentals(self) -> float:
+        return self.work.transcendentals
+
+    @property
+    def bytes_accessed(self) -> float:
+        return self.work.bytes_accessed
+
+    @property
+    def flops_source(self) -> CountSource:
+        return self.work.flops_source
+
+    @property
+    def bytes_source(self) -> CountSource:
+        return self.work.bytes_source
+
+    @property
+    def matrix_flops(self) -> Mapping[str, float]:
+        return self.work.matrix_flops
+
+    @property
+    def counts_lower_bound(self) -> bool:
+        return self.work.counts_lower_bound
+
+    @property
+    def loops(self) -> tuple[str, ...]:
+        return self.work.loops
+
+    @property
+    def collective_bytes(self) -> float:
+        return self.work.collective_bytes
+
+    @property
+    def intensity(self) -> float:
+        return self.work.intensity
+
+    # The roofline
+    @property
+    def bound(self) -> Bound:
+        return self.roofline.bound
+
+    @property
+    def critical_intensity(self) -> float:
+        return self.roofline.critical_intensity
+
+    @property
+    def compute_time_s(self) -> float:
+        return self.roofline.compute_time_s
+
+    @property
+    def memory_time_s(self) -> float:
+        return self.roofline.memory_time_s
+
+    @property
+    def comms_time_s(self) -> float:
+        return self.roofline.comms_time_s
+
+    @property
+    def roofline_time_s(self) -> float:
+        return self.roofline.roofline_time_s
+
+    # The runs
+    @property
+    def device_time_s(self) -> float:
+        """Median over runs."""
+        return self.timing.median_s
+
+    @property
+    def per_run_s(self) -> tuple[float, ...]:
+        return self.timing.per_run_s
+
+    @property
+    def min_s(self) -> float:
+        return self.timing.min_s
+
+    @property
+    def spread(self) -> float:
+        """(p75 - p25) / median of the runs."""
+        return self.timing.spread
+
+    @property
+    def runs(self) -> int:
+        return self.timing.runs
+
+    @property
+    def timer(self) -> TimerUsed:
+        return self.timing.timer
+
+    @property
+    def timer_fallback_reason(self) -> str:
+        return self.timing.fallback_reason
+
+    @property
+    def wall_min_s(self) -> float:
+        return self.timing.wall_min_s
+
+    # The program
+    @property
+    def compile_time_s(self) -> float:
+        return self.program.compile_time_s
+
+    @property
+    def module_name(self) -> str:
+        return self.program.module_name
+
+    @property
+    def device_kind(self) -> str:
+        return self.program.device_kind
+
+    @property
+    def versions(self) -> Mapping[str, str]:
+        return self.program.versions
+
+    # The per-op model
+    @property
+    def ops(self) -> tuple[OpRow, ...]:
+        return self.ops_model.rows
+
+    @property
+    def ops_check(self) -> OpsCheck | None:
+        return self.ops_model.check
+
+    @property
+    def ops_roofline_time_s(self) -> float:
+        return self.ops_model.roofline_time_s
+
+    # Derived figures
+    @property
+    def utilization(self) -> float:
+        """Program-level roofline time / measured time."""
+        return self.roofline_time_s / self.device_time_s
 
     @property
     def ops_utilization(self) -> float:
         """Sum of per-op roofline times / measured time."""
         return self.ops_roofline_time_s / self.device_time_s if self.device_time_s > 0 else 0.0
 
-    def utilization_for(self, model: str = "program") -> float:
-        """The utilization a threshold is checked against: "program" (one max() over the whole program,
-        the default) or "ops" (the sum of per-op roofline times)."""
-        if model not in MODELS:
-            raise ValueError(f"model must be one of {MODELS}, got {model!r}")
-        return self.utilization if model == "program" else self.ops_utilization
+    def utilization_for(self, model: Model = "program") -> float:
+        """The utilization a threshold is checked against on the given model."""
+        return self.figures.utilization_for(model)
 
-    def top_ops(self, count: int = 5) -> list[OpRow]:
-        """The ops that lost the most time against their own roofline."""
-        timed = [r for r in self.ops if r.measured_s]
-        return sorted(timed, key=lambda r: -r.time_lost_s)[:count]
+    @property
+    def figures(self) -> Figures:
+        """What the pass/fail rule reads (:func:`pytest_roofline.analysis.verdict.decide`)."""
+        return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity)
 
     @property
     def impossible(self) -> bool:
-        """A utilization above 1.05 cannot happen: a peak is too low or a count too high."""
+        """A utilization above 105% cannot happen: a peak is too low or a count too high."""
         return self.utilization > IMPOSSIBLE_ABOVE
 
     @property
     def suspect(self) -> str:
         """What to distrust when the utilization is impossible ("" otherwise)."""
-        if not self.impossible:
-            return ""
-        if self.bound == "compute":
-            peaks = ", ".join(f"{u.key} peak {format_quantity(u.ceiling.value, 'FLOP/s')} ({u.ceiling.describe()})"
-                              for u in self.ceilings_used if not u.work.endswith("bytes"))
-            return (f"the compute peak is too low or the FLOP count too high ({self.flops_source} count "
-                    f"{format_quantity(self.flops, 'FLOP')}); peaks used: {peaks}")
-        if self.bound == "interconnect" and self.hardware.interconnect_bandwidth is not None:
-            link = self.hardware.interconnect_bandwidth
-            return (f"the interconnect bandwidth {format_quantity(link.value, 'B/s')} ({link.describe()}) is too "
-                    f"low or the collective byte count too high ({format_quantity(self.collective_bytes, 'B')}, "
-                    f"ring model)")
-        bw = self.hardware.memory_bandwidth
-        return (f"the memory bandwidth {format_quantity(bw.value, 'B/s')} ({bw.describe()}) is too low or the "
-                f"byte count too high ({self.bytes_source} count {format_quantity(self.bytes_accessed, 'B')}); "
-                f"a working set that fits in cache runs faster than main memory")
-
-    def verdict(self, threshold: float | None, model: str = "program") -> str:
-        if self.impossible:  # the program-level bound is the loosest: above 1.05 there, a ceiling is wrong
-            return "impossible"
-        return verdict(self.utilization_for(model), threshold)
+        return suspect(self.bound, self.ceilings_used, self.hardware, self.work) if self.impossible else ""
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-able: the parts' fields, flattened, with the derived figures."""
         return {
             "name": self.name,
             "hardware": self.hardware.to_dict(),
             "ceilings": self.ceilings,
             "ceilings_used": [u.to_dict() for u in self.ceilings_used],
-            "device_kind": self.device_kind,
-            "module_name": self.module_name,
-            "flops": self.flops,
-            "transcendentals": self.transcendentals,
-            "bytes_accessed": self.bytes_accessed,
-            "flops_source": self.flops_source,
-            "bytes_source": self.bytes_source,
-            "matrix_flops": dict(self.matrix_flops),
-            "counts_lower_bound": self.counts_lower_bound,
-            "loops": list(self.loops),
-            "intensity": self.intensity,
-            "critical_intensity": self.critical_intensity,
-            "bound": self.bound,
-            "compute_time_s": self.compute_time_s,
-            "memory_time_s": self.memory_time_s,
-            "comms_time_s": self.comms_time_s,
-            "collective_bytes": self.collective_bytes,
-            "roofline_time_s": self.roofline_time_s,
-            "device_time_s": self.device_time_s,
-            "per_run_s": list(self.per_run_s),
-            "min_s": self.min_s,
-            "spread": self.spread,
-            "runs": self.runs,
-            "timer": self.timer,
-            "timer_fallback_reason": self.timer_fallback_reason,
-            "trace_method": self.trace_method,
-            "wall_min_s": self.wall_min_s,
-            "wall_per_run_s": list(self.wall_per_run_s),
-            "compile_time_s": self.compile_time_s,
+            **self.program.to_dict(),
+            **self.work.to_dict(),
+            **self.roofline.to_dict(),
+            **self.timing.to_dict(),
             "utilization": self.utilization,
             "impossible": self.impossible,
             "suspect": self.suspect,
             "notes": list(self.notes),
-            "versions": dict(self.versions),
             "ops_roofline_time_s": self.ops_roofline_time_s,
             "ops_utilization": self.ops_utilization,
             "ops_check": self.ops_check.to_dict() if self.ops_check else None,
@@ -196,9 +241,7 @@ class Result:
 
     def __str__(self) -> str:
         timer = self.timer if not self.timer_fallback_reason else f"{self.timer}: {self.timer_fallback_reason}"
-        flops = format_quantity(self.flops, "FLOP")
-        if self.counts_lower_bound:
-            flops = ">=" + flops
+        flops = (">=" if self.counts_lower_bound else "") + format_quantity(self.flops, "FLOP")
         text = (
             f"{self.name} on {self.hardware.name} [{self.ceilings}]: {self.bound}-bound, {flops}, "
             f"{format_quantity(self.bytes_accessed, 'B')}, intensity {self.intensity:.3g} "
@@ -209,5 +252,5 @@ class Result:
         if self.counts_lower_bound:
             text += " [counts are a lower bound: a while loop with unknown trip count was counted once]"
         if self.impossible:
-            text += f" IMPOSSIBLE (> {IMPOSSIBLE_ABOVE:.0%}): suspect {self.suspect}"
+            text += f" IMPOSSIBLE (> {format_fraction(IMPOSSIBLE_ABOVE)}): suspect {self.suspect}"
         return text

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline import calibrate
+from pytest_roofline.hardware import calibration, cpu
+from pytest_roofline.hardware.table import load_shipped_table
 
 ZEN4_CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -17,51 +18,66 @@ flags\t\t: fpu sse2 avx2 fma avx512f avx512_bf16
 
 
 def test_theoretical_peak_from_cpu_flags() -> None:
-    info = calibrate.cpu_info(ZEN4_CPUINFO)
+    info = cpu.cpu_info(ZEN4_CPUINFO)
     info.update(cores=2, mhz=3700.0)
-    value, how = calibrate.theoretical_cpu_peak(info)
+    value, how = cpu.theoretical_cpu_peak(info)
     assert value == 2 * 3.7e9 * 32
     assert "Zen 4" in how and "2 cores" in how
     intel = dict(info, vendor="GenuineIntel")
-    assert calibrate.theoretical_cpu_peak(intel)[0] == 2 * 3.7e9 * 64
-    assert calibrate.theoretical_cpu_peak(dict(info, mhz=0.0)) is None
+    assert cpu.theoretical_cpu_peak(intel)[0] == 2 * 3.7e9 * 64
+    assert cpu.theoretical_cpu_peak(dict(info, mhz=0.0)) is None
 
 
 def test_cache_round_trip_and_key_mismatch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(calibrate.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
-    assert calibrate.load_cached(key) is None
-    path = calibrate.store_cached(key, {"peaks": {"f32": 1.0}, "memory": 2.0, "date": "d", "details": {}})
+    assert calibration.load_cached(key) is None
+    path = calibration.store_cached(key, {"peaks": {"f32": 1.0}, "memory": 2.0, "date": "d", "details": {}})
     assert path.parent == tmp_path and not list(tmp_path.glob(".calibration-*"))  # no temporary left
-    assert calibrate.load_cached(key)["memory"] == 2.0
-    assert calibrate.load_cached(dict(key, jax="y")) is None
+    assert calibration.load_cached(key)["memory"] == 2.0
+    assert calibration.load_cached(dict(key, jax="y")) is None
     path.write_text("{half a fil")
-    assert calibrate.load_cached(key) is None
+    assert calibration.load_cached(key) is None
 
 
-def test_cpu_spec_uses_the_cache_until_asked_to_recalibrate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+FAKE_CPU_FIGURES = {"peaks": {"f32": 1e11, "bf16": 5e10}, "memory": 2e10,
+                    "details": {"f32": "fake", "bf16": "fake", "memory": "fake"}}
+
+
+def test_cpu_figures_come_from_the_cache_until_asked_to_recalibrate(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # Fake measurement: counts how often the calibration kernels would run.
-    monkeypatch.setenv(calibrate.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     calls = []
 
-    def fake_measure(platform: str) -> dict:
-        calls.append(platform)
-        return {"peaks": {"f32": 1e11, "bf16": 5e10}, "memory": 2e10,
-                "details": {"f32": "fake", "bf16": "fake", "memory": "fake"}}
+    def fake_measure() -> dict:
+        calls.append(1)
+        return {k: dict(v) if isinstance(v, dict) else v for k, v in FAKE_CPU_FIGURES.items()}
 
-    monkeypatch.setattr(calibrate, "_measure_ceilings", fake_measure)
-    first = calibrate.cpu_spec()
-    second = calibrate.cpu_spec()
-    assert calls == ["cpu"]
+    key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
+    first = calibration.cpu_spec_from(*calibration.calibration_figures(key, "cached", fake_measure))
+    second = calibration.cpu_spec_from(*calibration.calibration_figures(key, "cached", fake_measure))
+    assert len(calls) == 1
     assert second.peaks["f32"].value == 1e11 and "cached in" in second.peaks["f32"].source
     assert "measured now" in first.peaks["f32"].source
-    calibrate.cpu_spec(refresh=True)
-    assert calls == ["cpu", "cpu"]
+    calibration.calibration_figures(key, "replace", fake_measure)
+    assert len(calls) == 2
+    # The header lists the peaks in the table's order, fresh or cached (the cache file sorts its keys).
+    assert list(first.peaks) == list(second.peaks) == ["bf16", "f32"]
 
 
+def test_recalibrate_values() -> None:
+    assert [calibration.refresh_mode(v) for v in (False, True, "best")] == ["cached", "replace", "best"]
+    with pytest.raises(ValueError, match="recalibrate= must be False, True or 'best', got 'yes'"):
+        calibration.refresh_mode("yes")
+
+
+@pytest.mark.slow
 def test_real_calibration_on_this_machine() -> None:
     pytest.importorskip("jax")
-    spec = calibrate.cpu_spec(refresh=True)
+    from pytest_roofline.measurement.calibrate import cpu_spec
+
+    spec = cpu_spec(refresh="replace")
     assert spec.platform == "cpu"
     for key in ("f32", "bf16"):
         assert spec.peaks[key].origin == "calibration"
@@ -74,16 +90,12 @@ def test_real_calibration_on_this_machine() -> None:
         assert any("above the theoretical peak" in n for n in spec.notes)
 
 
-def test_calibrated_accelerator_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Fake measurement (no GPU here): what an H100 calibration would return, to check where figures go.
-    from pytest_roofline.hardware import load_shipped_table
-
-    monkeypatch.setenv(calibrate.CACHE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(calibrate, "_measure_ceilings", lambda platform: {
-        "peaks": {"f32": 400e12, "bf16": 800e12}, "memory": 3.0e12,
-        "details": {"f32": "fake f32", "bf16": "fake bf16", "memory": "fake stream"}})
+def test_calibrated_accelerator_spec() -> None:
+    # Fake figures (no GPU here): what an H100 calibration would return, to check where figures go.
+    figures = {"peaks": {"f32": 400e12, "bf16": 800e12}, "memory": 3.0e12, "date": "2026-11-22T00:00:00Z",
+               "details": {"f32": "fake f32", "bf16": "fake bf16", "memory": "fake stream"}}
     h100 = load_shipped_table()["H100 SXM"]
-    spec = calibrate.calibrated_spec(h100, "NVIDIA H100 80GB HBM3")
+    spec = calibration.calibrated_spec_from(h100, figures, "measured now")
     assert spec.peaks["bf16"].value == 800e12 and spec.peaks["bf16"].origin == "calibration"
     assert spec.peaks["tf32"].value == 400e12  # f32 at default precision runs as TF32 on a GPU
     assert spec.peaks["f32"].origin == "datasheet" and spec.peaks["fp8"].origin == "datasheet"

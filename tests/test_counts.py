@@ -9,7 +9,7 @@ jnp = jax.numpy
 
 from helpers import compile_counts  # noqa: E402
 
-from pytest_roofline.cost import CostAnalysisError, normalize_cost_analysis  # noqa: E402
+from pytest_roofline.analysis.counts import CostAnalysisError, normalize_cost_analysis  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype,itemsize", [("float32", 4), ("bfloat16", 2)])
@@ -121,8 +121,8 @@ def test_normalize_rejects_nonsense_and_shows_it(raw: object, fragment: str) -> 
 
 
 def _model_vs_compiler(fn, *args):
-    from pytest_roofline.cost import computation_cost
-    from pytest_roofline.hlo import parse_hlo
+    from pytest_roofline.analysis.costs import computation_cost
+    from pytest_roofline.analysis.hlo import parse_hlo
 
     compiled = jax.jit(fn).lower(*args).compile()
     module = parse_hlo(compiled.as_text())

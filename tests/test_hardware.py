@@ -6,15 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.hardware import (
-    HARDWARE_FILE_ENV,
-    HardwareError,
-    UnknownDeviceError,
-    find_spec,
-    load_shipped_table,
-    merge_overrides,
-    peak_for_class,
-)
+from pytest_roofline.hardware.peaks import peak_for_class
+from pytest_roofline.hardware.spec import HardwareError, UnknownDeviceError
+from pytest_roofline.hardware.table import HARDWARE_FILE_ENV, find_spec, load_shipped_table, merge_overrides
 
 
 def test_every_shipped_figure_has_a_source_and_a_date() -> None:

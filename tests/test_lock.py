@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pytest_roofline.fixture import device_lock, lock_path
+from pytest_roofline.plugin.lock import device_lock, lock_path
 
 fcntl = pytest.importorskip("fcntl")
 
@@ -15,7 +15,7 @@ fcntl = pytest.importorskip("fcntl")
 def test_lock_excludes_another_process() -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys; from pytest_roofline.fixture import device_lock\n"
+         "import sys; from pytest_roofline.plugin.lock import device_lock\n"
          "with device_lock():\n    print('held', flush=True); sys.stdin.readline()\n"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

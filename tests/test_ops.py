@@ -10,8 +10,10 @@ import sys
 
 import pytest
 
-from pytest_roofline.hlo import parse_hlo
-from pytest_roofline.ops import OpRow, hints, op_rows, ops_check
+from pytest_roofline.analysis.check import ops_check
+from pytest_roofline.analysis.hints import hints
+from pytest_roofline.analysis.hlo import parse_hlo
+from pytest_roofline.analysis.ops import OpRow, op_rows
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -110,6 +112,7 @@ def test_sum_check_reports_a_discrepancy() -> None:
     assert not check.ok and "flops: sum over ops 524288 vs compiler 1" in check.mismatches[0]
 
 
+@pytest.mark.slow
 def test_join_with_a_real_cpu_trace() -> None:
     from pytest_roofline import measure
 
@@ -124,7 +127,6 @@ def test_join_with_a_real_cpu_trace() -> None:
     # The two matmuls are most of the program's time; no op takes longer than the whole run.
     assert sum(row.measured_s for row in dots) > 0.5 * r.device_time_s
     assert all(row.measured_s <= r.device_time_s * 1.01 for row in timed)
-    assert r.top_ops(1)[0].time_lost_s == max(row.time_lost_s for row in timed)
     assert r.ops_roofline_time_s >= r.roofline_time_s * 0.999  # a sum of maxima is at least the max of sums
     data = r.to_dict()
     assert data["ops"] and data["ops_check"]["ok"] and "ops_utilization" in data
@@ -134,8 +136,8 @@ COLLECTIVE_SCRIPT = r"""
 import json, os
 import jax, jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
-from pytest_roofline.hlo import parse_hlo
-from pytest_roofline.ops import op_rows
+from pytest_roofline.analysis.hlo import parse_hlo
+from pytest_roofline.analysis.ops import op_rows
 mesh = Mesh(jax.devices(), ("x",))
 f = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
 x = jnp.ones((4 * 1024, 256), jnp.float32)
@@ -145,6 +147,7 @@ print(json.dumps([r.to_dict() for r in rows if r.collective_bytes]))
 """
 
 
+@pytest.mark.slow
 def test_all_reduce_collective_bytes_on_four_cpu_devices() -> None:
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
     out = subprocess.run([sys.executable, "-c", COLLECTIVE_SCRIPT], capture_output=True, text=True, env=env)
@@ -190,6 +193,7 @@ print(json.dumps({"collective_bytes": r.collective_bytes, "comms_time_s": r.comm
 """
 
 
+@pytest.mark.slow
 def test_program_level_interconnect_time_on_four_cpu_devices() -> None:
     # Fake hardware on purpose: a 4-device CPU program measured against the TPU v5e datasheet, whose
     # interconnect figure (45 GB/s) makes the all-reduce the bound.

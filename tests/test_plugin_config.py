@@ -58,7 +58,7 @@ def test_bad_env_threshold(pytester: pytest.Pytester, monkeypatch: pytest.Monkey
 @pytest.mark.parametrize("ini_line,fragment", [
     ("roofline_warn_only = maybe", "roofline_warn_only = maybe in tox.ini: must be true or false"),
     ("roofline_calibrate = 2", "roofline_calibrate = 2 in tox.ini: must be true or false"),
-    ("roofline_ceilings = guessed", "roofline_ceilings = guessed in tox.ini: must be auto, datasheet or calibrated"),
+    ("roofline_ceilings = guessed", "roofline_ceilings = guessed in tox.ini: must be one of 'auto', 'datasheet', 'calibrated', got 'guessed'"),
 ])
 def test_bad_ini_values(pytester: pytest.Pytester, ini_line: str, fragment: str) -> None:
     pytester.makefile(".ini", tox=f"[pytest]\n{ini_line}\n")
@@ -72,10 +72,10 @@ def test_bad_ini_values(pytester: pytest.Pytester, ini_line: str, fragment: str)
     ("min=2", "roofline marker of test_bad_marker.py::test_a: min=2: must be in (0, 1]"),
     ("min='high'", "min='high': must be a number in (0, 1]"),
     ("mn=0.5", "roofline marker of test_bad_marker.py::test_a: unknown keyword 'mn'"),
-    ("bound='gpu'", "bound='gpu': must be 'compute' or 'memory'"),
+    ("bound='gpu'", "bound='gpu': must be one of 'compute', 'memory', got 'gpu'"),
     ("min_runs=0", "min_runs=0: must be a positive integer"),
     ("flops=-3", "flops=-3: must be a non-negative number"),
-    ("timer='sundial'", "timer='sundial': must be 'auto', 'profiler' or 'wallclock'"),
+    ("timer='sundial'", "timer='sundial': must be one of 'auto', 'profiler', 'wallclock', got 'sundial'"),
     ("0.5, 0.6", "at most one positional argument"),
     ("min_runs=5, max_runs=2", "max_runs=2 is below min_runs=5"),
 ])
@@ -135,7 +135,33 @@ def test_bad_model_values(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(PLAIN)
     result = pytester.runpytest("--roofline-model=sum")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--roofline-model=sum on the command line: must be program or ops*"])
+    result.stderr.fnmatch_lines(["*--roofline-model=sum on the command line: must be one of 'program', 'ops', got 'sum'*"])
     pytester.makepyfile(test_bad_marker=MARKED.format(args="model='guess'"))
     result = pytester.runpytest("test_bad_marker.py")
-    result.stderr.fnmatch_lines(["*roofline marker of test_bad_marker.py::test_a: model='guess': must be program or ops*"])
+    result.stderr.fnmatch_lines(["*roofline marker of test_bad_marker.py::test_a: model='guess': must be one of 'program', 'ops', got 'guess'*"])
+
+
+def test_unknown_hardware_name_stops_the_run_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_k=MARKED.format(args="min=0.5") + "\ndef test_b(roofline):\n    pass\n")
+    result = pytester.runpytest("--roofline-hardware=NoSuchGPU")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --roofline-hardware=NoSuchGPU on the command line: no hardware named "
+                                 "'NoSuchGPU' in the table; known: A100 40GB SXM, *H100 SXM*"])
+    assert "UnknownDeviceError" not in result.stdout.str() + result.stderr.str()
+
+
+def test_hardware_name_from_the_config_file_is_known(pytester: pytest.Pytester) -> None:
+    # A made-up device in the config (a fake) may be forced by name.
+    pytester.makefile(".yaml", roofline="devices:\n  Test Box:\n    platform: gpu\n    peak_tflops: {f32: 1}\n"
+                                        "    memory_gbps: 100\n")
+    pytester.makepyfile(PLAIN)
+    assert pytester.runpytest("--roofline-config=roofline.yaml", "--roofline-hardware=test box").ret == 0
+
+
+def test_report_path_that_cannot_be_written_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN)
+    (pytester.path / "afile").write_text("x")
+    result = pytester.runpytest("--roofline-report=afile/report.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --roofline-report=afile/report.json on the command line: cannot write the "
+                                 "report there: *afile is not a directory"])

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow
 
 FAST = "warmup=1, min_runs=2, max_runs=3, budget_s=0.2"
 
@@ -143,15 +144,36 @@ def test_raises(roofline):
         raise ValueError("kernel refuses")
     roofline(boom, TINY)
 
+def test_not_a_function(roofline):
+    roofline(42, TINY)
+
+def test_bad_call_keyword(roofline):
+    roofline(tiny_sine, TINY, bound="gpu")
+
+def test_bad_measure_keyword(roofline):
+    roofline(tiny_sine, TINY, flops=-1)
+
 def test_after_errors_still_measures(roofline):
     roofline(tiny_sine, TINY, min_runs=2, max_runs=2)
 """)
-    result.assert_outcomes(passed=1, failed=3)
+    result.assert_outcomes(passed=1, failed=6)
+    # One clear failure each, naming the test and the kernel: no traceback, no chained exceptions.
     result.stdout.fnmatch_lines([
-        "*MeasureError: matmul: cannot trace it with the given arguments*contracting dimensions*",
+        "roofline: kernel 'matmul' of test_kernels.py::test_bad_shapes cannot be measured: matmul: cannot trace it "
+        "with the given arguments*contracting dimensions*",
     ])
-    result.stdout.fnmatch_lines(["*MeasureError: <lambda>: cannot trace it*not arrays: argument 1 (builtins.object)*"])
-    result.stdout.fnmatch_lines(["*MeasureError: boom: *kernel refuses*"])
+    result.stdout.fnmatch_lines(["roofline: kernel '<lambda>' of test_kernels.py::test_not_an_array cannot be "
+                                 "measured: <lambda>: cannot trace it*not arrays: argument 1 (builtins.object)*"])
+    result.stdout.fnmatch_lines(["roofline: kernel 'boom' of test_kernels.py::test_raises cannot be measured: boom: "
+                                 "*kernel refuses*"])
+    result.stdout.fnmatch_lines(["roofline: kernel 'int' of test_kernels.py::test_not_a_function cannot be measured: "
+                                 "int: expected a function to measure, got builtins.int (42)"])
+    result.stdout.fnmatch_lines(["roofline: roofline(...) in test_kernels.py::test_bad_call_keyword: bound='gpu': "
+                                 "must be one of 'compute', 'memory', got 'gpu'"])
+    result.stdout.fnmatch_lines(["roofline: kernel 'tiny_sine' of test_kernels.py::test_bad_measure_keyword cannot be "
+                                 "measured: flops= must be a non-negative number, got -1"])
+    text = result.stdout.str()
+    assert "Traceback" not in text and "During handling" not in text and "direct cause" not in text
 
 
 PRECEDENCE_BODY = f"""

@@ -6,8 +6,9 @@ import itertools
 
 import pytest
 
-from pytest_roofline import timing
-from pytest_roofline.timing import TimingSettings, relative_iqr
+from pytest_roofline.analysis.runs import relative_iqr
+from pytest_roofline.measurement import timing
+from pytest_roofline.measurement.settings import TimingSettings
 
 
 def test_relative_iqr() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.trace import TraceError, flatten, run_times
+from pytest_roofline.analysis.trace import TraceError, flatten, run_times
 
 
 # --- constructed traces: objects shaped like jax.profiler.ProfileData (planes -> lines -> events) ---
@@ -102,22 +102,27 @@ def test_gpu_trace_without_run_boundaries_is_an_error() -> None:
 
 
 # --- a real trace from this machine ---
+@pytest.mark.slow
 def test_real_cpu_trace() -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
-    from pytest_roofline.timing import TimingSettings, time_program
+    from pytest_roofline.measurement.settings import TimingSettings
+    from pytest_roofline.measurement.timing import time_program
 
     x = jnp.ones((512, 512), jnp.float32)
     compiled = jax.jit(lambda a: jnp.tanh(a @ a).sum()).lower(x).compile()
     module_name = compiled.as_text().split()[1].rstrip(",")
     settings = TimingSettings(warmup=1, min_runs=4, max_runs=4, timer="profiler")
-    timing = time_program(lambda: x, lambda a: compiled(a).block_until_ready(), module_name, "cpu", settings)
+    timed = time_program(lambda: x, lambda a: compiled(a).block_until_ready(), module_name, "cpu", settings)
+    timing = timed.timing
     assert timing.timer == "profiler" and timing.runs == 4
     assert "run_id" in timing.method
     # Device time of a run lies inside the host's wall time around it.
     for device, wall in zip(timing.per_run_s, timing.wall_per_run_s, strict=True):  # both in run order
         assert 0 < device <= wall
-    found = run_times(flatten(timing.trace), module_name, "cpu", 4)
+    profile = jax.profiler.ProfileData.from_serialized_xspace(timed.xspace)
+    found = run_times(flatten(profile), module_name, "cpu", 4)
+    assert found.per_run_s == timing.per_run_s
     ops = {e.stats.get("hlo_op") for e in found.op_events if "hlo_op" in e.stats}
     hlo = compiled.as_text()
     assert ops and all(op in hlo for op in ops)  # every op event names an instruction of this program

@@ -1,6 +1,6 @@
 """The pytest plugin: options and ini twins, the ``roofline`` marker and fixture, header, summary, reports.
 
-Hooks are thin: they hand off to :mod:`pytest_roofline.config`, :mod:`pytest_roofline.fixture` and
+Hooks are thin: they hand off to :mod:`.settings`, :mod:`.marker`, :mod:`.session`, :mod:`.fixture` and
 :mod:`pytest_roofline.report`. JAX is imported only when a test uses the fixture (or, for the header line,
 when a test that uses it is collected).
 """
@@ -10,19 +10,23 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
-from .config import OPTIONS, ConfigError, resolve_settings
-from .fixture import RooflineFixture, RooflineSession
+from ..files import write_text_atomic
+from ..report.document import build_report
+from ..report.text import header_line, summary_lines
+from .fixture import RooflineFixture
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
-from .report import build_report, header_line, summary_lines, write_json_atomic
+from .session import RooflineSession, default_trace_root
+from .settings import OPTIONS, ConfigError, resolve_settings
 
 SESSION_KEY = pytest.StashKey[RooflineSession]()
 MARKER_KEY = pytest.StashKey[MarkerSpec]()
 USED_KEY = pytest.StashKey[bool]()
 COLLECTED_KEY = pytest.StashKey[bool]()
+REPORT_ERROR_KEY = pytest.StashKey[str]()
 
 
 class RooflineWarning(UserWarning):
@@ -59,15 +63,14 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve_settings(cli, os.environ, ini, _ini_name(config), base_dir)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+
     def trace_root() -> str:
         if settings.trace_dir:
             return settings.trace_dir
         cache = getattr(config, "cache", None)
         if cache is not None:
             return str(cache.mkdir("roofline-traces"))
-        import tempfile
-
-        return tempfile.mkdtemp(prefix="roofline-traces-")
+        return default_trace_root()
 
     config.stash[SESSION_KEY] = RooflineSession(settings, trace_root)
     config.stash[USED_KEY] = False
@@ -118,7 +121,10 @@ def roofline(request: pytest.FixtureRequest) -> RooflineFixture:
     def warn(message: str) -> None:
         warnings.warn(RooflineWarning(message), stacklevel=3)
 
-    return RooflineFixture(session, item.nodeid, item.stash.get(MARKER_KEY, None), pytest.fail, warn, add_property)
+    def fail(message: str) -> NoReturn:
+        pytest.fail(message, pytrace=False)
+
+    return RooflineFixture(session, item.nodeid, item.stash.get(MARKER_KEY, None), fail, warn, add_property)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -129,7 +135,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     for line in summary_lines(records):
         terminalreporter.write_line(line)
     report = config.stash[SESSION_KEY].settings.report
-    if report:
+    error = config.stash.get(REPORT_ERROR_KEY, "")
+    if error:
+        terminalreporter.write_line(f"roofline report NOT written: {error}", red=True)
+    elif report:
         terminalreporter.write_line(f"roofline report written to {report}")
 
 
@@ -146,7 +155,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             settings["min_value"] = str(state.settings.min.value)
         payload = build_report(state.records, settings, str(config.rootpath))
         config.hook.pytest_roofline_report(config=config, report=payload)
-        write_json_atomic(state.settings.report, payload)
+        try:
+            write_text_atomic(state.settings.report, json.dumps(payload, indent=2, default=str) + "\n")
+        except OSError as exc:  # never lose the summary: say so there, and fail the run
+            config.stash[REPORT_ERROR_KEY] = f"{state.settings.origins['report']}: {exc.strerror or exc}"
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 
 class _XdistHooks:

@@ -1,5 +1,5 @@
 """Plugin settings: options, their ini twins, environment variables and the YAML config, resolved into one
-frozen object. Pure: no pytest, no JAX.
+frozen object. No pytest, no JAX; reads the YAML config and the hardware table it may extend.
 
 Precedence for each setting: command line > environment > ini file > YAML config > default. A test's
 threshold: marker ``min`` (or ``min=`` in the fixture call) > the YAML ``thresholds`` pattern matching its
@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .hardware import read_yaml_mapping
+from ..files import check_writable, read_yaml_mapping
+from ..hardware.spec import HardwareError
+from ..hardware.table import load_shipped_table, merge_overrides
+from ..kinds import CEILINGS_MODES, MODELS, CeilingsMode, Model, choose
 
 __all__ = [
     "ConfigError",
@@ -27,6 +30,7 @@ __all__ = [
     "resolve_settings",
     "parse_threshold",
     "parse_bool",
+    "parse_model",
     "load_config_file",
 ]
 
@@ -72,18 +76,12 @@ def _parse_name(raw: Any, where: str) -> str:
     return text
 
 
-def parse_model(raw: Any, where: str) -> str:
-    text = str(raw).strip().lower()
-    if text not in ("program", "ops"):
-        raise ConfigError(f"{where}: must be program or ops, got {raw!r}")
-    return text
+def parse_model(raw: Any, where: str) -> Model:
+    return choose(raw, MODELS, where, ConfigError)
 
 
-def _parse_ceilings(raw: Any, where: str) -> str:
-    text = str(raw).strip().lower()
-    if text not in ("auto", "datasheet", "calibrated"):
-        raise ConfigError(f"{where}: must be auto, datasheet or calibrated, got {raw!r}")
-    return text
+def _parse_ceilings(raw: Any, where: str) -> CeilingsMode:
+    return choose(raw, CEILINGS_MODES, where, ConfigError)
 
 
 @dataclass(frozen=True)
@@ -129,7 +127,6 @@ OPTIONS: tuple[Option, ...] = (
     Option("trace_all", "--roofline-trace-all", "roofline_trace_all", "PYTEST_ROOFLINE_TRACE_ALL", "bool",
            "save traces of every measured kernel, not only failing ones", parse_bool),
 )
-OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -146,8 +143,8 @@ class Settings:
     calibrate: bool = False
     report: str | None = None
     warn_only: bool = False
-    ceilings: str = "auto"
-    model: str = "program"
+    ceilings: CeilingsMode = "auto"
+    model: Model = "program"
     trace_dir: str | None = None
     trace_all: bool = False
     patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test thresholds from the YAML config
@@ -230,11 +227,21 @@ def resolve_settings(
         for pattern, raw in (data.get("thresholds") or {}).items():
             where = f"thresholds: {pattern!r}: {raw} in {config_path}"
             patterns.append((str(pattern), Threshold(parse_threshold(raw, where), where)))
-        if data.get("devices") is not None:
-            from .hardware import HardwareError, load_shipped_table, merge_overrides
-
-            try:
-                merge_overrides(load_shipped_table(), config_path, origins["config"])
-            except HardwareError as exc:
-                raise ConfigError(str(exc)) from None
+    _check_hardware(values.get("hardware"), origins.get("hardware", ""), config_path, origins.get("config", ""))
+    if values.get("report") is not None:
+        problem = check_writable(values["report"])
+        if problem:
+            raise ConfigError(f"{origins['report']}: cannot write the report there: {problem}")
     return Settings(patterns=tuple(patterns), origins=origins, **values)
+
+
+def _check_hardware(name: str | None, where: str, config_path: str | None, config_where: str) -> None:
+    """The hardware table with the config's devices must read, and hold a forced hardware name."""
+    if name is None and config_path is None:
+        return
+    try:
+        table = merge_overrides(load_shipped_table(), config_path, config_where) if config_path else load_shipped_table()
+    except HardwareError as exc:
+        raise ConfigError(str(exc)) from None
+    if name is not None and name.lower() not in {k.lower() for k in table}:
+        raise ConfigError(f"{where}: no hardware named {name!r} in the table; known: {', '.join(sorted(table))}")

@@ -133,18 +133,6 @@ class Instruction:
             return int(known["n"])
         return None
 
-    @property
-    def window(self) -> dict[str, tuple[str, ...]]:
-        """A convolution's or reduce-window's ``window={size=3x3 stride=2x2 pad=1_1x1_1}`` as
-        ``{"size": ("3", "3"), "stride": ("2", "2"), "pad": ("1_1", "1_1")}`` (empty without one)."""
-        raw = self.attrs.get("window", "").strip("{}").strip()
-        out: dict[str, tuple[str, ...]] = {}
-        for part in raw.split():
-            if "=" in part:
-                key, value = part.split("=", 1)
-                out[key] = tuple(value.split("x"))
-        return out
-
     def int_list(self, key: str) -> tuple[int, ...]:
         raw = self.attrs.get(key, "").strip("{}")
         return tuple(int(x) for x in raw.split(",") if x.strip())
@@ -170,14 +158,10 @@ class HloModule:
     name: str
     computations: Mapping[str, Computation]
     entry_name: str
-    header: str
 
     @property
     def entry(self) -> Computation:
         return self.computations[self.entry_name]
-
-    def operand_shape(self, comp: Computation, operand: str) -> Shape:
-        return comp.by_name[operand].shape
 
 
 _COMP_START = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s+\(.*\)\s*->\s*.*\{\s*$")
@@ -348,7 +332,6 @@ def parse_hlo(text: str) -> HloModule:
     """Read an optimized HLO module as printed by ``compiled.as_text()``."""
     lines = text.splitlines()
     module_name = ""
-    header = ""
     computations: dict[str, Computation] = {}
     entry_name = ""
     current: list[Instruction] | None = None
@@ -358,7 +341,6 @@ def parse_hlo(text: str) -> HloModule:
         stripped = line.strip()
         if current is None:
             if stripped.startswith("HloModule "):
-                header = stripped
                 module_name = stripped.split()[1].rstrip(",")
                 continue
             m = _COMP_START.match(stripped)
@@ -384,4 +366,4 @@ def parse_hlo(text: str) -> HloModule:
         raise HloParseError(1, lines[0] if lines else "", "no 'HloModule' header line")
     if not entry_name:
         raise HloParseError(len(lines), "", "no ENTRY computation")
-    return HloModule(module_name, computations, entry_name, header)
+    return HloModule(module_name, computations, entry_name)

@@ -1,14 +1,9 @@
-"""FLOPs, transcendentals and bytes of a compiled program.
+"""FLOPs, transcendentals and bytes of one HLO instruction, estimated the way XLA's cost analysis counts
+them, and the compute class (dtype) of matrix work. Pure: reads :mod:`pytest_roofline.analysis.hlo`.
 
-The compiler's ``cost_analysis()`` is the base (it is exact for what it counts), normalized here in one
-place. Two things it does not give are read from the optimized HLO (:mod:`pytest_roofline.hlo`):
-
-* the compute dtype of every dot / convolution, so that matrix FLOPs meet the right peak;
-* while loops: XLA counts a loop body once. When the HLO states ``known_trip_count`` the counts are
-  corrected by the extra ``n - 1`` iterations as estimated by :func:`instruction_cost`; when it does not,
-  the counts are marked as a lower bound.
-
-No JAX import here: the inputs are the dict (or list of dicts) and the HLO text.
+Bytes are operands read + result written for instructions that touch memory; a fusion's internal values are
+not memory traffic. A while loop's body counts ``known_trip_count`` times when asked (XLA counts it once).
+A conditional runs one branch: the costliest is counted (:func:`costliest_branch`).
 """
 
 from __future__ import annotations
@@ -16,20 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any
 
 from .hlo import DTYPE_BYTES, Computation, HloModule, Instruction, Shape
 
 __all__ = [
-    "CostAnalysisError",
-    "Counts",
     "OpCost",
-    "normalize_cost_analysis",
+    "FREE_OPS",
     "instruction_cost",
-    "program_counts",
-    "compute_class",
     "computation_cost",
-    "executed_ops",
+    "costliest_branch",
+    "compute_class",
+    "source_dtype",
 ]
 
 # Elementwise ops XLA's cost analysis counts as transcendentals (one per output element).
@@ -49,41 +41,6 @@ FREE_OPS = frozenset({
     "parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "partition-id",
     "replica-id", "iota",
 })
-
-
-class CostAnalysisError(ValueError):
-    """The compiler's cost analysis returned something that is not a set of counts."""
-
-
-def normalize_cost_analysis(raw: Any) -> dict[str, float]:
-    """Turn what ``compiled.cost_analysis()`` returned into ``{flops, transcendentals, bytes_accessed}``.
-
-    Accepts a dict (jax >= 0.4.30) or a list holding one dict (older versions). Missing keys mean zero
-    (XLA leaves out zero-valued keys). A negative, non-numeric or missing analysis is an error that shows
-    what the compiler returned.
-    """
-    what = repr(raw)[:300]
-    if isinstance(raw, (list, tuple)):
-        if len(raw) != 1 or not isinstance(raw[0], Mapping):
-            raise CostAnalysisError(f"expected one cost-analysis dict, the compiler returned {what}")
-        raw = raw[0]
-    if raw is None or not isinstance(raw, Mapping):
-        raise CostAnalysisError(f"the compiler returned no cost analysis ({what})")
-    out: dict[str, float] = {}
-    for key, name in (("flops", "flops"), ("transcendentals", "transcendentals"),
-                      ("bytes accessed", "bytes_accessed")):
-        value = raw.get(key, 0.0)
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise CostAnalysisError(f"cost analysis key {key!r} is not a number: {what}") from None
-        if value < 0 or value != value:
-            raise CostAnalysisError(
-                f"cost analysis key {key!r} is {value} (negative or NaN: a known XLA failure); "
-                f"the compiler returned {what}. Pass flops=/bytes= to measure() to count analytically."
-            )
-        out[name] = value
-    return out
 
 
 @dataclass(frozen=True)
@@ -318,9 +275,8 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
             total = total + computation_cost(module, name, multiply_loops)
         return total.scaled(trip if trip is not None else 1)
     if op == "conditional":
-        branches = [computation_cost(module, name, multiply_loops) for name in inst.called]
-        # One branch runs: count the most expensive (a ceiling on the work, XLA does the same).
-        return max(branches, key=lambda c: c.flops + c.bytes, default=OpCost())
+        branch = costliest_branch(module, inst, multiply_loops)
+        return computation_cost(module, branch, multiply_loops) if branch else OpCost()
     if op in ("reduce", "reduce-window"):
         in_elems = sum(
             s.num_elements for s in (_shape_of(comp, o) for o in inst.operands[: len(inst.operands) // 2 or 1])
@@ -353,91 +309,12 @@ def computation_cost(module: HloModule, comp_name: str, multiply_loops: bool,
     return total
 
 
-@dataclass(frozen=True)
-class Counts:
-    """What the roofline needs to know about a program's work."""
-
-    flops: float
-    transcendentals: float
-    bytes_accessed: float
-    # Matrix (dot / convolution) FLOPs by compute class; the rest of ``flops`` is vector work.
-    matrix_flops: Mapping[str, float]
-    lower_bound: bool  # a while loop without a known trip count: the body was counted once
-    loops: tuple[str, ...]  # one line per while loop: its name and trip count (or "unknown")
-    dot_precisions: tuple[str, ...]  # operand_precision values seen on dots ("default" when unset)
-
-    @property
-    def vector_flops(self) -> float:
-        return max(self.flops - sum(self.matrix_flops.values()), 0.0)
 
 
-def _while_loops(module: HloModule) -> list[Instruction]:
-    return [i for c in module.computations.values() for i in c.instructions if i.opcode == "while"]
-
-
-def _dot_precisions(module: HloModule) -> tuple[str, ...]:
-    seen: list[str] = []
-    for comp in module.computations.values():
-        for inst in comp.instructions:
-            if inst.opcode in ("dot", "convolution"):
-                raw = inst.attrs.get("operand_precision", "").strip("{}")
-                values = {p.strip().lower() for p in raw.split(",") if p.strip()} or {"default"}
-                for p in sorted(values):
-                    if p not in seen:
-                        seen.append(p)
-    return tuple(seen)
-
-
-def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
-    """The program's counts: the compiler's analysis, with loop trip counts applied from the HLO."""
-    base = normalize_cost_analysis(raw_cost_analysis)
-    once = computation_cost(module, module.entry_name, multiply_loops=False)
-    full = computation_cost(module, module.entry_name, multiply_loops=True)
-    loops = _while_loops(module)
-    lower_bound = any(loop.known_trip_count is None for loop in loops)
-    descriptions = tuple(
-        f"{loop.name}: trip count {loop.known_trip_count}" if loop.known_trip_count is not None
-        else f"{loop.name}: trip count unknown (body counted once)"
-        for loop in loops
-    )
-    # XLA's totals count every loop body once; add the iterations it left out.
-    extra = OpCost(full.flops - once.flops, full.transcendentals - once.transcendentals,
-                   full.bytes - once.bytes)
-    # Matrix FLOPs: from the HLO, scaled so that their sum never exceeds the compiler's FLOP total.
-    matrix = dict(full.matrix_flops)
-    total_flops = base["flops"] + extra.flops
-    matrix_sum = sum(matrix.values())
-    if matrix_sum > total_flops > 0:
-        matrix = {k: v * total_flops / matrix_sum for k, v in matrix.items()}
-    return Counts(
-        flops=total_flops,
-        transcendentals=base["transcendentals"] + extra.transcendentals,
-        bytes_accessed=base["bytes_accessed"] + extra.bytes,
-        matrix_flops=matrix,
-        lower_bound=lower_bound,
-        loops=descriptions,
-        dot_precisions=_dot_precisions(module),
-    )
-
-
-def executed_ops(module: HloModule, comp_name: str | None = None, depth: int = 0) -> int:
-    """How many top-level ops one run executes (loop bodies times their trip count, once if unknown).
-
-    Each is one event in a CPU trace: the timing caps its runs so that the trace stays small enough to read.
-    """
-    comp = module.computations.get(comp_name or module.entry_name)
-    if comp is None or depth > 16:
-        return 0
-    total = 0
-    for inst in comp.instructions:
-        if inst.opcode in FREE_OPS:
-            continue
-        if inst.opcode == "while":
-            trips = inst.known_trip_count or 1
-            inner = sum(executed_ops(module, name, depth + 1) for name in inst.called)  # body and condition
-            total += trips * max(inner, 1)
-        elif inst.opcode in ("call", "conditional"):
-            total += max((executed_ops(module, c, depth + 1) for c in inst.called), default=1)
-        else:
-            total += 1
-    return total
+def costliest_branch(module: HloModule, inst: Instruction, multiply_loops: bool = True) -> str | None:
+    """The branch of a conditional counted as the one that runs: the costliest by FLOPs + bytes (a ceiling
+    on the work; XLA's cost analysis does the same). None without branches."""
+    costs = [(computation_cost(module, name, multiply_loops), name) for name in inst.called]
+    if not costs:
+        return None
+    return max(costs, key=lambda pair: pair[0].flops + pair[0].bytes)[1]

@@ -1,15 +1,15 @@
-"""Saving what a person needs to look at a kernel again: the trace (Perfetto and TensorBoard/XProf) and HLO."""
+"""Saving what a person needs to look at a kernel again: the trace (Perfetto and TensorBoard/XProf) and HLO
+(imports JAX to convert the trace)."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
-from .result import Result
+from ..files import write_directory_atomic
+from ..result import Result
 
 __all__ = ["save_artifacts"]
 
@@ -21,19 +21,9 @@ def _safe(text: str) -> str:
 def save_artifacts(result: Result, root: str | Path, nodeid: str, label: str) -> dict[str, str]:
     """Write under ``root/<test>__<label>/``: ``hlo.txt`` (optimized HLO), and when the profiler ran,
     ``plugins/profile/<ts>/<host>.xplane.pb`` + ``.trace.json.gz`` (open the directory in TensorBoard or
-    XProf) and ``perfetto_trace.json.gz`` (open at ui.perfetto.dev). Returns the paths."""
-    final = Path(root) / _safe(f"{nodeid}__{label}")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    # Written beside the target and renamed at the end: a failed export leaves no half-written directory.
-    directory = Path(tempfile.mkdtemp(prefix=f".{final.name[:60]}.", dir=final.parent))
-    try:
-        _write(result, directory)
-    except BaseException:
-        shutil.rmtree(directory, ignore_errors=True)
-        raise
-    if final.exists():
-        shutil.rmtree(final)
-    directory.rename(final)
+    XProf) and ``perfetto_trace.json.gz`` (open at ui.perfetto.dev). The directory appears whole or not at
+    all. Returns the paths."""
+    final = write_directory_atomic(Path(root) / _safe(f"{nodeid}__{label}"), lambda d: _write(result, d))
     paths = {"trace_dir": str(final), "hlo": str(final / "hlo.txt"), "perfetto": "", "xplane": ""}
     if not result.xspace:
         paths["trace_dir"] += " (no profiler trace: the wall clock was used)"
@@ -46,13 +36,16 @@ def save_artifacts(result: Result, root: str | Path, nodeid: str, label: str) ->
 
 
 def _write(result: Result, directory: Path) -> None:
+    from .profiler import ProfilerUnavailable, export_xspace
+
     (directory / "hlo.txt").write_text(result.hlo_text, encoding="utf-8")
     if not result.xspace:
         return
-    if result.exporter is None:
+    try:
+        export_xspace(result.xspace, str(directory))
+    except ProfilerUnavailable:  # another profiler session is active: keep the raw trace
         (directory / "trace.xplane.pb").write_bytes(result.xspace)
         return
-    result.exporter(result.xspace, str(directory))
     traces = sorted(directory.glob("plugins/profile/*/*.trace.json.gz"))
     if traces:
         # Perfetto rejects the trace's "metadata" field (jax.profiler does the same conversion).

@@ -1,53 +1,19 @@
-"""Turning measurement records into text and JSON. Pure: no pytest, no JAX.
+"""Measurement records as text: the failure message, the summary table, the header line. Pure.
 
-A record is the JSON-able dict the plugin keeps for each measured kernel (see :func:`make_record`); the
-same dicts travel from xdist workers to the controller, so everything here reads dicts.
+A record is the JSON-able dict the plugin keeps for each measured kernel (:mod:`~.records`); the same dicts
+travel from xdist workers to the controller, so everything here reads dicts.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
-import os
-import platform
-import socket
-import subprocess
-import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from importlib import metadata
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .result import Result, format_fraction, format_quantity, format_seconds
+from ..analysis.roofline import IMPOSSIBLE_ABOVE
+from ..kinds import FAILING_VERDICTS
+from ..units import format_fraction, format_quantity, format_seconds
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "make_record",
-    "failure_message",
-    "summary_lines",
-    "build_report",
-    "write_json_atomic",
-    "header_line",
-    "top_ops_lines",
-]
-
-SCHEMA_VERSION = 1
-
-
-def make_record(nodeid: str, label: str, result: Result, threshold: float | None, threshold_origin: str,
-                verdict: str, expected_bound: str | None = None, first_utilization: float | None = None,
-                warn_only: bool = False) -> dict[str, Any]:
-    return {
-        "nodeid": nodeid,
-        "label": label,
-        "threshold": threshold,
-        "threshold_origin": threshold_origin,
-        "verdict": verdict,
-        "expected_bound": expected_bound,
-        "first_utilization": first_utilization,
-        "warn_only": warn_only,
-        "result": result.to_dict(),
-    }
+__all__ = ["failure_message", "summary_lines", "header_line", "top_ops_lines"]
 
 
 def _ceiling_lines(r: Mapping[str, Any]) -> list[str]:
@@ -94,7 +60,7 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
     if record.get("expected_bound"):
         lines.append(f"  bound         expected {record['expected_bound']}-bound, measured {r['bound']}-bound")
     if r["impossible"]:
-        lines.append(f"  IMPOSSIBLE    utilization above 105%: suspect {r['suspect']}")
+        lines.append(f"  IMPOSSIBLE    utilization above {format_fraction(IMPOSSIBLE_ABOVE)}: suspect {r['suspect']}")
     if r.get("ops"):
         lines.append(f"  ops model     sum of per-op roofline times {format_seconds(r['ops_roofline_time_s'])}: "
                      f"utilization {r['ops_utilization']:.1%} (threshold checked against the "
@@ -148,7 +114,7 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
         verdict = rec["verdict"]
         if rec["threshold"] is not None:
             verdict += f" (min {format_fraction(rec['threshold'])})"
-        if rec.get("warn_only") and rec["verdict"] in ("fail", "wrong-bound", "impossible"):
+        if rec.get("warn_only") and rec["verdict"] in FAILING_VERDICTS:
             verdict += " [warn-only]"
         rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",
                      format_seconds(r["device_time_s"]), format_seconds(r["roofline_time_s"]),
@@ -159,7 +125,7 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     hardware = sorted({f"{rec['result']['hardware']['name']} [{rec['result']['ceilings']}]" for rec in records})
     out.append(f"hardware: {'; '.join(hardware)}")
     failing = [rec for rec in sorted(records, key=_sort_key)
-               if rec["verdict"] in ("fail", "wrong-bound", "impossible") and rec["result"].get("ops")]
+               if rec["verdict"] in FAILING_VERDICTS and rec["result"].get("ops")]
     for rec in failing:
         out.append(f"{rec['nodeid']} [{rec['label']}] ({rec['verdict']}):")
         out += top_ops_lines(rec["result"], count=3)
@@ -174,68 +140,3 @@ def header_line(hardware: Mapping[str, Any]) -> str:
     origins = sorted({v["origin"] for v in hardware["peaks_flops_per_s"].values()} | {mem["origin"]})
     return (f"roofline: {hardware['name']} ({hardware['platform']}): {peaks}; memory "
             f"{format_quantity(mem['value'], 'B/s')} [{', '.join(origins)}]")
-
-
-def _git_commit(directory: str) -> dict[str, Any] | None:
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True,
-                                timeout=10)
-        if commit.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=directory,
-                               capture_output=True, text=True, timeout=10)
-        return {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def build_report(records: Iterable[Mapping[str, Any]], settings: Mapping[str, Any], rootdir: str) -> dict[str, Any]:
-    records = list(records)
-    hardware: dict[str, Any] = {}
-    for rec in records:
-        hw = rec["result"]["hardware"]
-        hardware.setdefault(f"{hw['name']} [{rec['result']['ceilings']}]", hw)
-    from . import __version__
-
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {
-            "hostname": socket.gethostname(),
-            "platform": platform.platform(),
-            "machine": platform.machine(),
-            "python": platform.python_version(),
-        },
-        "git": _git_commit(rootdir),
-        "versions": {
-            "pytest_roofline": __version__,
-            "jax": _version("jax"),
-            "jaxlib": _version("jaxlib"),
-            "pytest": _version("pytest"),
-        },
-        "settings": dict(settings),
-        "hardware": hardware,
-        "results": records,
-    }
-
-
-def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> None:
-    """Write to a temporary file beside the target, then rename: an interrupted run leaves no half file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=False, default=str)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -1,22 +1,24 @@
-"""Pure roofline math: compute and memory times, bound, utilization and the verdict.
+"""Roofline maths: compute, memory and interconnect times, the bound, and utilization. Pure.
 
 T_compute = sum over compute classes of FLOPs / peak of that class (matrix work meets the matrix peak of
 its dtype, the rest meets the vector peak); T_memory = bytes / memory bandwidth; roofline time = max.
 Utilization = roofline time / measured time; above :data:`IMPOSSIBLE_ABOVE` it is physically impossible
-and the verdict names the suspect instead of passing.
+(:mod:`~.verdict` then names the suspect instead of passing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from ..kinds import Bound
 
 __all__ = [
     "IMPOSSIBLE_ABOVE",
     "RooflineEstimate",
     "estimate",
     "utilization",
-    "verdict",
     "critical_intensity",
 ]
 
@@ -42,7 +44,7 @@ class RooflineEstimate:
         return max(self.compute_time_s, self.memory_time_s, self.comms_time_s)
 
     @property
-    def bound(self) -> str:
+    def bound(self) -> Bound:
         if self.comms_time_s > max(self.compute_time_s, self.memory_time_s):
             return "interconnect"
         return "compute" if self.compute_time_s >= self.memory_time_s else "memory"
@@ -50,6 +52,11 @@ class RooflineEstimate:
     @property
     def critical_intensity(self) -> float:
         return critical_intensity(self.effective_peak_flops, self.bandwidth)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bound": self.bound, "critical_intensity": self.critical_intensity,
+                "compute_time_s": self.compute_time_s, "memory_time_s": self.memory_time_s,
+                "comms_time_s": self.comms_time_s, "roofline_time_s": self.roofline_time_s}
 
 
 def estimate(
@@ -89,12 +96,3 @@ def utilization(roofline_time_s: float, measured_time_s: float) -> float:
     if measured_time_s <= 0:
         raise ValueError(f"measured time must be positive, got {measured_time_s}")
     return roofline_time_s / measured_time_s
-
-
-def verdict(util: float, threshold: float | None) -> str:
-    """"impossible" above 1.05 whatever the threshold; else "pass"/"fail", or "measured" without one."""
-    if util > IMPOSSIBLE_ABOVE:
-        return "impossible"
-    if threshold is None:
-        return "measured"
-    return "pass" if util >= threshold else "fail"

@@ -1,4 +1,4 @@
-"""Compiling a function ahead of time for example inputs and running it for timing (imports JAX)."""
+"""Compiling a function ahead of time for example inputs, and running the compiled program for timing (imports JAX)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from .timing import Timing, TimingSettings, time_program
+from ..errors import MeasureError
+from .settings import TimingSettings
+from .timing import Timed, time_program
 
-__all__ = ["MeasureError", "CompiledProgram", "compile_program", "time_compiled"]
+__all__ = ["CompiledProgram", "compile_program", "time_compiled"]
 
-
-class MeasureError(RuntimeError):
-    """A kernel that cannot be measured (bad arguments, failed compilation, failed run)."""
+# jax.block_until_ready has no annotations: typed once here.
+_block_until_ready: Callable[[Any], Any] = jax.block_until_ready
 
 
 @dataclass
@@ -79,6 +80,8 @@ def _dynamic_args(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], args
 
 def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> CompiledProgram:
     """Jit (if needed), lower and compile ``fn`` for the example inputs, and put the inputs on the device."""
+    if not callable(fn):
+        raise MeasureError(f"{name}: expected a function to measure, got {_describe(fn)} ({fn!r:.60})")
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
     t0 = time.perf_counter()
     try:
@@ -105,18 +108,18 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     device = sorted(on_device[0].devices(), key=lambda d: d.id)[0] if on_device else jax.devices()[0]
     # Host arrays go to the device now, so that no run pays the transfer.
     placed = [jax.device_put(x, device) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves]
-    jax.block_until_ready(placed)
+    _block_until_ready(placed)
     hlo_text = compiled.as_text()
     module_name = hlo_text.split(None, 2)[1].rstrip(",") if hlo_text.startswith("HloModule") else ""
     try:
         raw_cost = compiled.cost_analysis()
-    except Exception as exc:  # noqa: BLE001 - reported as "no cost analysis" by cost.py
+    except Exception as exc:  # noqa: BLE001 - reported as "no cost analysis" by the counting step
         raw_cost = exc
     return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, placed, treedef, donated,
                            device, raw_cost)
 
 
-def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_run: int = 1) -> Timing:
+def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_run: int = 1) -> Timed:
     """Time the compiled program; donated inputs get a fresh copy before every run, outside the timing."""
     settings = replace(settings, ops_per_run=max(ops_per_run, 1))
     compiled = program.compiled
@@ -126,12 +129,12 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
         if not any(program.donated):
             return program.leaves
         fresh = [x.copy() if d and isinstance(x, jax.Array) else x for x, d in zip(program.leaves, program.donated, strict=True)]
-        jax.block_until_ready(fresh)
+        _block_until_ready(fresh)
         return fresh
 
     def execute(leaves: list[Any]) -> Any:
         dyn_args, dyn_kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
-        return jax.block_until_ready(compiled(*dyn_args, **dyn_kwargs))
+        return _block_until_ready(compiled(*dyn_args, **dyn_kwargs))
 
     try:
         return time_program(prepare, execute, program.module_name, program.platform, settings)

@@ -1,0 +1,60 @@
+"""Which ceiling each share of a program's work meets: matrix FLOPs per compute class at that class's peak,
+the rest at the vector peak, bytes at the memory bandwidth, collective bytes at the interconnect. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..hardware.peaks import peak_for_class
+from ..hardware.spec import Ceiling, HardwareSpec
+from .counts import Counts
+
+__all__ = ["CeilingUse", "dot_precision", "compute_ceilings"]
+
+
+@dataclass(frozen=True)
+class CeilingUse:
+    """Which ceiling one share of the work met: ``work`` is "bf16 matrix FLOPs", "vector FLOPs", "bytes"."""
+
+    work: str
+    amount: float
+    key: str
+    ceiling: Ceiling
+    note: str = ""
+
+    @property
+    def is_bytes(self) -> bool:
+        return self.work.endswith("bytes")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"work": self.work, "amount": self.amount, "key": self.key, "ceiling": self.ceiling.to_dict(),
+                "note": self.note}
+
+
+def dot_precision(counts: Counts) -> str:
+    """The precision the program's dots ask for ("default" unless one sets another)."""
+    non_default = [p for p in counts.dot_precisions if p != "default"]
+    return non_default[0] if non_default else "default"
+
+
+def compute_ceilings(spec: HardwareSpec, counts: Counts, flops: float, user_flops: bool) -> list[CeilingUse]:
+    """The compute ceilings the FLOPs meet. Analytic FLOPs (``user_flops``) cannot be split by dtype: they
+    meet the peak of the program's main compute class."""
+    precision = dot_precision(counts)
+    uses: list[CeilingUse] = []
+    if user_flops:
+        main = max(counts.matrix_flops, key=lambda k: counts.matrix_flops[k], default="vector")
+        key, ceiling, note = peak_for_class(spec, main, precision)
+        label = f"{main} matrix FLOPs (analytic)" if main != "vector" else "vector FLOPs (analytic)"
+        return [CeilingUse(label, flops, key, ceiling, note)]
+    for cls, amount in sorted(counts.matrix_flops.items()):
+        if amount <= 0:
+            continue
+        key, ceiling, note = peak_for_class(spec, cls, precision)
+        uses.append(CeilingUse(f"{cls} matrix FLOPs", amount, key, ceiling, note))
+    vector = counts.vector_flops
+    if vector > 0 or not uses:
+        key, ceiling, note = peak_for_class(spec, "vector")
+        uses.append(CeilingUse("vector FLOPs", vector, key, ceiling, note))
+    return uses

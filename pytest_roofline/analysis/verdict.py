@@ -1,0 +1,101 @@
+"""The pass/fail rule, in one pure function: :func:`decide` turns a measurement's figures, a threshold, an
+expected bound and the model into a verdict and its reason.
+
+* A program-level utilization above :data:`~.roofline.IMPOSSIBLE_ABOVE` is "impossible" whatever the
+  threshold: a peak is too low or a count too high (the program-level bound is the loosest, so above it a
+  ceiling is wrong). It fails a test that has a threshold; without one it is reported.
+* Without a threshold a kernel is "measured"; with one it passes at or above it, on the chosen model.
+* Below the threshold a kernel is measured again before it fails (noisy machines must not make tests
+  flaky): the first decision asks for it (``confirm``), the second states both figures.
+* A kernel bound by the other resource than the test expects is "wrong-bound" (unless impossible).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..hardware.spec import HardwareSpec
+from ..kinds import FAILING_VERDICTS, Bound, ExpectedBound, Model, Verdict
+from ..units import format_fraction, format_quantity
+from .ceilings import CeilingUse
+from .counts import Work
+from .roofline import IMPOSSIBLE_ABOVE
+
+__all__ = ["Figures", "Decision", "decide", "suspect"]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What the rule reads from a measurement."""
+
+    utilization: float  # program level: roofline time / measured time
+    ops_utilization: float  # sum of per-op roofline times / measured time
+    bound: Bound
+    intensity: float
+    critical_intensity: float
+
+    def utilization_for(self, model: Model) -> float:
+        return self.utilization if model == "program" else self.ops_utilization
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str = ""  # why the test fails (or warns); "" when it does not
+    confirm: bool = False  # below the threshold on a first measurement: measure again, then decide again
+
+    @property
+    def fails(self) -> bool:
+        """Whether the test fails (or warns, under warn-only)."""
+        return bool(self.reason) and self.verdict in FAILING_VERDICTS
+
+
+def decide(figures: Figures, threshold: float | None, *, expected_bound: ExpectedBound | None = None,
+           model: Model = "program", first_utilization: float | None = None) -> Decision:
+    """The verdict on one measurement. ``first_utilization`` is the utilization of the first measurement
+    when this one confirms it (see ``Decision.confirm``)."""
+    util = figures.utilization_for(model)
+    reason = ""
+    verdict: Verdict
+    if figures.utilization > IMPOSSIBLE_ABOVE:
+        verdict = "impossible"
+        if threshold is not None:
+            reason = (f"utilization {figures.utilization:.1%} is impossible (above "
+                      f"{format_fraction(IMPOSSIBLE_ABOVE)}): a peak or a count is wrong, so this cannot pass")
+        return Decision(verdict, reason)
+    if threshold is None:
+        verdict = "measured"
+    elif util >= threshold:
+        verdict = "pass"
+    elif first_utilization is None:
+        return Decision("fail", confirm=True)
+    else:
+        verdict = "fail"
+        which = "" if model == "program" else " (per-op model)"
+        reason = (f"utilization{which} {util:.1%} is below its threshold {format_fraction(threshold)} "
+                  f"(measured twice: {first_utilization:.1%}, then {util:.1%})")
+    if expected_bound is not None and figures.bound != expected_bound:
+        verdict = "wrong-bound"
+        reason = (reason + "; " if reason else "") + (
+            f"expected {expected_bound}-bound, but it is {figures.bound}-bound (intensity "
+            f"{figures.intensity:.3g} vs critical {figures.critical_intensity:.3g} FLOP/B)")
+    return Decision(verdict, reason)
+
+
+def suspect(bound: Bound, uses: Sequence[CeilingUse], hardware: HardwareSpec, work: Work) -> str:
+    """What to distrust when a utilization is impossible: the ceiling and the count that meet at the bound."""
+    if bound == "compute":
+        peaks = ", ".join(f"{u.key} peak {format_quantity(u.ceiling.value, 'FLOP/s')} ({u.ceiling.describe()})"
+                          for u in uses if not u.is_bytes)
+        return (f"the compute peak is too low or the FLOP count too high ({work.flops_source} count "
+                f"{format_quantity(work.flops, 'FLOP')}); peaks used: {peaks}")
+    if bound == "interconnect" and hardware.interconnect_bandwidth is not None:
+        link = hardware.interconnect_bandwidth
+        return (f"the interconnect bandwidth {format_quantity(link.value, 'B/s')} ({link.describe()}) is too "
+                f"low or the collective byte count too high ({format_quantity(work.collective_bytes, 'B')}, "
+                f"ring model)")
+    bw = hardware.memory_bandwidth
+    return (f"the memory bandwidth {format_quantity(bw.value, 'B/s')} ({bw.describe()}) is too low or the "
+            f"byte count too high ({work.bytes_source} count {format_quantity(work.bytes_accessed, 'B')}); "
+            f"a working set that fits in cache runs faster than main memory")

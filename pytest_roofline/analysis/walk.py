@@ -1,0 +1,56 @@
+"""The ops one run of a program executes, in one walk used by the per-op model and the timing's trace cap.
+
+The entry computation's ops run once; a while loop's body and condition run ``known_trip_count`` times (once
+when the trip count is unknown); a call's computation runs once; a conditional runs one branch, taken to be
+the costliest (the branch :func:`~.costs.instruction_cost` counts), so that op rows, op counts and program
+counts agree. Bookkeeping ops (parameters, tuples, bitcasts) are not executed ops. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from .costs import FREE_OPS, costliest_branch
+from .hlo import Computation, HloModule, Instruction
+
+__all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_op_count"]
+
+CONTAINER_OPS = frozenset({"while", "call", "conditional"})
+_MAX_DEPTH = 16
+
+
+class Executed(NamedTuple):
+    computation: Computation
+    instruction: Instruction
+    times: int  # per run
+
+
+def executed(module: HloModule) -> Iterator[Executed]:
+    """Every executed op with how many times one run executes it."""
+    yield from _walk(module, module.entry, 1, 0)
+
+
+def _walk(module: HloModule, comp: Computation, times: int, depth: int) -> Iterator[Executed]:
+    for inst in comp.instructions:
+        if inst.opcode in FREE_OPS:
+            continue
+        if inst.opcode not in CONTAINER_OPS or depth >= _MAX_DEPTH:
+            yield Executed(comp, inst, times)
+            continue
+        if inst.opcode == "while":
+            repeat, called = inst.known_trip_count or 1, inst.called  # body and condition
+        elif inst.opcode == "conditional":
+            branch = costliest_branch(module, inst)
+            repeat, called = 1, ((branch,) if branch else ())
+        else:
+            repeat, called = 1, inst.called
+        for name in called:
+            sub = module.computations.get(name)
+            if sub is not None:
+                yield from _walk(module, sub, times * repeat, depth + 1)
+
+
+def executed_op_count(module: HloModule) -> int:
+    """How many ops one run executes: each is one event in a CPU trace, which caps the profiled runs."""
+    return sum(e.times for e in executed(module))

@@ -1,0 +1,92 @@
+"""Reading YAML mappings and writing files atomically: the package's only file helpers.
+
+Everything the package writes (JSON reports, calibration caches, trace directories) appears whole or not
+at all: it is written beside its target under a temporary name and renamed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["read_yaml_mapping", "write_text_atomic", "write_directory_atomic", "check_writable"]
+
+
+def read_yaml_mapping(text: str, where: str, error: type[ValueError] = ValueError) -> dict[str, Any]:
+    """Parse YAML that must be a mapping (empty text is an empty mapping); errors name ``where``."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise error(f"{where}: not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise error(f"{where}: expected a mapping at the top level, got {type(data).__name__}")
+    return dict(data)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` as ``open()`` would create it (0666 less the umask), but so that a reader
+    never sees half a file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_directory_atomic(target: str | os.PathLike[str], fill: Callable[[Path], None]) -> Path:
+    """Make ``target`` by letting ``fill`` write a temporary directory beside it, then renaming it: a failed
+    ``fill`` leaves nothing behind; an existing ``target`` is replaced."""
+    final = Path(target)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix=f".{final.name[:60]}.", dir=final.parent))
+    try:
+        fill(directory)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    if final.exists():
+        shutil.rmtree(final)
+    directory.rename(final)
+    return final
+
+
+def check_writable(path: str | os.PathLike[str]) -> str | None:
+    """Why a file could not be written at ``path`` (None when it could): its directory must exist or be
+    creatable, and be writable. Nothing is left behind."""
+    target = Path(path)
+    if target.is_dir():
+        return f"{target} is a directory"
+    parent = target.parent
+    existing = parent
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"directory {existing} is not writable"
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"{target} is not writable"
+    return None

@@ -1,0 +1,160 @@
+"""Calibrated ceilings: the cache of measured figures and the :class:`HardwareSpec` built from them.
+
+A calibration is the best this machine did on a large matmul per dtype and a donated streaming kernel (the
+kernels run in :mod:`pytest_roofline.measurement.calibrate`). Figures are cached per machine key (CPU model,
+core count, device kind, jax and jaxlib versions) as JSON in the user cache directory
+(``$PYTEST_ROOFLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-roofline``, else ``~/.cache/pytest-roofline``).
+Reads and writes that cache; no JAX.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from ..files import write_text_atomic
+from .cpu import cpu_info, theoretical_cpu_peak
+from .spec import PEAK_KEYS, Ceiling, HardwareSpec
+
+__all__ = [
+    "CACHE_DIR_ENV",
+    "CACHE_VERSION",
+    "Refresh",
+    "refresh_mode",
+    "cache_dir",
+    "load_cached",
+    "store_cached",
+    "keep_best",
+    "calibration_figures",
+    "cpu_spec_from",
+    "calibrated_spec_from",
+]
+
+CACHE_DIR_ENV = "PYTEST_ROOFLINE_CACHE_DIR"
+CACHE_VERSION = 2
+
+Refresh = Literal["cached", "replace", "best"]
+"""Use the cache; re-measure and replace it; re-measure and keep per figure the higher value."""
+
+
+def refresh_mode(recalibrate: bool | str) -> Refresh:
+    """``measure(recalibrate=...)``: False, True or "best" as a :data:`Refresh`."""
+    if recalibrate is False:
+        return "cached"
+    if recalibrate is True:
+        return "replace"
+    if recalibrate == "best":
+        return "best"
+    raise ValueError(f"recalibrate= must be False, True or 'best', got {recalibrate!r}")
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-roofline"
+
+
+def cache_file(key: Mapping[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / f"calibration-{key['platform']}-{digest}.json"
+
+
+def load_cached(key: Mapping[str, Any]) -> dict[str, Any] | None:
+    path = cache_file(key)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != dict(key):
+        return None
+    return data
+
+
+def store_cached(key: Mapping[str, Any], figures: Mapping[str, Any]) -> Path:
+    """Write atomically: a reader never sees half a file."""
+    payload = json.dumps({"key": dict(key), **figures}, indent=2, sort_keys=True)
+    return write_text_atomic(cache_file(key), payload)
+
+
+def keep_best(old: Mapping[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Per figure, the higher of a cached and a new calibration: a ceiling is the best the machine has shown."""
+    merged = dict(new)
+    merged["peaks"] = dict(new["peaks"])
+    merged["details"] = dict(new["details"])
+    for dtype, value in old.get("peaks", {}).items():
+        if value > merged["peaks"].get(dtype, 0.0):
+            merged["peaks"][dtype] = value
+            merged["details"][dtype] = old["details"][dtype] + f" (kept from {old.get('date', '?')})"
+    if old.get("memory", 0.0) > merged["memory"]:
+        merged["memory"] = old["memory"]
+        merged["details"]["memory"] = old["details"]["memory"] + f" (kept from {old.get('date', '?')})"
+    return merged
+
+
+def calibration_figures(key: Mapping[str, Any], refresh: Refresh,
+                        measure: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    """The cached figures for ``key``, or new ones from ``measure()`` (cached now); and where they came from."""
+    cached = load_cached(key)
+    if cached is not None and refresh == "cached":
+        return cached, f"cached in {cache_file(key)}"
+    figures = measure()
+    figures["date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if refresh == "best" and cached is not None:
+        figures = keep_best(cached, figures)
+    path = store_cached(key, figures)
+    return figures, f"measured now, cached in {path}"
+
+
+def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cpu") -> HardwareSpec:
+    """The CPU's ceilings from calibration figures measured on this machine (``where``: cached or new)."""
+    info = cpu_info()
+    date = figures["date"]
+    details = figures["details"]
+    peaks = {k: Ceiling(float(v), "calibration", f"{details[k]} on this machine; {where}", date)
+             for k, v in _in_table_order(figures["peaks"])}
+    memory = Ceiling(float(figures["memory"]), "calibration", f"{details['memory']} on this machine; {where}", date)
+    theoretical: dict[str, Ceiling] = {}
+    notes = ["CPU ceilings are measured on this machine, not read from a datasheet"]
+    derived = theoretical_cpu_peak(info)
+    if derived is not None:
+        theoretical["f32"] = Ceiling(derived[0], "theoretical", derived[1], date[:10])
+        if "f32" in peaks and peaks["f32"].value > derived[0]:
+            notes.append(f"the measured f32 ceiling ({peaks['f32'].value / 1e9:.0f} GFLOP/s) is above the "
+                         f"theoretical peak at the {info.get('clock', 'reported clock')} "
+                         f"({derived[0] / 1e9:.0f} GFLOP/s): the CPU runs faster than that clock")
+    name = f"CPU {info['model']} x{info['cores']}"
+    return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical, tuple(notes))
+
+
+def calibrated_spec_from(base: HardwareSpec, figures: Mapping[str, Any], where: str) -> HardwareSpec:
+    """An accelerator's table entry with its bf16 and f32 peaks and memory bandwidth replaced by measurements.
+
+    The f32 matmul runs at JAX's default precision, so on a GPU it is stored as the TF32 ceiling.
+    Peaks the calibration does not measure keep their datasheet figure.
+    """
+    date = figures["date"]
+    details = figures["details"]
+    peaks = dict(base.peaks)
+    for dtype, value in _in_table_order(figures["peaks"]):
+        slot = "tf32" if (dtype == "f32" and base.platform == "gpu") else dtype
+        if base.platform == "tpu" and dtype == "f32":
+            continue  # default-precision f32 on TPU is one bf16 pass: the bf16 figure covers it
+        peaks[slot] = Ceiling(float(value), "calibration", f"{details[dtype]}; {where}", date)
+    memory = Ceiling(float(figures["memory"]), "calibration", f"{details['memory']}; {where}", date)
+    theoretical = {k: v for k, v in base.peaks.items()}
+    theoretical["memory"] = base.memory_bandwidth
+    return replace(base, peaks=peaks, memory_bandwidth=memory, theoretical=theoretical,
+                   notes=base.notes + ("calibrated ceilings; datasheet figures kept under 'theoretical'",))
+
+
+def _in_table_order(peaks: Mapping[str, float]) -> list[tuple[str, float]]:
+    """Peaks in the order of :data:`PEAK_KEYS` (bf16, f16, f32 ...), whether fresh or read from the cache."""
+    return sorted(peaks.items(), key=lambda kv: PEAK_KEYS.index(kv[0]) if kv[0] in PEAK_KEYS else len(PEAK_KEYS))

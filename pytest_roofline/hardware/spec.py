@@ -1,0 +1,67 @@
+"""What a device can do: :class:`HardwareSpec` holds, for every ceiling, its value and where it came from
+(:class:`Ceiling`). Pure data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..kinds import Platform
+
+__all__ = ["Ceiling", "HardwareSpec", "HardwareError", "UnknownDeviceError", "PEAK_KEYS"]
+
+PEAK_KEYS = ("bf16", "f16", "f32", "tf32", "fp8", "int8", "f64", "vector")
+
+
+class HardwareError(ValueError):
+    """A hardware table or override file that cannot be used; the message names the file and key."""
+
+
+class UnknownDeviceError(HardwareError):
+    """The device in use has no entry in the table."""
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """One hardware figure and where it came from.
+
+    ``origin`` is "datasheet", "calibration", "override" or "theoretical"; ``source`` says which
+    document, measurement or file; ``date`` when it was read or measured.
+    """
+
+    value: float
+    origin: str
+    source: str
+    date: str
+
+    def describe(self) -> str:
+        return f"{self.origin}: {self.source} ({self.date})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "origin": self.origin, "source": self.source, "date": self.date}
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    name: str
+    platform: Platform
+    peaks: Mapping[str, Ceiling]  # FLOP/s by key of PEAK_KEYS
+    memory_bandwidth: Ceiling  # bytes/s
+    interconnect_bandwidth: Ceiling | None = None  # bytes/s
+    device_kinds: tuple[str, ...] = ()
+    theoretical: Mapping[str, Ceiling] = field(default_factory=dict)  # shown beside measured ceilings
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "platform": self.platform,
+            "peaks_flops_per_s": {k: c.to_dict() for k, c in self.peaks.items()},
+            "memory_bandwidth_bytes_per_s": self.memory_bandwidth.to_dict(),
+            "interconnect_bandwidth_bytes_per_s": (
+                self.interconnect_bandwidth.to_dict() if self.interconnect_bandwidth else None
+            ),
+            "theoretical": {k: c.to_dict() for k, c in self.theoretical.items()},
+            "notes": list(self.notes),
+        }

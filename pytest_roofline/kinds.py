@@ -1,0 +1,76 @@
+"""Every enumeration of the package, defined once: a ``Literal`` type and the tuple of its values.
+
+Settings, the marker, the fixture call and ``measure()`` all check their choices with :func:`choose`, so
+a value has one spelling and one error message everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar, get_args
+
+__all__ = [
+    "Timer",
+    "TIMERS",
+    "TimerUsed",
+    "Bound",
+    "BOUNDS",
+    "ExpectedBound",
+    "EXPECTED_BOUNDS",
+    "Model",
+    "MODELS",
+    "CeilingsMode",
+    "CEILINGS_MODES",
+    "CeilingsUsed",
+    "Verdict",
+    "FAILING_VERDICTS",
+    "Platform",
+    "PLATFORMS",
+    "CountSource",
+    "choose",
+]
+
+Timer = Literal["auto", "profiler", "wallclock"]
+"""How a program is timed: the profiler with the wall clock as fallback, the profiler only, the wall clock."""
+TIMERS: tuple[Timer, ...] = get_args(Timer)
+
+TimerUsed = Literal["profiler", "wallclock"]
+
+Bound = Literal["compute", "memory", "interconnect"]
+"""Which roofline term is the largest."""
+BOUNDS: tuple[Bound, ...] = get_args(Bound)
+
+ExpectedBound = Literal["compute", "memory"]
+"""What a test may expect with ``bound=``."""
+EXPECTED_BOUNDS: tuple[ExpectedBound, ...] = get_args(ExpectedBound)
+
+Model = Literal["program", "ops"]
+"""Which roofline a threshold is checked against: one max() over the program, or the sum over its ops."""
+MODELS: tuple[Model, ...] = get_args(Model)
+
+CeilingsMode = Literal["auto", "datasheet", "calibrated"]
+"""Which ceilings to ask for."""
+CEILINGS_MODES: tuple[CeilingsMode, ...] = get_args(CeilingsMode)
+
+CeilingsUsed = Literal["datasheet", "calibrated", "given"]
+"""Which ceilings a result was measured against."""
+
+Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible"]
+FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "impossible"})
+
+Platform = Literal["cpu", "gpu", "tpu"]
+PLATFORMS: tuple[Platform, ...] = get_args(Platform)
+
+CountSource = Literal["compiler", "user"]
+
+T = TypeVar("T", bound=str)
+
+
+def choose(raw: Any, allowed: tuple[T, ...], where: str, error: type[Exception] = ValueError) -> T:
+    """``raw`` as one of ``allowed`` (case-insensitive, surrounding blanks ignored), else ``error`` naming
+    ``where``, the value and the choices."""
+    text = raw.strip().lower() if isinstance(raw, str) else raw
+    for value in allowed:
+        if text == value:
+            return value
+    choices = ", ".join(repr(v) for v in allowed)
+    raise error(f"{where}: must be one of {choices}, got {raw!r}")

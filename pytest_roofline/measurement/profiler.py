@@ -1,0 +1,60 @@
+"""A JAX profiler session held in memory, and exporting a serialized trace for TensorBoard/XProf (imports JAX).
+
+``jax.profiler.trace`` writes to disk; this keeps the XSpace in memory so that the trace can be read at once
+and saved only when wanted. Only one profiler session can run in a process at a time.
+"""
+
+from __future__ import annotations
+
+from jax._src.lib import _profiler  # private, present since jax 0.4; jax.profiler uses the same class
+
+__all__ = ["ProfilerUnavailable", "ProfilerSession", "export_xspace"]
+
+
+class ProfilerUnavailable(RuntimeError):
+    """The profiler could not be used; the message is the reason."""
+
+
+class ProfilerSession:
+    """A JAX profiler session kept in memory; always stopped, also when the program raises."""
+
+    def __init__(self) -> None:
+        options = _profiler.ProfileOptions()
+        options.python_tracer_level = 0  # the Python tracer costs time per call and adds nothing here
+        options.host_tracer_level = 2
+        options.raise_error_on_start_failure = True
+        try:
+            self._session = _profiler.ProfilerSession(options)
+        except Exception as exc:  # noqa: BLE001 - the profiler raises its own runtime error types
+            raise ProfilerUnavailable(f"the profiler could not start: {exc}") from None
+        self._stopped = False
+
+    def stop(self) -> bytes:
+        self._stopped = True
+        try:
+            return bytes(self._session.stop())
+        except Exception as exc:  # noqa: BLE001
+            raise ProfilerUnavailable(f"the profiler could not stop: {exc}") from None
+
+    def discard(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            try:
+                self._session.stop()
+            except Exception:  # noqa: BLE001 - already failing; the first error is the one to report
+                pass
+
+
+
+
+def export_xspace(xspace: bytes, directory: str) -> None:
+    """Write ``plugins/profile/<timestamp>/<host>.xplane.pb`` and ``.trace.json.gz`` under ``directory``.
+
+    The conversion is a method of a profiler session: a short one is opened for it and closed again.
+    Raises :class:`ProfilerUnavailable` when no session can be opened (another one is active).
+    """
+    session = ProfilerSession()
+    try:
+        session._session.export(xspace, directory)
+    finally:
+        session.discard()

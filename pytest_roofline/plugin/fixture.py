@@ -1,0 +1,116 @@
+"""What the ``roofline`` fixture does, without importing pytest: measure, decide (with
+:func:`~pytest_roofline.analysis.verdict.decide`), record, and fail through the callback pytest hands in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from ..analysis.verdict import Decision, decide
+from ..errors import MeasureError
+from ..kinds import ExpectedBound, Model
+from ..report.records import make_record
+from ..report.text import failure_message
+from ..result import Result
+from .marker import MarkerSpec, parse_bound
+from .session import RooflineSession
+from .settings import ConfigError, Threshold, parse_model, parse_threshold
+
+__all__ = ["RooflineFixture"]
+
+
+class RooflineFixture:
+    """``roofline(fn, *args, **kwargs)`` measures and asserts; ``roofline.measure(...)`` only records."""
+
+    def __init__(self, session: RooflineSession, nodeid: str, marker: MarkerSpec | None,
+                 fail: Callable[[str], NoReturn], warn: Callable[[str], None],
+                 add_property: Callable[[str, Any], None]) -> None:
+        self._session = session
+        self._nodeid = nodeid
+        self._marker = marker
+        self._fail = fail
+        self._warn = warn
+        self._add_property = add_property
+        self._labels: dict[str, int] = {}
+        self.results: list[Result] = []
+
+    def measure(self, fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Result:
+        """Measure and record, never fail (a kernel that cannot be measured still fails the test)."""
+        label = self._label(fn, name)
+        result = self._measure(label, fn, args, kwargs)
+        self._record(label, result, None, decide(result.figures, None), "program")
+        return result
+
+    def __call__(self, fn: Callable[..., Any], *args: Any, name: str | None = None, min: float | None = None,  # noqa: A002
+                 bound: str | None = None, model: str | None = None, **kwargs: Any) -> Result:
+        """Measure, record, and fail the test when the kernel is below its threshold or of the wrong bound."""
+        label = self._label(fn, name)
+        threshold, expected, chosen = self._call_settings(min, bound, model)
+        value = threshold.value if threshold else None
+        result = self._measure(label, fn, args, kwargs)
+        decision = decide(result.figures, value, expected_bound=expected, model=chosen)
+        first: float | None = None
+        if decision.confirm:  # below the threshold: measure again before failing
+            first = result.utilization_for(chosen)
+            result = self._measure(label, fn, args, kwargs)
+            decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first)
+        record = self._record(label, result, threshold, decision, chosen, expected, first)
+        if decision.fails:
+            message = failure_message(record, decision.reason)
+            if self._session.settings.warn_only:
+                self._warn(message)
+            else:
+                self._fail(message)
+        return result
+
+    def _label(self, fn: Callable[..., Any], name: str | None) -> str:
+        base = name or getattr(fn, "__name__", None) or type(fn).__name__
+        count = self._labels.get(base, 0) + 1
+        self._labels[base] = count
+        return base if count == 1 else f"{base}#{count}"
+
+    def _call_settings(self, min_: Any, bound: Any, model: Any) -> tuple[Threshold | None, ExpectedBound | None, Model]:
+        """The threshold, expected bound and model of one call: its keywords > the marker > the settings."""
+        where = f"roofline(...) in {self._nodeid}"
+        marker = self._marker
+        try:
+            here = None
+            if min_ is not None:
+                here = Threshold(parse_threshold(min_, f"{where}: min={min_!r}"), f"min= in the roofline() call of {self._nodeid}")
+            expected = parse_bound(bound, f"{where}: bound={bound!r}") if bound is not None else None
+            chosen = parse_model(model, f"{where}: model={model!r}") if model is not None else None
+        except ConfigError as exc:
+            problem = f"roofline: {exc}"
+        else:
+            problem = ""
+        if problem:
+            self._fail(problem)
+        threshold = self._session.settings.threshold_for(self._nodeid, here or (marker.min if marker else None))
+        expected = expected or (marker.bound if marker else None)
+        chosen = chosen or (marker.model if marker and marker.model else None) or self._session.settings.model
+        return threshold, expected, chosen
+
+    def _measure(self, label: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
+        merged = {**(self._marker.measure_kwargs if self._marker else {}), **kwargs, "name": label}
+        try:
+            return self._session.measure(fn, args, merged)
+        except (MeasureError, ValueError) as exc:  # ValueError: a bad keyword value or an unknown device
+            message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {exc}"
+        self._fail(message)  # outside the except block: the failure shows no chained traceback
+
+    def _record(self, label: str, result: Result, threshold: Threshold | None, decision: Decision, model: Model,
+                expected_bound: ExpectedBound | None = None, first_utilization: float | None = None) -> dict[str, Any]:
+        settings = self._session.settings
+        record = make_record(self._nodeid, label, result, threshold.value if threshold else None,
+                             threshold.origin if threshold else "", decision.verdict, expected_bound,
+                             first_utilization, settings.warn_only, model)
+        if decision.fails or settings.trace_all:
+            record.update(self._session.save(result, self._nodeid, label))
+        self._session.records.append(record)
+        self.results.append(result)
+        prefix = f"roofline[{label}]"
+        for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed"):
+            self._add_property(f"{prefix}.{key}", getattr(result, key))
+        self._add_property(f"{prefix}.verdict", decision.verdict)
+        self._add_property(f"{prefix}.hardware", result.hardware.name)
+        return record

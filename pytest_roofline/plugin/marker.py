@@ -1,0 +1,106 @@
+"""The ``@pytest.mark.roofline(...)`` marker: its keywords, checked once at collection. No pytest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..kinds import EXPECTED_BOUNDS, TIMERS, ExpectedBound, Model, choose
+from ..measurement.settings import TIMING_KEYWORDS, timing_defaults_text
+from .settings import ConfigError, Threshold, parse_model, parse_threshold
+
+__all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpec", "parse_marker",
+           "parse_bound"]
+
+MARKER_SIGNATURE = (
+    f"roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, "
+    f"{timing_defaults_text()}): measure this test's kernels "
+    "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
+    "'memory', when a kernel is bound by the other; model='program' (default) or 'ops' picks the roofline the "
+    "threshold uses; flops/bytes/transcendentals replace the compiler's counts (analytic model FLOPs give "
+    "MFU); the rest tune the measurement (see pytest_roofline.measure)."
+)
+
+
+def _count(raw: Any, where: str) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw >= 0:
+        raise ConfigError(f"{where}: must be a non-negative number, got {raw!r}")
+    return float(raw)
+
+
+def _positive_int(raw: Any, where: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+        raise ConfigError(f"{where}: must be a positive integer, got {raw!r}")
+    return raw
+
+
+def _non_negative_int(raw: Any, where: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise ConfigError(f"{where}: must be an integer >= 0, got {raw!r}")
+    return raw
+
+
+def _positive_float(raw: Any, where: str) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw > 0:
+        raise ConfigError(f"{where}: must be a positive number, got {raw!r}")
+    return float(raw)
+
+
+def parse_bound(raw: Any, where: str) -> ExpectedBound:
+    return choose(raw, EXPECTED_BOUNDS, where, ConfigError)
+
+
+def _timer(raw: Any, where: str) -> str:
+    return choose(raw, TIMERS, where, ConfigError)
+
+
+# Keywords handed to measure() as they are, with their checks.
+MEASURE_KEYWORDS: dict[str, Callable[[Any, str], Any]] = {
+    "flops": _count,
+    "bytes": _count,
+    "transcendentals": _count,
+    "warmup": _non_negative_int,
+    "min_runs": _positive_int,
+    "max_runs": _positive_int,
+    "budget_s": _positive_float,
+    "target_spread": _count,
+    "min_time_s": _count,
+    "timer": _timer,
+}
+assert set(TIMING_KEYWORDS) <= set(MEASURE_KEYWORDS)
+MARKER_KEYWORDS = ("min", "bound", "model", *MEASURE_KEYWORDS)
+
+
+@dataclass(frozen=True)
+class MarkerSpec:
+    min: Threshold | None
+    bound: ExpectedBound | None
+    measure_kwargs: Mapping[str, Any]
+    model: Model | None = None
+
+
+def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) -> MarkerSpec:
+    """Check a marker's arguments; errors name the test and the keyword."""
+    where = f"roofline marker of {test}"
+    if len(args) > 1:
+        raise ConfigError(f"{where}: takes at most one positional argument (min), got {len(args)}")
+    merged = dict(kwargs)
+    if args:
+        if "min" in merged:
+            raise ConfigError(f"{where}: min given both positionally and as a keyword")
+        merged["min"] = args[0]
+    unknown = sorted(set(merged) - set(MARKER_KEYWORDS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown keyword {unknown[0]!r}; allowed: {', '.join(MARKER_KEYWORDS)}")
+    values = {k: v for k, v in merged.items() if v is not None}
+    threshold = None
+    if "min" in values:
+        threshold = Threshold(parse_threshold(values["min"], f"{where}: min={values['min']!r}"), f"marker of {test}")
+    model = parse_model(values["model"], f"{where}: model={values['model']!r}") if "model" in values else None
+    bound = parse_bound(values["bound"], f"{where}: bound={values['bound']!r}") if "bound" in values else None
+    checked = {key: parse(values[key], f"{where}: {key}={values[key]!r}")
+               for key, parse in MEASURE_KEYWORDS.items() if key in values}
+    if "min_runs" in checked and "max_runs" in checked and checked["max_runs"] < checked["min_runs"]:
+        raise ConfigError(f"{where}: max_runs={checked['max_runs']} is below min_runs={checked['min_runs']}")
+    return MarkerSpec(threshold, bound, checked, model)

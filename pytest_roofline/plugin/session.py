@@ -1,0 +1,98 @@
+"""The plugin's state for one pytest process: the settings, the records of every measured kernel, and how to
+measure (the JAX pipeline, or a fake handed in by a test). No pytest; JAX only through the measure callable."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+from ..hardware.spec import HardwareSpec
+from ..result import Result
+from .lock import device_lock
+from .settings import Settings
+
+__all__ = ["RooflineSession", "Measure", "default_trace_root"]
+
+
+class Measure(Protocol):
+    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result: ...
+
+
+def _jax_measure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
+    from ..measurement.pipeline import measure
+
+    return measure(fn, *args, **kwargs)
+
+
+def _jax_hardware(settings: Settings, recalibrate: bool) -> HardwareSpec:
+    from ..measurement.hardware import detect_device, resolve_hardware
+
+    platform, device_kind = detect_device()
+    spec, _ = resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,
+                               settings.ceilings, "replace" if recalibrate else "cached")
+    return spec
+
+
+def _jax_save(result: Result, root: str, nodeid: str, label: str) -> dict[str, str]:
+    from ..measurement.artifacts import save_artifacts
+
+    return save_artifacts(result, root, nodeid, label)
+
+
+def default_trace_root() -> str:
+    """Where traces go without --roofline-trace-dir and without pytest's cache: one fixed directory per user,
+    in which each test's kernel replaces its previous trace, so nothing piles up from run to run."""
+    user = os.getuid() if hasattr(os, "getuid") else 0
+    return os.path.join(tempfile.gettempdir(), f"pytest-roofline-{user}", "traces")
+
+
+class RooflineSession:
+    """Measures under the device lock, re-calibrates when asked (once per process) and when a kernel beats a
+    stale calibration, and keeps the records."""
+
+    def __init__(self, settings: Settings, trace_root: Callable[[], str] | None = None,
+                 measure: Measure = _jax_measure,
+                 hardware: Callable[[Settings, bool], HardwareSpec] = _jax_hardware,
+                 save: Callable[[Result, str, str, str], dict[str, str]] = _jax_save) -> None:
+        self.settings = settings
+        # Where trace artifacts go; a callable so that the directory is made only when something is saved.
+        self.trace_root = trace_root or (lambda: settings.trace_dir or default_trace_root())
+        self.records: list[dict[str, Any]] = []
+        self._measure = measure
+        self._hardware = hardware
+        self._save = save
+        self._recalibrate = settings.calibrate  # --roofline-calibrate: once per process
+        self._rechecked = False  # an impossible result re-calibrates once per process
+
+    def measure(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
+        def run(recalibrate: bool | str) -> Result:
+            with device_lock():
+                return self._measure(fn, *args, hardware=self.settings.hardware,
+                                     hardware_file=self.settings.hardware_file, ceilings=self.settings.ceilings,
+                                     recalibrate=recalibrate, **kwargs)
+
+        recalibrate, self._recalibrate = self._recalibrate, False
+        result = run(recalibrate)
+        if result.impossible and result.ceilings == "calibrated" and not self._rechecked:
+            # A kernel beat a calibrated ceiling: the calibration is stale (on a shared machine the memory
+            # bandwidth changes with the neighbours). Calibrate again now, keep the best, measure again.
+            self._rechecked = True
+            first = result.utilization
+            result = run("best")
+            result = replace(result, notes=result.notes + (
+                f"first measured at {first:.1%} of a stale calibration: re-calibrated (best kept) and measured "
+                f"again",))
+        return result
+
+    def hardware(self) -> dict[str, Any]:
+        """The detected hardware's ceilings (imports JAX; calibrates a CPU unless cached)."""
+        recalibrate, self._recalibrate = self._recalibrate, False
+        with device_lock():
+            return self._hardware(self.settings, recalibrate).to_dict()
+
+    def save(self, result: Result, nodeid: str, label: str) -> dict[str, str]:
+        """Save the kernel's trace and HLO; returns the paths for the record."""
+        return self._save(result, self.trace_root(), nodeid, label)

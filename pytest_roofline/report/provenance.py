@@ -1,0 +1,44 @@
+"""Where a report was made: the machine, the git commit of the suite, the versions of the packages.
+Not pure: runs ``git`` and reads installed package metadata."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+from importlib import metadata
+from typing import Any
+
+__all__ = ["machine", "git_commit", "versions"]
+
+
+def machine() -> dict[str, str]:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
+            "python": platform.python_version()}
+
+
+def git_commit(directory: str) -> dict[str, Any] | None:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=directory,
+                               capture_output=True, text=True, timeout=10)
+        return {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def versions() -> dict[str, str | None]:
+    from .. import __version__
+
+    return {"pytest_roofline": __version__, "jax": _version("jax"), "jaxlib": _version("jaxlib"),
+            "pytest": _version("pytest")}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None

@@ -1,0 +1,69 @@
+"""The atomic writers and the YAML reader shared by every layer."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline.files import check_writable, read_yaml_mapping, write_directory_atomic, write_text_atomic
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_written_files_follow_the_umask(tmp_path: Path, umask: int) -> None:
+    old = os.umask(umask)
+    try:
+        path = write_text_atomic(tmp_path / "sub" / "r.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    assert path.read_text() == "{}" and sorted(p.name for p in path.parent.iterdir()) == ["r.json"]
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "r.json"
+    target.write_text("old")
+
+    def failing_replace(src: str, dst: str) -> None:  # a fake: the rename fails (e.g. interrupted)
+        raise OSError("interrupted")
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="interrupted"):
+        write_text_atomic(target, "new")
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_directory_appears_whole_or_not_at_all(tmp_path: Path) -> None:
+    def fill(d: Path) -> None:
+        (d / "a.txt").write_text("a")
+
+    out = write_directory_atomic(tmp_path / "t", fill)
+    assert (out / "a.txt").read_text() == "a"
+
+    def broken(d: Path) -> None:
+        (d / "half.txt").write_text("h")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_directory_atomic(tmp_path / "u", broken)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]
+    write_directory_atomic(tmp_path / "t", lambda d: (d / "b.txt").write_text("b"))  # replaces
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["b.txt"]
+
+
+def test_check_writable(tmp_path: Path) -> None:
+    assert check_writable(tmp_path / "new" / "deeper" / "r.json") is None
+    (tmp_path / "f").write_text("x")
+    assert check_writable(tmp_path / "f" / "r.json") == f"{tmp_path / 'f'} is not a directory"
+    assert check_writable(tmp_path) == f"{tmp_path} is a directory"
+
+
+@pytest.mark.parametrize("text,fragment", [("[1, 2]", "expected a mapping at the top level, got list"),
+                                           ("a: [", "not valid YAML")])
+def test_yaml_errors_name_the_file(text: str, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment) as info:
+        read_yaml_mapping(text, "conf.yaml")
+    assert str(info.value).startswith("conf.yaml: ")
+    assert read_yaml_mapping("", "conf.yaml") == {}

@@ -1,0 +1,128 @@
+"""The package's layers and their import rules, read from the source (every import statement, also those
+inside functions), so that the layout cannot erode.
+
+    base        kinds, errors, files, units        imports nothing of the package but base
+    hardware/   table, peaks, CPU, calibration     base
+    analysis/   pure analysis                      base, hardware
+    result      the Result                         base, hardware, analysis
+    report/     text and JSON                      base, hardware, analysis, result
+    measurement/  the only JAX                     base, hardware, analysis, result
+    plugin/     the only pytest                    anything but JAX itself
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_roofline"
+BASE = {"kinds", "errors", "files", "units"}
+ALLOWED = {
+    "base": {"base"},
+    "hardware": {"base", "hardware"},
+    "analysis": {"base", "hardware", "analysis"},
+    "result": {"base", "hardware", "analysis", "result"},
+    "report": {"base", "hardware", "analysis", "result", "report", "package"},  # package: __version__
+    "measurement": {"base", "hardware", "analysis", "result", "measurement"},
+    "plugin": {"base", "hardware", "analysis", "result", "report", "measurement", "plugin"},
+    "package": {"base", "hardware", "analysis", "result", "measurement"},
+}
+JAX = {"jax", "jaxlib"}
+PYTEST = {"pytest", "_pytest", "pluggy"}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "package"
+    if parts[1] in BASE:
+        return "base"
+    return parts[1]
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of everything ``path`` imports."""
+    module = _name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    return _imports_of(path.read_text(encoding="utf-8"), package)
+
+
+def _imports_of(text: str, package: str) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            out.add(prefix)
+            out.update(f"{prefix}.{alias.name}" for alias in node.names)  # a submodule, or a name in it
+    return out
+
+
+def _internal_layers(imported: set[str]) -> set[str]:
+    layers = set()
+    for name in imported:
+        if name == "pytest_roofline" or name.startswith("pytest_roofline."):
+            parts = name.split(".")
+            # "pytest_roofline.X" names a layer; "pytest_roofline.__version__" is the package itself
+            layers.add(_layer(name) if len(parts) > 1 and (PACKAGE / parts[1]).exists() or
+                       len(parts) > 1 and (PACKAGE / f"{parts[1]}.py").exists() else "package")
+    return layers
+
+
+def test_every_module_is_in_a_known_layer() -> None:
+    assert {_layer(_name(p)) for p in _modules()} <= set(ALLOWED)
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_import_rules(path: Path) -> None:
+    module = _name(path)
+    layer = _layer(module)
+    imported = _imports(path)
+    roots = {name.split(".")[0] for name in imported}
+    if layer != "measurement":
+        assert not roots & JAX, f"{module} imports JAX: only pytest_roofline.measurement may"
+    if layer != "plugin":
+        assert not roots & PYTEST, f"{module} imports pytest: only pytest_roofline.plugin may"
+    assert not (roots & JAX and roots & PYTEST), f"{module} imports both JAX and pytest"
+    wrong = _internal_layers(imported) - ALLOWED[layer]
+    assert not wrong, f"{module} ({layer}) imports from {sorted(wrong)}"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_stay_small(path: Path) -> None:
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= 450
+
+
+def test_the_rules_catch_a_violation() -> None:
+    # Constructed source for a module of analysis/ that breaks two rules, inside a function as well.
+    text = "def f():\n    import jax.numpy\n    from ..plugin.settings import Settings\n"
+    imported = _imports_of(text, "pytest_roofline.analysis")
+    assert "jax" in {n.split(".")[0] for n in imported}
+    assert _internal_layers(imported) - ALLOWED["analysis"] == {"plugin"}
+
+
+@pytest.mark.parametrize("module", ["pytest_roofline", "pytest_roofline.plugin.hooks", "pytest_roofline.result",
+                                    "pytest_roofline.report.text", "pytest_roofline.plugin.fixture"])
+def test_importing_does_not_import_jax(module: str) -> None:
+    code = f"import sys, {module}; print(sorted(m for m in ('jax', 'jaxlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

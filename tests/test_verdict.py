@@ -1,0 +1,82 @@
+"""Every branch of the pass/fail rule, on figures alone (no measurement)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline.analysis.roofline import IMPOSSIBLE_ABOVE
+from pytest_roofline.analysis.verdict import Figures, decide
+
+
+def figures(util: float = 0.5, ops: float | None = None, bound: str = "memory") -> Figures:
+    return Figures(util, util if ops is None else ops, bound, 1.0, 10.0)  # type: ignore[arg-type]
+
+
+def test_without_threshold_a_kernel_is_measured_never_failed() -> None:
+    d = decide(figures(0.001), None)
+    assert (d.verdict, d.reason, d.confirm, d.fails) == ("measured", "", False, False)
+
+
+@pytest.mark.parametrize("util", [0.8, 0.95, 1.0, IMPOSSIBLE_ABOVE])
+def test_at_or_above_the_threshold_passes(util: float) -> None:
+    d = decide(figures(util), 0.8)
+    assert (d.verdict, d.fails, d.confirm) == ("pass", False, False)
+
+
+def test_below_the_threshold_asks_for_a_second_measurement_first() -> None:
+    d = decide(figures(0.79), 0.8)
+    assert (d.verdict, d.confirm, d.fails) == ("fail", True, False)
+
+
+def test_confirmed_failure_states_both_measurements() -> None:
+    d = decide(figures(0.5), 0.8, first_utilization=0.6)
+    assert d.verdict == "fail" and d.fails and not d.confirm
+    assert d.reason == "utilization 50.0% is below its threshold 80% (measured twice: 60.0%, then 50.0%)"
+
+
+def test_second_measurement_that_passes_passes() -> None:
+    assert decide(figures(0.9), 0.8, first_utilization=0.6).verdict == "pass"
+
+
+@pytest.mark.parametrize("threshold", [None, 0.5, 1.0])
+def test_above_105_percent_is_impossible_whatever_the_threshold(threshold: float | None) -> None:
+    d = decide(figures(IMPOSSIBLE_ABOVE + 0.01), threshold)
+    assert d.verdict == "impossible" and not d.confirm
+    # With a threshold the test fails; without one the result is only reported.
+    assert d.fails == (threshold is not None)
+    if threshold is not None:
+        assert "impossible (above 105%)" in d.reason
+
+
+def test_impossible_wins_over_a_wrong_bound() -> None:
+    assert decide(figures(2.0, bound="memory"), 0.5, expected_bound="compute").verdict == "impossible"
+
+
+def test_ops_model_uses_the_per_op_utilization() -> None:
+    f = figures(0.9, ops=0.3)
+    assert decide(f, 0.8).verdict == "pass"
+    assert decide(f, 0.8, model="ops").confirm
+    d = decide(f, 0.8, model="ops", first_utilization=0.35)
+    assert d.reason.startswith("utilization (per-op model) 30.0% is below its threshold 80%")
+
+
+def test_impossible_is_judged_on_the_program_model_even_under_ops() -> None:
+    # The program-level bound is the loosest: above 105% there a ceiling is wrong, whatever the model.
+    assert decide(figures(1.2, ops=0.9), 0.5, model="ops").verdict == "impossible"
+
+
+def test_wrong_bound_without_threshold() -> None:
+    d = decide(figures(0.5, bound="memory"), None, expected_bound="compute")
+    assert d.verdict == "wrong-bound" and d.fails
+    assert d.reason == "expected compute-bound, but it is memory-bound (intensity 1 vs critical 10 FLOP/B)"
+
+
+def test_wrong_bound_and_below_threshold_gives_both_reasons() -> None:
+    assert decide(figures(0.1), 0.8, expected_bound="compute").confirm  # confirm before any verdict
+    d = decide(figures(0.1), 0.8, expected_bound="compute", first_utilization=0.2)
+    assert d.verdict == "wrong-bound" and "below its threshold" in d.reason and "expected compute-bound" in d.reason
+
+
+def test_right_bound_passes() -> None:
+    assert decide(figures(0.9, bound="compute"), 0.8, expected_bound="compute").verdict == "pass"
+    assert decide(figures(0.9, bound="compute"), None, expected_bound="compute").verdict == "measured"
