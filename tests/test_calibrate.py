@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,11 +21,14 @@ flags\t\t: fpu sse2 avx2 fma avx512f avx512_bf16
 def test_theoretical_peak_from_cpu_flags() -> None:
     info = cpu.cpu_info(ZEN4_CPUINFO)
     info.update(cores=2, mhz=3700.0)
-    value, how = cpu.theoretical_cpu_peak(info)
+    derived = cpu.theoretical_cpu_peak(info)
+    assert derived is not None
+    value, how = derived
     assert value == 2 * 3.7e9 * 32
     assert "Zen 4" in how and "2 cores" in how
     intel = dict(info, vendor="GenuineIntel")
-    assert cpu.theoretical_cpu_peak(intel)[0] == 2 * 3.7e9 * 64
+    intel_peak = cpu.theoretical_cpu_peak(intel)
+    assert intel_peak is not None and intel_peak[0] == 2 * 3.7e9 * 64
     assert cpu.theoretical_cpu_peak(dict(info, mhz=0.0)) is None
 
 
@@ -34,7 +38,7 @@ def test_cache_round_trip_and_key_mismatch(tmp_path: Path, monkeypatch: pytest.M
     assert calibration.load_cached(key) is None
     path = calibration.store_cached(key, {"peaks": {"f32": 1.0}, "memory": 2.0, "date": "d", "details": {}})
     assert path.parent == tmp_path and not list(tmp_path.glob(".calibration-*"))  # no temporary left
-    assert calibration.load_cached(key)["memory"] == 2.0
+    assert calibration.load_cached(key) == {"key": key, "peaks": {"f32": 1.0}, "memory": 2.0, "date": "d", "details": {}}
     assert calibration.load_cached(dict(key, jax="y")) is None
     path.write_text("{half a fil")
     assert calibration.load_cached(key) is None
@@ -50,7 +54,7 @@ def test_cpu_figures_come_from_the_cache_until_asked_to_recalibrate(tmp_path: Pa
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     calls = []
 
-    def fake_measure() -> dict:
+    def fake_measure() -> dict[str, Any]:
         calls.append(1)
         return {k: dict(v) if isinstance(v, dict) else v for k, v in FAKE_CPU_FIGURES.items()}
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 jax = pytest.importorskip("jax")
@@ -9,6 +12,7 @@ jnp = jax.numpy
 
 from helpers import compile_counts  # noqa: E402
 
+from pytest_roofline.analysis.costs import OpCost  # noqa: E402
 from pytest_roofline.analysis.counts import CostAnalysisError, normalize_cost_analysis  # noqa: E402
 
 
@@ -94,7 +98,7 @@ def test_fori_loop_multiplied_by_trip_count() -> None:
 def test_while_loop_with_unknown_trip_count_is_a_lower_bound() -> None:
     x = jnp.ones((64, 64), jnp.float32)
 
-    def until_large(v):
+    def until_large(v: Any) -> Any:
         return jax.lax.while_loop(lambda s: s.sum() < 1e6, lambda s: s @ s, v)
 
     counts, _, _ = compile_counts(until_large, x)
@@ -120,7 +124,7 @@ def test_normalize_rejects_nonsense_and_shows_it(raw: object, fragment: str) -> 
     assert repr(raw)[:10] in str(info.value)
 
 
-def _model_vs_compiler(fn, *args):
+def _model_vs_compiler(fn: Callable[..., Any], *args: Any) -> tuple[OpCost, dict[str, float]]:
     from pytest_roofline.analysis.costs import computation_cost
     from pytest_roofline.analysis.hlo import parse_hlo
 
@@ -135,14 +139,15 @@ def test_per_op_model_reproduces_the_compiler_totals(kernel: str) -> None:
     # The loop correction adds (trip count - 1) x the model's body cost to XLA's totals, so the model must
     # count what XLA counts. Checked here on loop-free programs, op by op summed.
     x = jnp.ones((512, 512), jnp.float32)
-    fn, args = {
+    cases: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
         "matmul": (lambda a, b: a @ b, (x, x)),
         "softmax": (lambda v: jax.nn.softmax(v, axis=-1), (x,)),
         "mlp": (lambda v, w1, w2: jax.nn.gelu(v @ w1) @ w2, (x, x, x)),
         "elementwise": (lambda v: jnp.tanh(v * 2.0 + 1.0), (x,)),
         "reduction": (lambda v: v.sum(axis=1), (x,)),
         "in_place_update": (lambda acc, v, i: acc.at[i].set(jnp.sin(v[i])), (x, x, 3)),
-    }[kernel]
+    }
+    fn, args = cases[kernel]
     model, compiler = _model_vs_compiler(fn, *args)
     assert model.flops == pytest.approx(compiler["flops"], rel=1e-6)
     assert model.transcendentals == pytest.approx(compiler["transcendentals"], rel=1e-6)

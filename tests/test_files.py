@@ -49,7 +49,10 @@ def test_directory_appears_whole_or_not_at_all(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="disk full"):
         write_directory_atomic(tmp_path / "u", broken)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]
-    write_directory_atomic(tmp_path / "t", lambda d: (d / "b.txt").write_text("b"))  # replaces
+    def other(d: Path) -> None:
+        (d / "b.txt").write_text("b")
+
+    write_directory_atomic(tmp_path / "t", other)  # replaces
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["b.txt"]
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from pytest_roofline.analysis.hlo import HloParseError, parse_hlo, parse_shape
@@ -10,8 +13,8 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 
-def _hlo(fn, *args) -> str:
-    return jax.jit(fn).lower(*args).compile().as_text()
+def _hlo(fn: Callable[..., Any], *args: Any) -> str:
+    return str(jax.jit(fn).lower(*args).compile().as_text())
 
 
 def test_reads_a_matmul() -> None:

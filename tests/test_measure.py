@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 from functools import partial
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,7 +70,7 @@ def test_donated_input_gets_a_fresh_copy_per_run() -> None:
 
 def test_static_arguments_and_kwargs() -> None:
     @partial(jax.jit, static_argnums=1)
-    def power(v, n, *, bias):
+    def power(v: Any, n: int, *, bias: Any) -> Any:
         return v**n + bias
 
     x = jnp.ones((1024,), jnp.float32)
@@ -82,7 +84,7 @@ def test_wallclock_timer_on_request() -> None:
     assert "wallclock" in str(r)
 
 
-def test_falls_back_to_wall_clock_when_another_profiler_session_is_active(tmp_path) -> None:
+def test_falls_back_to_wall_clock_when_another_profiler_session_is_active(tmp_path: Path) -> None:
     with jax.profiler.trace(str(tmp_path)):
         r = pytest_roofline.measure(jnp.cos, jnp.ones((4096,)), **FAST)
     assert r.timer == "wallclock"
@@ -96,13 +98,13 @@ def test_falls_back_to_wall_clock_when_another_profiler_session_is_active(tmp_pa
 def test_kernel_that_raises_leaves_no_profiler_session_open() -> None:
     calls = {"n": 0}
 
-    def flaky(v):
+    def flaky(v: Any) -> Any:
         calls["n"] += 1
         if calls["n"] > 2:  # the warm-up runs pass, the first timed run raises
             raise RuntimeError("kernel exploded")
         return v
 
-    def kernel(v):
+    def kernel(v: Any) -> Any:
         return jax.pure_callback(flaky, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
 
     # XLA's cost analysis gives -1 for programs with host callbacks: analytic counts are required.
@@ -154,7 +156,7 @@ def test_forced_accelerator_entry_on_cpu() -> None:
     assert r.utilization < 0.05
 
 
-def test_artifacts_are_complete_or_absent(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_artifacts_are_complete_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_roofline.measurement import profiler
     from pytest_roofline.measurement.artifacts import save_artifacts
 

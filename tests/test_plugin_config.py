@@ -165,3 +165,59 @@ def test_report_path_that_cannot_be_written_is_a_usage_error(pytester: pytest.Py
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --roofline-report=afile/report.json on the command line: cannot write the "
                                  "report there: *afile is not a directory"])
+
+
+# A conftest that swaps the session's measurement and hardware detection for fakes (tests/fakes.py): the
+# plugin's hooks run for real, in process, without JAX.
+FAKE_SESSION_CONFTEST = """
+import pytest
+from fakes import FAKE_CPU, FakeMeasure
+from pytest_roofline.plugin.hooks import SESSION_KEY
+from pytest_roofline.plugin.session import RooflineSession
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    old = config.stash[SESSION_KEY]
+    config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure({utils}),
+                                                hardware=lambda settings, recalibrate: FAKE_CPU,
+                                                save=lambda result, root, nodeid, label: {{"trace_dir": "t", "perfetto": "p",
+                                                                                              "hlo": "h", "xplane": "x"}})
+"""
+
+
+def test_report_that_fails_at_the_end_keeps_the_summary_and_fails_the_run(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.5"))
+    # The report path becomes a directory during the run (a constructed failure: the file cannot replace it).
+    pytester.makepyfile("import os\n\ndef test_a(roofline):\n    roofline.measure(len, 1)\n"
+                        "    os.mkdir('report.json')\n")
+    result = pytester.runpytest("--roofline-report=report.json")
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    result.stdout.fnmatch_lines(["roofline: fake CPU (cpu): f32 100 GFLOP/s; memory 10 GB/s [calibration]",
+                                 "*roofline summary (worst first)*", "test_*.py::test_a ?len?*50.0%*measured",
+                                 "roofline report NOT written: --roofline-report=report.json on the "
+                                 "command line: Is a directory", "*1 passed*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_hooks_in_process_with_a_fake_measure(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.9, 0.5, 0.4"))
+    pytester.makepyfile("""
+import pytest
+
+@pytest.mark.roofline(min=0.8)
+def test_pass(roofline):
+    roofline(len, 1)
+
+@pytest.mark.roofline(min=0.8)
+def test_fail(roofline):
+    roofline(len, 1)
+""")
+    result = pytester.runpytest("--roofline-report=r.json", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*roofline: kernel 'len' of test_*.py::test_fail: utilization 40.0% is below its "
+                                 "threshold 80% (measured twice: 50.0%, then 40.0%)"])
+    import json
+
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert [(r["label"], r["verdict"]) for r in data["results"]] == [("len", "pass"), ("len", "fail")]
+    assert data["schema_version"] == 1 and data["results"][1]["trace_dir"] == "t"

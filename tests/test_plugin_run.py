@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 
@@ -34,8 +35,9 @@ def run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
 
 
-def report(pytester: pytest.Pytester, name: str = "report.json") -> dict:
-    return json.loads((pytester.path / name).read_text())
+def report(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pytester.path / name).read_text())
+    return data
 
 
 def test_no_threshold_measures_and_reports_never_fails(pytester: pytest.Pytester) -> None:
@@ -192,7 +194,7 @@ def test_pattern(roofline):
 """
 
 
-def _thresholds(pytester: pytest.Pytester) -> dict[str, tuple[float, str]]:
+def _thresholds(pytester: pytest.Pytester) -> dict[tuple[str, str], tuple[float | None, str]]:
     return {(r["nodeid"].split("::")[1], r["label"]): (r["threshold"], r["threshold_origin"])
             for r in report(pytester)["results"]}
 
@@ -255,7 +257,7 @@ def test_mm(roofline):
     roofline(matmul, A, A)
 """, "--junitxml=junit.xml")
     assert result.ret == 0
-    props = {p.get("name"): p.get("value") for p in ET.parse(pytester.path / "junit.xml").iter("property")}
+    props = {p.get("name"): p.get("value", "") for p in ET.parse(pytester.path / "junit.xml").iter("property")}
     assert 0 < float(props["roofline[matmul].utilization"]) and props["roofline[matmul].bound"] == "compute"
     assert props["roofline[matmul].verdict"] == "measured"
 

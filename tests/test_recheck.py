@@ -36,4 +36,5 @@ def test_stale_calibration_is_rechecked(tmp_path: Path, monkeypatch: pytest.Monk
                              {"min_runs": 3, "max_runs": 3, "warmup": 1})
     assert not result.impossible
     assert "stale calibration" in result.notes[-1]
-    assert calibration.load_cached(key)["memory"] > 1e9  # the cache now holds the real, higher figure
+    cached = calibration.load_cached(key)
+    assert cached is not None and cached["memory"] > 1e9  # the cache now holds the real, higher figure

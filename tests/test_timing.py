@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import time
+from typing import Any
 
 import pytest
 
@@ -20,20 +22,20 @@ def test_relative_iqr() -> None:
 class FakeClock:
     """perf_counter() that advances by the given run durations (a fake: no real time passes)."""
 
-    def __init__(self, durations):
+    def __init__(self, durations: list[float]) -> None:
         self.now = 0.0
         self.durations = itertools.cycle(durations)
 
     def perf_counter(self) -> float:
         return self.now
 
-    def run(self, _args) -> None:
+    def run(self, _args: Any) -> None:
         self.now += next(self.durations)
 
 
-def runs_with(monkeypatch: pytest.MonkeyPatch, durations, **settings) -> int:
+def runs_with(monkeypatch: pytest.MonkeyPatch, durations: list[float], **settings: Any) -> int:
     clock = FakeClock(durations)
-    monkeypatch.setattr(timing.time, "perf_counter", clock.perf_counter)
+    monkeypatch.setattr(time, "perf_counter", clock.perf_counter)  # the module measurement.timing uses
     return len(timing._run_adaptively(lambda: None, clock.run, TimingSettings(**settings)))
 
 

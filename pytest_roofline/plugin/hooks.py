@@ -128,18 +128,18 @@ def roofline(request: pytest.FixtureRequest) -> RooflineFixture:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    records = config.stash[SESSION_KEY].records
-    if not records or hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
         return
-    terminalreporter.write_sep("=", "roofline summary (worst first)")
-    for line in summary_lines(records):
-        terminalreporter.write_line(line)
-    report = config.stash[SESSION_KEY].settings.report
+    state = config.stash[SESSION_KEY]
+    if state.records:
+        terminalreporter.write_sep("=", "roofline summary (worst first)")
+        for line in summary_lines(state.records):
+            terminalreporter.write_line(line)
     error = config.stash.get(REPORT_ERROR_KEY, "")
     if error:
         terminalreporter.write_line(f"roofline report NOT written: {error}", red=True)
-    elif report:
-        terminalreporter.write_line(f"roofline report written to {report}")
+    elif state.records and state.settings.report:
+        terminalreporter.write_line(f"roofline report written to {state.settings.report}")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

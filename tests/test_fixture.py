@@ -1,0 +1,221 @@
+"""The fixture's logic (threshold precedence, confirmation, verdicts, records, failures) and the session's
+re-calibration rules, with a fake measure(): no JAX, no timing, no pytest run."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import pytest
+from fakes import FakeMeasure, fake_result
+
+from pytest_roofline.kinds import Bound, CeilingsUsed
+from pytest_roofline.plugin.fixture import RooflineFixture
+from pytest_roofline.plugin.marker import parse_marker
+from pytest_roofline.plugin.session import RooflineSession, default_trace_root
+from pytest_roofline.plugin.settings import Settings, Threshold
+
+NODE = "test_k.py::test_a"
+
+
+class Failed(Exception):
+    pass
+
+
+class Harness:
+    """A fixture wired to a fake measure, with fail/warn/property callbacks that record what they get."""
+
+    def __init__(self, *utilizations: float, settings: Settings | None = None, marker: dict[str, Any] | None = None,
+                 bound: Bound = "memory", ceilings: CeilingsUsed = "calibrated") -> None:
+        self.measure = FakeMeasure(*utilizations, bound=bound, ceilings=ceilings)
+        self.saved: list[str] = []
+        self.warnings: list[str] = []
+        self.properties: list[tuple[str, Any]] = []
+
+        def save(result: Any, root: str, nodeid: str, label: str) -> dict[str, str]:
+            self.saved.append(label)
+            return {"trace_dir": f"{root}/{label}", "hlo": "", "perfetto": "", "xplane": ""}
+
+        self.session = RooflineSession(settings or Settings(), lambda: "/traces", measure=self.measure, save=save)
+        spec = parse_marker((), marker, NODE) if marker is not None else None
+        self.fixture = RooflineFixture(self.session, NODE, spec, self._fail, self.warnings.append,
+                                       lambda k, v: self.properties.append((k, v)))
+
+    @staticmethod
+    def _fail(message: str) -> NoReturn:
+        raise Failed(message)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return self.session.records
+
+
+def kernel(x: Any) -> Any:
+    return x
+
+
+def test_passing_kernel_is_measured_once_and_recorded() -> None:
+    h = Harness(0.9)
+    r = h.fixture(kernel, 1, min=0.8)
+    assert r.utilization == pytest.approx(0.9) and len(h.measure.calls) == 1
+    (rec,) = h.records
+    assert (rec["verdict"], rec["threshold"], rec["label"], rec["model"]) == ("pass", 0.8, "kernel", "program")
+    assert rec["threshold_origin"] == f"min= in the roofline() call of {NODE}"
+    assert ("roofline[kernel].verdict", "pass") in h.properties and not h.saved
+
+
+def test_failing_kernel_is_measured_twice_then_fails_with_both_figures_and_its_trace() -> None:
+    h = Harness(0.5, 0.4)
+    with pytest.raises(Failed) as info:
+        h.fixture(kernel, 1, min=0.8)
+    assert len(h.measure.calls) == 2
+    message = str(info.value)
+    assert message.startswith(f"roofline: kernel 'kernel' of {NODE}: utilization 40.0% is below its threshold 80% "
+                              f"(measured twice: 50.0%, then 40.0%)")
+    assert "re-measured   first run 50.0%, second 40.0%" in message and "trace         /traces/kernel" in message
+    assert h.records[0]["verdict"] == "fail" and h.records[0]["first_utilization"] == pytest.approx(0.5)
+    assert h.saved == ["kernel"]
+
+
+def test_a_second_measurement_that_passes_passes() -> None:
+    h = Harness(0.5, 0.9)
+    h.fixture(kernel, 1, min=0.8)
+    assert h.records[0]["verdict"] == "pass" and h.records[0]["first_utilization"] == pytest.approx(0.5)
+
+
+def test_warn_only_warns_instead_of_failing() -> None:
+    h = Harness(0.1, 0.1, settings=Settings(warn_only=True))
+    h.fixture(kernel, 1, min=0.8)
+    assert len(h.warnings) == 1 and "below its threshold 80%" in h.warnings[0]
+    assert h.records[0]["warn_only"] is True
+
+
+def test_measure_method_records_and_never_fails() -> None:
+    h = Harness(0.01, settings=Settings(min=Threshold(0.9, "cli")))
+    h.fixture.measure(kernel, 1)
+    assert h.records[0]["verdict"] == "measured" and h.records[0]["threshold"] is None
+
+
+def test_impossible_fails_with_a_threshold_and_is_only_reported_without() -> None:
+    h = Harness(1.5, 1.5, ceilings="datasheet")  # a datasheet is not re-calibrated
+    h.fixture(kernel, 1)  # no threshold anywhere
+    assert h.records[0]["verdict"] == "impossible"
+    with pytest.raises(Failed, match=r"utilization 150.0% is impossible \(above 105%\)"):
+        h.fixture(kernel, 1, min=0.5)
+    assert len(h.measure.calls) == 2  # no confirmation run for an impossible result
+
+
+def test_wrong_bound_from_the_marker_and_from_the_call() -> None:
+    h = Harness(0.9, 0.9, marker={"bound": "compute"})
+    with pytest.raises(Failed, match="expected compute-bound, but it is memory-bound"):
+        h.fixture(kernel, 1)
+    h.fixture(kernel, 1, bound="memory")  # the call's keyword wins over the marker
+    assert [r["verdict"] for r in h.records] == ["wrong-bound", "measured"]
+
+
+def test_threshold_precedence_call_marker_pattern_suite() -> None:
+    settings = Settings(min=Threshold(0.1, "suite"), patterns=(("*::test_a", Threshold(0.2, "pattern")),))
+    h = Harness(0.9, 0.9, 0.9, 0.9, settings=settings, marker={"min": 0.3})
+    h.fixture(kernel, 1, min=0.4)
+    h.fixture(kernel, 1)
+    assert [r["threshold"] for r in h.records] == [0.4, 0.3]
+    h2 = Harness(0.9, 0.9, settings=settings)
+    h2.fixture(kernel, 1)
+    assert h2.records[0]["threshold"] == 0.2
+    h3 = Harness(0.9, settings=Settings(min=Threshold(0.1, "suite")))
+    h3.fixture(kernel, 1)
+    assert h3.records[0]["threshold"] == 0.1
+
+
+def test_model_precedence_call_marker_settings() -> None:
+    h = Harness(0.9, 0.9, 0.9, settings=Settings(model="ops"), marker={"model": "program"})
+    h.fixture(kernel, 1, model="ops")
+    h.fixture(kernel, 1)
+    assert [r["model"] for r in h.records] == ["ops", "program"]
+    h2 = Harness(0.9, settings=Settings(model="ops"))
+    h2.fixture(kernel, 1)
+    assert h2.records[0]["model"] == "ops"
+
+
+def test_marker_and_call_keywords_reach_measure() -> None:
+    h = Harness(0.9, marker={"flops": 1e9, "min_runs": 3})
+    h.fixture(kernel, 1, min_runs=4, timer="wallclock")
+    call = h.measure.calls[0]
+    assert call["flops"] == 1e9 and call["min_runs"] == 4 and call["timer"] == "wallclock" and call["name"] == "kernel"
+
+
+def test_labels_are_unique_within_a_test() -> None:
+    h = Harness(0.9, 0.9, 0.9)
+    h.fixture.measure(kernel, 1)
+    h.fixture.measure(kernel, 1)
+    h.fixture.measure(kernel, 1, name="mine")
+    assert [r["label"] for r in h.records] == ["kernel", "kernel#2", "mine"]
+
+
+@pytest.mark.parametrize("keywords,fragment", [
+    ({"bound": "gpu"}, "bound='gpu': must be one of 'compute', 'memory', got 'gpu'"),
+    ({"min": 2}, "min=2: must be in (0, 1]"),
+    ({"model": "sum"}, "model='sum': must be one of 'program', 'ops', got 'sum'"),
+])
+def test_bad_call_keywords_fail_cleanly_before_measuring(keywords: dict[str, Any], fragment: str) -> None:
+    h = Harness()
+    with pytest.raises(Failed) as info:
+        h.fixture(kernel, 1, **keywords)
+    assert str(info.value) == f"roofline: roofline(...) in {NODE}: {fragment}" and not h.measure.calls
+
+
+def test_a_kernel_that_cannot_be_measured_fails_naming_test_and_kernel() -> None:
+    from pytest_roofline.errors import MeasureError
+
+    def broken(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        raise MeasureError("kernel: compilation failed: boom")
+
+    h = Harness()
+    h.session = RooflineSession(Settings(), measure=broken)
+    h.fixture = RooflineFixture(h.session, NODE, None, h._fail, h.warnings.append, lambda k, v: None)
+    with pytest.raises(Failed) as info:
+        h.fixture(kernel, 1)
+    assert str(info.value) == f"roofline: kernel 'kernel' of {NODE} cannot be measured: kernel: compilation failed: boom"
+    assert info.value.__context__ is None  # raised outside the except block: no chained traceback
+
+
+def test_trace_all_saves_every_kernel() -> None:
+    h = Harness(0.9, settings=Settings(trace_all=True))
+    h.fixture(kernel, 1)
+    assert h.saved == ["kernel"] and h.records[0]["trace_dir"] == "/traces/kernel"
+
+
+# --- the session ---
+def test_calibrate_setting_recalibrates_only_the_first_measurement() -> None:
+    fake = FakeMeasure(0.5, 0.5, 0.5)
+    session = RooflineSession(Settings(calibrate=True), measure=fake)
+    for _ in range(2):
+        session.measure(kernel, (1,), {})
+    assert [c["recalibrate"] for c in fake.calls] == [True, False]
+
+
+def test_impossible_against_a_calibration_recalibrates_once_keeping_the_best() -> None:
+    fake = FakeMeasure(2.0, 0.9, 2.0, 2.0)
+    session = RooflineSession(Settings(), measure=fake)
+    result = session.measure(kernel, (1,), {})
+    assert [c["recalibrate"] for c in fake.calls] == [False, "best"]
+    assert not result.impossible and "first measured at 200.0% of a stale calibration" in result.notes[-1]
+    assert session.measure(kernel, (1,), {}).impossible  # once per process
+    assert len(fake.calls) == 3
+
+
+def test_session_passes_its_hardware_settings() -> None:
+    fake = FakeMeasure(0.5)
+    RooflineSession(Settings(hardware="H100 SXM", config="r.yaml", ceilings="datasheet"), measure=fake).measure(
+        kernel, (1,), {"name": "k"})
+    call = fake.calls[0]
+    assert (call["hardware"], call["hardware_file"], call["ceilings"], call["name"]) == ("H100 SXM", "r.yaml",
+                                                                                      "datasheet", "k")
+
+
+def test_default_trace_root_is_one_fixed_directory() -> None:
+    assert default_trace_root() == default_trace_root() and default_trace_root().endswith("traces")
+
+
+def test_fake_result_is_consistent() -> None:
+    r = fake_result(0.5, bound="compute")
+    assert r.utilization == pytest.approx(0.5) and r.bound == "compute" and r.to_dict()["utilization"] == r.utilization

@@ -1,0 +1,44 @@
+"""The one walk over executed ops, on real compiled HLO: loops multiplied, a conditional's costliest branch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pytest_roofline.analysis.costs import computation_cost, instruction_cost
+from pytest_roofline.analysis.hlo import HloModule, parse_hlo
+from pytest_roofline.analysis.ops import op_rows
+from pytest_roofline.analysis.walk import executed, executed_op_count
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+
+def _module(fn: Callable[..., Any], *args: Any) -> HloModule:
+    return parse_hlo(jax.jit(fn).lower(*args).compile().as_text())
+
+
+def test_a_conditional_runs_its_costliest_branch() -> None:
+    x = jnp.ones((128, 128), jnp.float32)
+    module = _module(lambda p, v: jax.lax.cond(p, lambda a: (a @ a) @ a, lambda a: a + 1.0, v), True, x)
+    (cond,) = [i for c in module.computations.values() for i in c.instructions if i.opcode == "conditional"]
+    branch_costs = {name: computation_cost(module, name, True) for name in cond.called}
+    costly = max(branch_costs, key=lambda n: branch_costs[n].flops + branch_costs[n].bytes)
+    walked = {e.computation.name for e in executed(module)}
+    assert costly in walked and not (set(cond.called) - {costly}) & walked
+    # The program's counts, the op rows and the op count agree on that branch.
+    entry = module.entry
+    assert instruction_cost(module, entry, cond).flops == branch_costs[costly].flops >= 2 * 2 * 128**3
+    rows = op_rows(module, lambda cls: 1e12, 1e12, 1e11)
+    assert sum(r.executions for r in rows) == executed_op_count(module)
+    assert sum(r.flops for r in rows) == pytest.approx(computation_cost(module, module.entry_name, True).flops)
+
+
+def test_loop_bodies_run_trip_count_times() -> None:
+    x = jnp.ones((16, 16), jnp.float32)
+    module = _module(lambda v: jax.lax.fori_loop(0, 9, lambda i, y: jnp.tanh(y) * 2.0, v), x)
+    in_body = [e for e in executed(module) if not e.computation.is_entry]
+    assert in_body and all(e.times == 9 for e in in_body)
+    assert executed_op_count(module) == sum(e.times for e in executed(module))
