@@ -219,3 +219,22 @@ def test_default_trace_root_is_one_fixed_directory() -> None:
 def test_fake_result_is_consistent() -> None:
     r = fake_result(0.5, bound="compute")
     assert r.utilization == pytest.approx(0.5) and r.bound == "compute" and r.to_dict()["utilization"] == r.utilization
+
+
+# The JSON keys users read (schema_version 1): the Result's parts must flatten to exactly these.
+RESULT_KEYS = {
+    "name", "hardware", "ceilings", "ceilings_used", "device_kind", "module_name", "flops", "transcendentals",
+    "bytes_accessed", "flops_source", "bytes_source", "matrix_flops", "counts_lower_bound", "loops", "intensity",
+    "critical_intensity", "bound", "compute_time_s", "memory_time_s", "comms_time_s", "collective_bytes",
+    "roofline_time_s", "device_time_s", "per_run_s", "min_s", "spread", "runs", "timer", "timer_fallback_reason",
+    "trace_method", "wall_min_s", "wall_per_run_s", "compile_time_s", "utilization", "impossible", "suspect", "notes",
+    "versions", "ops_roofline_time_s", "ops_utilization", "ops_check", "hints", "ops",
+}
+
+
+def test_result_json_keeps_the_schema_1_keys() -> None:
+    data = fake_result(0.5).to_dict()
+    assert set(data) == RESULT_KEYS
+    assert data["device_time_s"] == 1e-3 and data["runs"] == 5 and data["bound"] == "memory"
+    impossible = fake_result(1.5, bound="compute").to_dict()
+    assert impossible["impossible"] and impossible["suspect"].startswith("the compute peak is too low")
