@@ -170,6 +170,14 @@ _OPCODE = re.compile(r"([a-z][a-z0-9\-_]*)\(")
 _ARRAY_SHAPE = re.compile(r"^([a-z][a-z0-9]*)\[([^\]]*)\](\{[^}]*\})?")
 
 
+def _after_quote(text: str, start: int) -> int:
+    """Index just past the quoted string that opens at ``text[start]`` (backslash escapes skipped)."""
+    i = start + 1
+    while i < len(text) and text[i] != '"':
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
 def _match_close(text: str, start: int) -> int:
     """Index of the bracket closing the one at ``text[start]``, skipping quoted strings."""
     pairs = {"(": ")", "{": "}", "[": "]"}
@@ -178,9 +186,7 @@ def _match_close(text: str, start: int) -> int:
     while i < len(text):
         ch = text[i]
         if ch == '"':
-            i += 1
-            while i < len(text) and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
+            i = _after_quote(text, i) - 1
         elif ch in pairs:
             stack.append(pairs[ch])
         elif ch in ")}]":
@@ -202,11 +208,9 @@ def _split_top(text: str, sep: str = ",") -> list[str]:
     while i < len(text):
         ch = text[i]
         if ch == '"':
-            j = i + 1
-            while j < len(text) and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            current.append(text[i:j + 1])
-            i = j + 1
+            j = _after_quote(text, i)
+            current.append(text[i:j])
+            i = j
             continue
         if ch in "({[":
             depth += 1
@@ -264,11 +268,9 @@ def strip_comments(line: str) -> str:
     while i < len(line):
         ch = line[i]
         if ch == '"':
-            j = i + 1
-            while j < len(line) and line[j] != '"':
-                j += 2 if line[j] == "\\" else 1
-            out.append(line[i:j + 1])
-            i = j + 1
+            j = _after_quote(line, i)
+            out.append(line[i:j])
+            i = j
         elif line.startswith("/*", i):
             end = line.find("*/", i + 2)
             i = len(line) if end < 0 else end + 2

@@ -72,23 +72,19 @@ class RooflineFixture:
     def _call_settings(self, min_: Any, bound: Any, model: Any) -> tuple[Threshold | None, ExpectedBound | None, Model]:
         """The threshold, expected bound and model of one call: its keywords > the marker > the settings."""
         where = f"roofline(...) in {self._nodeid}"
-        marker = self._marker
         try:
-            here = None
-            if min_ is not None:
-                here = Threshold(parse_threshold(min_, f"{where}: min={min_!r}"), f"min= in the roofline() call of {self._nodeid}")
-            expected = parse_bound(bound, f"{where}: bound={bound!r}") if bound is not None else None
-            chosen = parse_model(model, f"{where}: model={model!r}") if model is not None else None
+            here = None if min_ is None else Threshold(parse_threshold(min_, f"{where}: min={min_!r}"),
+                                                       f"min= in the roofline() call of {self._nodeid}")
+            expected = None if bound is None else parse_bound(bound, f"{where}: bound={bound!r}")
+            chosen = None if model is None else parse_model(model, f"{where}: model={model!r}")
         except ConfigError as exc:
             problem = f"roofline: {exc}"
         else:
-            problem = ""
-        if problem:
-            self._fail(problem)
-        threshold = self._session.settings.threshold_for(self._nodeid, here or (marker.min if marker else None))
-        expected = expected or (marker.bound if marker else None)
-        chosen = chosen or (marker.model if marker and marker.model else None) or self._session.settings.model
-        return threshold, expected, chosen
+            marker = self._marker
+            threshold = self._session.settings.threshold_for(self._nodeid, here or (marker.min if marker else None))
+            return (threshold, expected or (marker.bound if marker else None),
+                    chosen or (marker.model if marker else None) or self._session.settings.model)
+        self._fail(problem)  # outside the except block: the failure shows no chained traceback
 
     def _measure(self, label: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
         merged = {**(self._marker.measure_kwargs if self._marker else {}), **kwargs, "name": label}
