@@ -30,9 +30,13 @@ def tiny_sine(v):
 """
 
 
-def run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
+def run(pytester: pytest.Pytester, body: str, *args: str, trace_dir: bool = True) -> pytest.RunResult:
+    """Run ``body`` in a subprocess; traces of failing kernels stay inside the test's directory unless the
+    test sets its own place (``trace_dir=False``)."""
     pytester.makepyfile(test_kernels=KERNELS + body)
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    own = [] if not trace_dir or any(a.startswith("--roofline-trace-dir") for a in args) else [
+        f"--roofline-trace-dir={pytester.path / 'traces'}"]
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *own, *args)
 
 
 def report(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
@@ -367,7 +371,7 @@ def test_trace_all_and_ini_trace_dir(pytester: pytest.Pytester) -> None:
 @pytest.mark.roofline({FAST})
 def test_mm(roofline):
     roofline(matmul, A, A)
-""")
+""", trace_dir=False)
     assert result.ret == 0
     assert (pytester.path / "saved" / "test_kernels.py_test_mm__matmul" / "perfetto_trace.json.gz").is_file()
 
