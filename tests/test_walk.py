@@ -6,9 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from helpers import compile_counts
 
 from pytest_roofline.analysis.costs import computation_cost, instruction_cost
-from pytest_roofline.analysis.hlo import HloModule, parse_hlo
+from pytest_roofline.analysis.hlo import HloModule
 from pytest_roofline.analysis.ops import op_rows
 from pytest_roofline.analysis.walk import executed, executed_op_count
 
@@ -17,7 +18,7 @@ jnp = jax.numpy
 
 
 def _module(fn: Callable[..., Any], *args: Any) -> HloModule:
-    return parse_hlo(jax.jit(fn).lower(*args).compile().as_text())
+    return compile_counts(fn, *args)[1]
 
 
 def test_a_conditional_runs_its_costliest_branch() -> None:

@@ -44,7 +44,9 @@ class ProfilerSession:
             except Exception:  # noqa: BLE001 - already failing; the first error is the one to report
                 pass
 
-
+    def export(self, xspace: bytes, directory: str) -> None:
+        """Convert a serialized trace (any session's) into TensorBoard/XProf files under ``directory``."""
+        self._session.export(xspace, directory)
 
 
 def export_xspace(xspace: bytes, directory: str) -> None:
@@ -55,6 +57,6 @@ def export_xspace(xspace: bytes, directory: str) -> None:
     """
     session = ProfilerSession()
     try:
-        session._session.export(xspace, directory)
+        session.export(xspace, directory)
     finally:
         session.discard()
