@@ -35,7 +35,7 @@ TIMERS: tuple[Timer, ...] = get_args(Timer)
 
 TimerUsed = Literal["profiler", "wallclock"]
 
-Bound = Literal["compute", "memory", "interconnect"]
+Bound = Literal["compute", "memory", "interconnect", "transcendental"]
 """Which roofline term is the largest."""
 BOUNDS: tuple[Bound, ...] = get_args(Bound)
 

@@ -1,7 +1,9 @@
 """Roofline maths: compute, memory and interconnect times, the bound, and utilization. Pure.
 
 T_compute = sum over compute classes of FLOPs / peak of that class (matrix work meets the matrix peak of
-its dtype, the rest meets the vector peak); T_memory = bytes / memory bandwidth; roofline time = max.
+its dtype, the rest meets the vector peak); T_memory = bytes / memory bandwidth; T_transcendental =
+transcendentals (exp, log, tanh, rsqrt ...) / the device's transcendental rate, where one is known;
+roofline time = max.
 Utilization = roofline time / measured time; above :data:`IMPOSSIBLE_ABOVE` it is physically impossible
 (:mod:`~.verdict` then names the suspect instead of passing).
 """
@@ -38,15 +40,18 @@ class RooflineEstimate:
     effective_peak_flops: float
     bandwidth: float
     comms_time_s: float = 0.0  # collective bytes / interconnect bandwidth
+    transcendental_time_s: float = 0.0  # transcendentals / transcendental rate (0 when no rate is known)
 
     @property
     def roofline_time_s(self) -> float:
-        return max(self.compute_time_s, self.memory_time_s, self.comms_time_s)
+        return max(self.compute_time_s, self.memory_time_s, self.comms_time_s, self.transcendental_time_s)
 
     @property
     def bound(self) -> Bound:
-        if self.comms_time_s > max(self.compute_time_s, self.memory_time_s):
+        if self.comms_time_s > max(self.compute_time_s, self.memory_time_s, self.transcendental_time_s):
             return "interconnect"
+        if self.transcendental_time_s > max(self.compute_time_s, self.memory_time_s):
+            return "transcendental"
         return "compute" if self.compute_time_s >= self.memory_time_s else "memory"
 
     @property
@@ -56,7 +61,8 @@ class RooflineEstimate:
     def to_dict(self) -> dict[str, Any]:
         return {"bound": self.bound, "critical_intensity": self.critical_intensity,
                 "compute_time_s": self.compute_time_s, "memory_time_s": self.memory_time_s,
-                "comms_time_s": self.comms_time_s, "roofline_time_s": self.roofline_time_s}
+                "comms_time_s": self.comms_time_s, "transcendental_time_s": self.transcendental_time_s,
+                "roofline_time_s": self.roofline_time_s}
 
 
 def estimate(
@@ -65,11 +71,13 @@ def estimate(
     bandwidth: float,
     collective_bytes: float = 0.0,
     interconnect: float | None = None,
+    transcendentals: float = 0.0,
+    transcendental_rate: float | None = None,
 ) -> RooflineEstimate:
-    """Roofline of a program: max(compute, memory, interconnect) time.
+    """Roofline of a program: max(compute, memory, interconnect, transcendental) time.
 
     ``flops_by_peak`` maps a label (e.g. ``"bf16"``, ``"vector"``) to ``(flops, peak FLOP/s)``. Collective
-    bytes without an interconnect bandwidth (a CPU) add no time.
+    bytes without an interconnect bandwidth (a CPU) add no time; neither do transcendentals without a rate.
     """
     if bandwidth <= 0:
         raise ValueError(f"memory bandwidth must be positive, got {bandwidth}")
@@ -89,7 +97,8 @@ def estimate(
         best_peak = max(best_peak, peak)
     effective = total_flops / compute if compute > 0 else best_peak
     comms = collective_bytes / interconnect if (collective_bytes and interconnect) else 0.0
-    return RooflineEstimate(compute, bytes_accessed / bandwidth, effective, bandwidth, comms)
+    trans = transcendentals / transcendental_rate if (transcendentals and transcendental_rate) else 0.0
+    return RooflineEstimate(compute, bytes_accessed / bandwidth, effective, bandwidth, comms, trans)
 
 
 def utilization(roofline_time_s: float, measured_time_s: float) -> float:

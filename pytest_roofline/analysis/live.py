@@ -1,0 +1,154 @@
+"""Live ceilings and the uncertainty of a utilization. Pure.
+
+A kernel's timed runs alternate with a short reference kernel that meets the same ceiling (reference, kernel,
+reference, ...). The reference's rate next to each kernel run, divided by its rate at calibration, is the
+*drift* of the machine at that moment; the ceiling the kernel meets is scaled by it, so a neighbour that slows
+the machine down slows the ceiling too. Utilization is taken per pair and summarised by the median, with a
+distribution-free confidence interval for that median (order statistics: no assumption on the shape of the
+noise, deterministic). A sequential rule keeps sampling while the interval straddles the threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import median
+from typing import Any, Literal
+
+from .roofline import RooflineEstimate
+
+__all__ = [
+    "CONFIDENCE",
+    "Resource",
+    "median_interval",
+    "bracketing_times",
+    "drifts",
+    "scaled_roofline_time",
+    "pair_utilizations",
+    "Live",
+    "Uncertainty",
+    "uncertainty",
+    "settled",
+]
+
+CONFIDENCE = 0.95
+Resource = Literal["compute", "memory", "transcendental"]
+
+
+def _binomial_cdf(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2)."""
+    if k < 0:
+        return 0.0
+    return sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2.0**n
+
+
+def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """A confidence interval for the median of ``values``: ``[x_(k), x_(n+1-k)]`` of the sorted values with the
+    largest ``k`` such that ``P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2``.
+
+    It holds for any continuous distribution of independent samples. With too few samples for the
+    confidence asked (fewer than 6 at 95%) it is the full range, which covers less than asked.
+    """
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    n = len(ordered)
+    alpha = (1.0 - confidence) / 2.0
+    k = 0
+    while k + 1 <= n // 2 and _binomial_cdf(k, n) <= alpha:  # P(X < k+1) = P(X <= k)
+        k += 1
+    k = max(k, 1)
+    return ordered[k - 1], ordered[n - k]
+
+
+def bracketing_times(reference_s: Sequence[float], runs: int) -> list[float]:
+    """The reference's time around each kernel run: runs go reference, kernel, reference, ..., reference
+    (``runs + 1`` references), and kernel run ``i`` sits between references ``i`` and ``i + 1``: their mean."""
+    if len(reference_s) != runs + 1:
+        raise ValueError(f"expected {runs + 1} reference runs around {runs} kernel runs, got {len(reference_s)}")
+    return [(reference_s[i] + reference_s[i + 1]) / 2.0 for i in range(runs)]
+
+
+def drifts(reference_s: Sequence[float], reference_work: float, calibrated_rate: float) -> list[float]:
+    """Reference rate at each moment / its rate at calibration (1.0: the machine is as fast as then)."""
+    if calibrated_rate <= 0 or reference_work <= 0:
+        raise ValueError("the reference's work and calibrated rate must be positive")
+    return [reference_work / t / calibrated_rate for t in reference_s]
+
+
+def scaled_roofline_time(roof: RooflineEstimate, resource: Resource, drift: float) -> float:
+    """The roofline time when the ceiling of ``resource`` runs at ``drift`` times its calibrated level (the other
+    terms keep their ceilings: only the resource the reference shares is measured live)."""
+    compute, memory, transcendental = roof.compute_time_s, roof.memory_time_s, roof.transcendental_time_s
+    if resource == "compute":
+        compute /= drift
+    elif resource == "memory":
+        memory /= drift
+    else:
+        transcendental /= drift
+    return max(compute, memory, transcendental, roof.comms_time_s)
+
+
+def pair_utilizations(roof: RooflineEstimate, kernel_s: Sequence[float], resource: Resource | None,
+                      drift_per_run: Sequence[float] | None) -> list[float]:
+    """Utilization of each kernel run: against the live ceiling of its pair, or (no reference) the calibration."""
+    if resource is None or drift_per_run is None:
+        return [roof.roofline_time_s / t for t in kernel_s]
+    return [scaled_roofline_time(roof, resource, d) / t for t, d in zip(kernel_s, drift_per_run, strict=True)]
+
+
+@dataclass(frozen=True)
+class Live:
+    """What the reference kernel beside the kernel showed: which one, the drift per pair, and its median."""
+
+    reference: str  # e.g. "f32 matmul 768x768x768"
+    resource: Resource
+    reference_s: tuple[float, ...]  # every reference run, one more than kernel runs
+    calibrated_rate: float
+    drift_per_run: tuple[float, ...]
+
+    @property
+    def drift(self) -> float:
+        return median(self.drift_per_run)
+
+    def describe(self) -> str:
+        return f"the machine ran at {self.drift:.0%} of its calibrated speed during this measurement ({self.reference})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reference": self.reference, "resource": self.resource, "drift": self.drift,
+                "drift_per_run": list(self.drift_per_run), "reference_s": list(self.reference_s),
+                "calibrated_rate": self.calibrated_rate}
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """The median utilization over runs (or pairs) and the confidence interval of that median."""
+
+    utilization: float
+    low: float
+    high: float
+    samples: int
+
+    def contains(self, threshold: float) -> bool:
+        return self.low <= threshold <= self.high
+
+    def describe(self) -> str:
+        return f"{CONFIDENCE:.0%} interval {self.low:.1%}-{self.high:.1%} over {self.samples} runs"
+
+
+def uncertainty(per_run: Sequence[float]) -> Uncertainty:
+    low, high = median_interval(per_run)
+    return Uncertainty(median(per_run), low, high, len(per_run))
+
+
+def settled(per_run: Sequence[float], threshold: float | None, target_width: float) -> bool:
+    """Whether sampling may stop: the median's interval lies wholly on one side of ``threshold``, or (no
+    threshold, or not yet) its half-width is within ``target_width`` of the median."""
+    if len(per_run) < 2:
+        return False
+    low, high = median_interval(per_run)
+    if threshold is not None and (high < threshold or low > threshold):
+        return True
+    mid = median(per_run)
+    return mid > 0 and (high - low) / 2.0 <= target_width * mid

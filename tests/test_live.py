@@ -1,0 +1,127 @@
+"""The statistics of live ceilings and of the verdict's uncertainty, on synthetic series (no JAX, no timing)."""
+
+from __future__ import annotations
+
+import math
+import random
+from statistics import median
+
+import pytest
+
+from pytest_roofline.analysis.live import (
+    bracketing_times,
+    drifts,
+    median_interval,
+    pair_utilizations,
+    scaled_roofline_time,
+    settled,
+    uncertainty,
+)
+from pytest_roofline.analysis.roofline import estimate
+
+
+def _coverage(n: int, k: int) -> float:
+    """P(x_(k) <= median <= x_(n+1-k)) for continuous i.i.d. samples: 1 - 2 P(Bin(n, 1/2) < k)."""
+    return 1.0 - 2.0 * sum(math.comb(n, i) for i in range(k)) / 2.0**n
+
+
+@pytest.mark.parametrize("n", [6, 9, 10, 20, 50, 101])
+def test_median_interval_is_the_order_statistics_with_95_percent_coverage(n: int) -> None:
+    values = [float(i) for i in range(1, n + 1)]  # x_(i) = i
+    low, high = median_interval(values)
+    k = int(low)
+    assert high == n + 1 - k  # symmetric order statistics
+    assert _coverage(n, k) >= 0.95  # covers at least what it says
+    assert _coverage(n, k + 1) < 0.95 or k + 1 > n // 2  # and is the narrowest that does
+
+
+def test_median_interval_with_too_few_samples_is_the_full_range() -> None:
+    assert median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)
+    assert median_interval([2.0]) == (2.0, 2.0)
+    with pytest.raises(ValueError):
+        median_interval([])
+
+
+def test_interval_covers_the_true_median_about_95_percent_of_the_time() -> None:
+    rng = random.Random(1)
+    hits = 0
+    trials = 2000
+    for _ in range(trials):
+        sample = [rng.lognormvariate(0.0, 0.3) for _ in range(25)]  # skewed noise, true median 1.0
+        low, high = median_interval(sample)
+        hits += low <= 1.0 <= high
+    assert 0.93 <= hits / trials <= 0.995
+
+
+def test_outliers_move_neither_the_median_nor_its_interval_much() -> None:
+    rng = random.Random(2)
+    clean = [0.8 + rng.uniform(-0.01, 0.01) for _ in range(40)]
+    dirty = clean[:34] + [0.1, 0.05, 0.2, 5.0, 0.3, 0.02]  # six runs hit by a neighbour (or a fluke)
+    a, b = uncertainty(clean), uncertainty(dirty)
+    assert abs(a.utilization - b.utilization) < 0.02
+    assert b.low > 0.75 and b.high < 0.85
+
+
+def test_bracketing_times_average_the_reference_before_and_after() -> None:
+    assert bracketing_times([1.0, 3.0, 5.0], 2) == [2.0, 4.0]
+    with pytest.raises(ValueError, match="3 reference runs"):
+        bracketing_times([1.0, 2.0], 2)
+
+
+def test_drift_is_reference_rate_now_over_rate_at_calibration() -> None:
+    # 1 GFLOP reference: 10 ms is 100 GFLOP/s, calibrated at 100 -> drift 1; 20 ms -> 0.5.
+    assert drifts([0.01, 0.02], 1e9, 1e11) == pytest.approx([1.0, 0.5])
+
+
+def test_a_slow_drift_of_the_machine_cancels_out_of_the_pair_utilization() -> None:
+    # The machine slows from full speed to 40% over the measurement; the kernel (at 80% of the ceiling) and the
+    # reference slow together. Against the calibration alone the utilization falls; per pair it stays 0.8.
+    roof = estimate({"f32": (1e9, 1e11)}, 1e6, 1e10)  # compute-bound, roofline 10 ms
+    speed = [1.0 - 0.6 * i / 29 for i in range(30)]
+    kernel = [0.0125 / s for s in speed]
+    reference = [0.001 / s for s in [1.0] + speed]  # one more reference than kernel runs
+    ref_per_run = bracketing_times(reference, 30)
+    drift = drifts(ref_per_run, 1e8, 1e11)  # reference: 0.1 GFLOP at the calibrated 100 GFLOP/s
+    live = pair_utilizations(roof, kernel, "compute", drift)
+    calibrated = pair_utilizations(roof, kernel, None, None)
+    assert median(live) == pytest.approx(0.8, rel=0.03)
+    assert median(calibrated) < 0.6
+    u = uncertainty(live)  # the bracketing mean lags a moving speed by a little: within 2%
+    assert 0.78 <= u.low <= u.high <= 0.82
+
+
+def test_a_step_in_the_machine_speed_is_tracked_pair_by_pair() -> None:
+    roof = estimate({"f32": (1e6, 1e11)}, 1e9, 1e10)  # memory-bound, roofline 0.1 s
+    speed = [1.0] * 15 + [0.5] * 15  # a memory-copy neighbour starts halfway
+    kernel = [0.1 / 0.9 / s for s in speed]
+    drift = list(speed)
+    live = pair_utilizations(roof, kernel, "memory", drift)
+    assert max(live) == pytest.approx(0.9) and min(live) == pytest.approx(0.9)
+
+
+def test_only_the_referenced_resource_is_scaled() -> None:
+    roof = estimate({"f32": (1e9, 1e11)}, 8e7, 1e10)  # compute 10 ms, memory 8 ms
+    assert scaled_roofline_time(roof, "compute", 0.5) == pytest.approx(0.02)
+    # A faster memory (drift 2) shrinks the memory term; compute still bounds.
+    assert scaled_roofline_time(roof, "memory", 2.0) == pytest.approx(0.01)
+    assert scaled_roofline_time(roof, "memory", 0.5) == pytest.approx(0.016)
+
+
+def test_sequential_rule_stops_once_the_interval_leaves_the_threshold() -> None:
+    rng = random.Random(3)
+    series = [0.6 + rng.gauss(0, 0.05) for _ in range(200)]
+    # Far from the threshold: a handful of samples decide.
+    assert settled(series[:8], 0.3, target_width=0.0)
+    # Threshold at the median: the interval straddles it however many samples there are.
+    assert not settled(series, median(series), target_width=0.0)
+    # Without a threshold, sampling stops when the interval is narrow enough.
+    assert not settled(series[:6], None, target_width=0.01)
+    assert settled(series, None, target_width=0.02)
+
+
+def test_threshold_inside_the_interval_is_marginal() -> None:
+    values = [0.48, 0.49, 0.5, 0.51, 0.52, 0.47, 0.53, 0.5]
+    u = uncertainty(values)
+    assert u.contains(0.5)
+    assert not u.contains(0.3)
+    assert "interval" in u.describe() and "8 runs" in u.describe()
