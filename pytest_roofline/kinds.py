@@ -47,11 +47,11 @@ Model = Literal["program", "ops"]
 """Which roofline a threshold is checked against: one max() over the program, or the sum over its ops."""
 MODELS: tuple[Model, ...] = get_args(Model)
 
-CeilingsMode = Literal["auto", "datasheet", "calibrated"]
-"""Which ceilings to ask for."""
+CeilingsMode = Literal["auto", "datasheet", "calibrated", "live"]
+"""Which ceilings to ask for: "auto" is live on a CPU and the datasheet on accelerators."""
 CEILINGS_MODES: tuple[CeilingsMode, ...] = get_args(CeilingsMode)
 
-CeilingsUsed = Literal["datasheet", "calibrated", "given"]
+CeilingsUsed = Literal["datasheet", "calibrated", "live", "given"]
 """Which ceilings a result was measured against."""
 
 Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible"]

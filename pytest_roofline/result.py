@@ -15,6 +15,7 @@ from typing import Any
 from .analysis.ceilings import CeilingUse
 from .analysis.check import OpsCheck
 from .analysis.counts import Work
+from .analysis.live import Live, Uncertainty, pair_utilizations, uncertainty
 from .analysis.ops import OpRow, OpsModel
 from .analysis.roofline import IMPOSSIBLE_ABOVE, RooflineEstimate
 from .analysis.runs import Timing
@@ -55,6 +56,8 @@ class Result:
     hints: tuple[str, ...] = ()
     hlo_text: str = field(default="", repr=False, compare=False)
     xspace: bytes = field(default=b"", repr=False, compare=False)  # the serialized profiler trace
+    live: Live | None = None  # the reference kernel run beside this one (ceilings="live")
+    threshold: float | None = None  # the threshold sampling went on for (while its interval straddled it)
 
     # The work
     @property
@@ -117,6 +120,10 @@ class Result:
     @property
     def comms_time_s(self) -> float:
         return self.roofline.comms_time_s
+
+    @property
+    def transcendental_time_s(self) -> float:
+        return self.roofline.transcendental_time_s
 
     @property
     def roofline_time_s(self) -> float:
@@ -189,9 +196,43 @@ class Result:
 
     # Derived figures
     @property
+    def per_run_utilization(self) -> tuple[float, ...]:
+        """Program-level utilization of each run: against the live ceiling of its pair, else the calibration."""
+        live = self.live
+        return tuple(pair_utilizations(self.roofline, self.per_run_s, live.resource if live else None,
+                                       live.drift_per_run if live else None))
+
+    @property
     def utilization(self) -> float:
-        """Program-level roofline time / measured time."""
+        """Program-level roofline time / measured time: the median over pairs with live ceilings."""
+        if self.live is not None:
+            return self.uncertainty.utilization
+        return self.utilization_calibrated
+
+    @property
+    def utilization_calibrated(self) -> float:
+        """Against the calibrated (or datasheet) ceilings alone: roofline time / median measured time."""
         return self.roofline_time_s / self.device_time_s
+
+    @property
+    def drift(self) -> float | None:
+        """Reference rate during the runs / at calibration (median over pairs); None without live ceilings."""
+        return self.live.drift if self.live is not None else None
+
+    @property
+    def uncertainty(self) -> Uncertainty:
+        return uncertainty(self.per_run_utilization)
+
+    @property
+    def utilization_interval(self) -> tuple[float, float]:
+        """95% confidence interval of the median utilization (order statistics over runs or pairs)."""
+        u = self.uncertainty
+        return (u.low, u.high)
+
+    @property
+    def marginal(self) -> bool:
+        """The threshold lies inside the interval: the verdict is within the noise."""
+        return self.threshold is not None and self.uncertainty.contains(self.threshold)
 
     @property
     def ops_utilization(self) -> float:
@@ -205,7 +246,8 @@ class Result:
     @property
     def figures(self) -> Figures:
         """What the pass/fail rule reads (:func:`pytest_roofline.analysis.verdict.decide`)."""
-        return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity)
+        return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity,
+                       self.utilization_interval)
 
     @property
     def impossible(self) -> bool:
@@ -229,6 +271,12 @@ class Result:
             **self.roofline.to_dict(),
             **self.timing.to_dict(),
             "utilization": self.utilization,
+            "utilization_calibrated": self.utilization_calibrated,
+            "utilization_interval": list(self.utilization_interval),
+            "drift": self.drift,
+            "live": self.live.to_dict() if self.live else None,
+            "threshold": self.threshold,
+            "marginal": self.marginal,
             "impossible": self.impossible,
             "suspect": self.suspect,
             "notes": list(self.notes),
@@ -247,8 +295,13 @@ class Result:
             f"{format_quantity(self.bytes_accessed, 'B')}, intensity {self.intensity:.3g} "
             f"(critical {self.critical_intensity:.3g}) FLOP/B; roofline {format_seconds(self.roofline_time_s)}, "
             f"measured {format_seconds(self.device_time_s)} +/-{self.spread:.1%} over {self.runs} runs ({timer}); "
-            f"utilization {self.utilization:.1%}"
+            f"utilization {self.utilization:.1%} ({self.uncertainty.describe()})"
         )
+        if self.live is not None:
+            text += (f"; live ceilings: {self.live.describe()}; against the calibration alone "
+                     f"{self.utilization_calibrated:.1%}")
+        if self.marginal and self.threshold is not None:
+            text += f" MARGINAL: the threshold {format_fraction(self.threshold)} is inside the interval"
         if self.counts_lower_bound:
             text += " [counts are a lower bound: a while loop with unknown trip count was counted once]"
         if self.impossible:

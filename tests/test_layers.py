@@ -1,7 +1,7 @@
 """The package's layers and their import rules, read from the source (every import statement, also those
 inside functions), so that the layout cannot erode.
 
-    base        kinds, errors, files, units        imports nothing of the package but base
+    base        kinds, errors, files, units, quantiles  imports nothing of the package but base
     hardware/   table, peaks, CPU, calibration     base
     analysis/   pure analysis                      base, hardware
     result      the Result                         base, hardware, analysis
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_roofline"
-BASE = {"kinds", "errors", "files", "units"}
+BASE = {"kinds", "errors", "files", "units", "quantiles"}
 ALLOWED = {
     "base": {"base"},
     "hardware": {"base", "hardware"},

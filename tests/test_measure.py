@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 from functools import partial
@@ -34,21 +35,39 @@ def test_matmul_result_fields() -> None:
     assert r.flops == 2 * 512**3 and r.flops_source == "compiler"
     assert r.bytes_accessed == 3 * 4 * 512 * 512 and r.bytes_source == "compiler"
     assert r.intensity == pytest.approx(r.flops / r.bytes_accessed)
-    assert r.hardware.platform == "cpu" and r.ceilings == "calibrated"
+    assert r.hardware.platform == "cpu" and r.ceilings == "live"  # auto is live on a CPU
     assert r.bound == "compute"  # intensity 85 FLOP/B is far above a CPU's critical intensity
     assert r.timer == "profiler" and r.timer_fallback_reason == ""
     assert 3 <= r.runs <= 5 and len(r.per_run_s) == r.runs
     assert r.min_s <= r.device_time_s <= max(r.per_run_s)
-    assert r.utilization == pytest.approx(r.roofline_time_s / r.device_time_s)
+    assert r.utilization_calibrated == pytest.approx(r.roofline_time_s / r.device_time_s)
+    # Live: an f32 matmul reference ran before and after every run, read from the same trace.
+    assert r.live is not None and r.live.reference.startswith("f32 matmul") and r.live.resource == "compute"
+    assert len(r.live.reference_s) == r.runs + 1 and r.drift is not None and r.drift > 0
+    assert r.utilization == pytest.approx(statistics.median(r.per_run_utilization))
+    low, high = r.utilization_interval
+    assert low <= r.utilization <= high and not r.marginal
     assert r.compile_time_s > 0
     uses = {u.work: u for u in r.ceilings_used}
     assert uses["f32 matrix FLOPs"].key == "f32" and uses["f32 matrix FLOPs"].ceiling.origin == "calibration"
     assert uses["bytes"].ceiling == r.hardware.memory_bandwidth
     data = json.loads(json.dumps(r.to_dict()))
     assert data["utilization"] == r.utilization and data["hardware"]["platform"] == "cpu"
+    assert data["ceilings"] == "live" and data["drift"] == r.drift and data["marginal"] is False
+    assert data["utilization_interval"] == [low, high] and data["utilization_calibrated"] == r.utilization_calibrated
     text = str(r)
-    for fragment in ("mm on CPU", "compute-bound", "utilization", "profiler", "critical"):
+    for fragment in ("mm on CPU", "compute-bound", "utilization", "profiler", "critical", "95% interval",
+                     "of its calibrated speed during this measurement", "against the calibration alone"):
         assert fragment in text
+
+
+def test_calibrated_ceilings_run_no_reference_and_a_threshold_is_carried() -> None:
+    a = jnp.ones((256, 256), jnp.float32)
+    r = pytest_roofline.measure(lambda x: x @ x, a, ceilings="calibrated", threshold=0.01, **FAST)
+    assert r.ceilings == "calibrated" and r.live is None and r.drift is None
+    assert r.utilization == r.utilization_calibrated and r.threshold == 0.01
+    with pytest.raises(ValueError, match="threshold= must be a non-negative number"):
+        pytest_roofline.measure(lambda x: x @ x, a, threshold="high", **FAST)
     with pytest.raises(AttributeError):
         r.flops = 1.0  # type: ignore[misc]
 

@@ -58,7 +58,7 @@ def test_bad_env_threshold(pytester: pytest.Pytester, monkeypatch: pytest.Monkey
 @pytest.mark.parametrize("ini_line,fragment", [
     ("roofline_warn_only = maybe", "roofline_warn_only = maybe in tox.ini: must be true or false"),
     ("roofline_calibrate = 2", "roofline_calibrate = 2 in tox.ini: must be true or false"),
-    ("roofline_ceilings = guessed", "roofline_ceilings = guessed in tox.ini: must be one of 'auto', 'datasheet', 'calibrated', got 'guessed'"),
+    ("roofline_ceilings = guessed", "roofline_ceilings = guessed in tox.ini: must be one of 'auto', 'datasheet', 'calibrated', 'live', got 'guessed'"),
 ])
 def test_bad_ini_values(pytester: pytest.Pytester, ini_line: str, fragment: str) -> None:
     pytester.makefile(".ini", tox=f"[pytest]\n{ini_line}\n")
@@ -179,7 +179,7 @@ from pytest_roofline.plugin.session import RooflineSession
 def pytest_configure(config):
     old = config.stash[SESSION_KEY]
     config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure({utils}),
-                                                hardware=lambda settings, recalibrate: FAKE_CPU,
+                                                hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
                                                 save=lambda result, root, nodeid, label: {{"trace_dir": "t", "perfetto": "p",
                                                                                               "hlo": "h", "xplane": "x"}})
 """
@@ -192,7 +192,8 @@ def test_report_that_fails_at_the_end_keeps_the_summary_and_fails_the_run(pytest
                         "    os.mkdir('report.json')\n")
     result = pytester.runpytest("--roofline-report=report.json")
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR
-    result.stdout.fnmatch_lines(["roofline: fake CPU (cpu): f32 100 GFLOP/s; memory 10 GB/s [calibration]",
+    result.stdout.fnmatch_lines(["roofline: fake CPU (cpu): f32 100 GFLOP/s; memory 10 GB/s [calibration]; "
+                                 "ceilings: calibrated",
                                  "*roofline summary (worst first)*", "test_*.py::test_a ?len?*50.0%*measured",
                                  "roofline report NOT written: --roofline-report=report.json on the "
                                  "command line: Is a directory", "*1 passed*"])
@@ -214,8 +215,8 @@ def test_fail(roofline):
 """)
     result = pytester.runpytest("--roofline-report=r.json", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*roofline: kernel 'len' of test_*.py::test_fail: utilization 40.0% is below its "
-                                 "threshold 80% (measured twice: 50.0%, then 40.0%)"])
+    result.stdout.fnmatch_lines(["*roofline: kernel 'len' of test_*.py::test_fail: utilization 40.0%, 95% interval "
+                                 "40.0%-40.0% is below its threshold 80% (measured twice: 50.0%, then 40.0%)"])
     import json
 
     data = json.loads((pytester.path / "r.json").read_text())

@@ -47,7 +47,7 @@ def test_yaml_config_supplies_min_thresholds_model_and_devices(tmp_path: Path) -
 @pytest.mark.parametrize("cli,fragment", [
     ({"min": "1.5"}, "--roofline-min=1.5 on the command line: must be in (0, 1]"),
     ({"ceilings": "live?"}, "--roofline-ceilings=live? on the command line: must be one of 'auto', 'datasheet', "
-                            "'calibrated', got 'live?'"),
+                            "'calibrated', 'live', got 'live?'"),
     ({"hardware": "NoSuchGPU"}, "--roofline-hardware=NoSuchGPU on the command line: no hardware named 'NoSuchGPU'"),
     ({"config": "/nonexistent/r.yaml"}, "roofline config /nonexistent/r.yaml (--roofline-config=/nonexistent/r.yaml "
                                         "on the command line): cannot read it"),

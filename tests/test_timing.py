@@ -36,7 +36,7 @@ class FakeClock:
 def runs_with(monkeypatch: pytest.MonkeyPatch, durations: list[float], **settings: Any) -> int:
     clock = FakeClock(durations)
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)  # the module measurement.timing uses
-    return len(timing._run_adaptively(lambda: None, clock.run, TimingSettings(**settings)))
+    return len(timing._run_adaptively(lambda: None, clock.run, TimingSettings(**settings))[0])
 
 
 def test_steady_kernel_stops_once_min_runs_and_min_time_are_reached(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,6 +47,34 @@ def test_steady_kernel_stops_once_min_runs_and_min_time_are_reached(monkeypatch:
 
 def test_noisy_kernel_runs_until_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     assert runs_with(monkeypatch, [0.01, 0.02], min_runs=5, budget_s=0.5, target_spread=0.02) == 34
+
+
+def test_reference_runs_alternate_with_the_kernel_and_count_against_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock([0.01])
+    monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
+    beside = timing.Beside("jit_reference", lambda: None, clock.run)
+    walls, refs = timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
+                                         beside=beside)
+    assert len(refs) == len(walls) + 1  # reference, kernel, reference, ..., reference
+    assert len(walls) == 10  # 0.2 s of minimum time: 10 pairs of 10 ms + 10 ms
+
+
+def test_sampling_goes_on_while_the_interval_straddles_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fake kernel alternating 9.5 ms and 10.5 ms runs: its utilization (roofline 10 ms) is 95% or 105%, median
+    # 100%. A threshold of 50% is decided at once; one of 100% sits inside the interval until the budget ends.
+    from pytest_roofline.analysis.live import settled
+
+    def rule(threshold: float) -> timing.Settled:
+        return lambda walls, refs: settled([0.01 / w for w in walls], threshold, 0.02)
+
+    def runs(threshold: float) -> int:
+        clock = FakeClock([0.0095, 0.0105])
+        monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
+        settings = TimingSettings(min_runs=5, min_time_s=0.0, budget_s=0.5, target_spread=0.02)
+        return len(timing._run_adaptively(lambda: None, clock.run, settings, settled=rule(threshold))[0])
+
+    assert runs(0.5) == 5
+    assert runs(1.0) == 50  # 0.5 s budget / 10 ms
 
 
 def test_settings_are_checked() -> None:

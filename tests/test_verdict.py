@@ -8,8 +8,9 @@ from pytest_roofline.analysis.roofline import IMPOSSIBLE_ABOVE
 from pytest_roofline.analysis.verdict import Figures, decide
 
 
-def figures(util: float = 0.5, ops: float | None = None, bound: str = "memory") -> Figures:
-    return Figures(util, util if ops is None else ops, bound, 1.0, 10.0)  # type: ignore[arg-type]
+def figures(util: float = 0.5, ops: float | None = None, bound: str = "memory",
+            interval: tuple[float, float] | None = None) -> Figures:
+    return Figures(util, util if ops is None else ops, bound, 1.0, 10.0, interval)  # type: ignore[arg-type]
 
 
 def test_without_threshold_a_kernel_is_measured_never_failed() -> None:
@@ -42,10 +43,10 @@ def test_second_measurement_that_passes_passes() -> None:
 def test_above_105_percent_is_impossible_whatever_the_threshold(threshold: float | None) -> None:
     d = decide(figures(IMPOSSIBLE_ABOVE + 0.01), threshold)
     assert d.verdict == "impossible" and not d.confirm
-    # With a threshold the test fails; without one the result is only reported.
+    # With a threshold the test fails; without one the result is a warning, not a silent pass.
     assert d.fails == (threshold is not None)
-    if threshold is not None:
-        assert "impossible (above 105%)" in d.reason
+    assert d.warning == (threshold is None)
+    assert "impossible (above 105%)" in d.reason
 
 
 def test_impossible_wins_over_a_wrong_bound() -> None:
@@ -80,3 +81,19 @@ def test_wrong_bound_and_below_threshold_gives_both_reasons() -> None:
 def test_right_bound_passes() -> None:
     assert decide(figures(0.9, bound="compute"), 0.8, expected_bound="compute").verdict == "pass"
     assert decide(figures(0.9, bound="compute"), None, expected_bound="compute").verdict == "measured"
+
+
+def test_the_point_estimate_decides_and_the_message_states_the_interval() -> None:
+    d = decide(figures(0.48, interval=(0.45, 0.52)), 0.5, first_utilization=0.49)
+    assert d.verdict == "fail" and d.fails and d.marginal
+    assert d.reason == ("utilization 48.0%, 95% interval 45.0%-52.0% is below its threshold 50% (measured twice: "
+                        "49.0%, then 48.0%); marginal: the threshold is inside the interval, within the noise")
+    passing = decide(figures(0.51, interval=(0.45, 0.55)), 0.5)
+    assert passing.verdict == "pass" and passing.marginal and not passing.fails
+    clear = decide(figures(0.9, interval=(0.88, 0.92)), 0.5)
+    assert clear.verdict == "pass" and not clear.marginal
+
+
+def test_a_transcendental_bound_kernel_is_compute_bound_for_bound_checks() -> None:
+    assert decide(figures(0.9, bound="transcendental"), 0.5, expected_bound="compute").verdict == "pass"
+    assert decide(figures(0.9, bound="transcendental"), 0.5, expected_bound="memory").verdict == "wrong-bound"

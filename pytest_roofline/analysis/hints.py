@@ -15,8 +15,11 @@ _LAYOUT_OPS = frozenset({"copy", "transpose", "copy-start"})
 
 
 def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: str, donated: bool,
-          output_bytes: float, working_set_bytes: float, has_loops: bool, busy_s: float | None) -> list[str]:
-    """Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show."""
+          output_bytes: float, working_set_bytes: float, has_loops: bool, busy_s: float | None,
+          cache_bytes: int | None = None) -> list[str]:
+    """Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show.
+
+    ``cache_bytes``: the last-level cache as the system reports it (CPU), else 32 MiB is assumed."""
     out: list[str] = []
     measured = [r for r in rows if r.measured_s]
     total = sum(r.measured_s or 0.0 for r in measured) or device_time_s
@@ -34,9 +37,12 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
         loops = sorted({r.computation for r in rows if r.computation != "main"})
         trips = max((r.executions for r in rows), default=1)
         out.append(f"a while loop ({', '.join(loops)[:80]}) runs up to {trips} iterations one after another")
-    if platform == "cpu" and bound == "memory" and 0 < working_set_bytes < 32 * 2**20:
-        out.append(f"the working set ({working_set_bytes / 2**20:.1f} MiB) may fit in the CPU caches: the "
-                   f"kernel then measures the cache, not main memory (use larger inputs to test memory)")
+    cache = cache_bytes or 32 * 2**20
+    if platform == "cpu" and bound == "memory" and 0 < working_set_bytes <= cache:
+        told = "as the system reports it" if cache_bytes else "assumed"
+        out.append(f"the working set ({working_set_bytes / 2**20:.1f} MiB) fits in the last-level cache "
+                   f"({cache / 2**20:.0f} MiB, {told}): part of it may be served from cache, so the DRAM roofline "
+                   f"does not bound it (use inputs several times larger than the cache to test main memory)")
     if platform == "cpu" and not donated and output_bytes >= 16 * 2**20:
         out.append(f"a fresh {output_bytes / 2**20:.0f} MiB output buffer is allocated and page-faulted on every "
                    f"call: donate the input (jax.jit(..., donate_argnums=...)) so the output reuses its memory")

@@ -142,13 +142,14 @@ def uncertainty(per_run: Sequence[float]) -> Uncertainty:
     return Uncertainty(median(per_run), low, high, len(per_run))
 
 
-def settled(per_run: Sequence[float], threshold: float | None, target_width: float) -> bool:
-    """Whether sampling may stop: the median's interval lies wholly on one side of ``threshold``, or (no
-    threshold, or not yet) its half-width is within ``target_width`` of the median."""
+def settled(per_run: Sequence[float], threshold: float | None, target_width: float, steady: bool = False) -> bool:
+    """Whether sampling may stop (a sequential decision). With a threshold: once the median's interval lies
+    wholly on one side of it (while it straddles it, go on: the budget ends it). Without one: once the runs are
+    ``steady`` (the caller's spread rule) or the interval's half-width is within ``target_width`` of the median."""
     if len(per_run) < 2:
         return False
     low, high = median_interval(per_run)
-    if threshold is not None and (high < threshold or low > threshold):
-        return True
+    if threshold is not None:
+        return high < threshold or low > threshold
     mid = median(per_run)
-    return mid > 0 and (high - low) / 2.0 <= target_width * mid
+    return steady or (mid > 0 and (high - low) / 2.0 <= target_width * mid)

@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
 from ..kinds import TimerUsed
+from ..quantiles import relative_iqr
 
 __all__ = ["Timing", "relative_iqr"]
-
-
-def relative_iqr(values: Sequence[float]) -> float:
-    """(75th - 25th percentile) / median: the spread figure reported for a measurement."""
-    if len(values) < 2:
-        return 0.0
-    ordered = sorted(values)
-
-    def quantile(q: float) -> float:
-        pos = q * (len(ordered) - 1)
-        lo = int(pos)
-        hi = min(lo + 1, len(ordered) - 1)
-        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-    mid = median(ordered)
-    return (quantile(0.75) - quantile(0.25)) / mid if mid > 0 else 0.0
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,12 @@ expected bound and the model into a verdict and its reason.
 
 * A program-level utilization above :data:`~.roofline.IMPOSSIBLE_ABOVE` is "impossible" whatever the
   threshold: a peak is too low or a count too high (the program-level bound is the loosest, so above it a
-  ceiling is wrong). It fails a test that has a threshold; without one it is reported.
+  ceiling is wrong). It fails a test that has a threshold; without one it is a warning.
 * Without a threshold a kernel is "measured"; with one it passes at or above it, on the chosen model.
 * Below the threshold a kernel is measured again before it fails (noisy machines must not make tests
   flaky): the first decision asks for it (``confirm``), the second states both figures.
+* The point estimate (the median) decides; the message states its confidence interval, and a verdict whose
+  interval holds the threshold is called marginal (inside the noise).
 * A kernel bound by the other resource than the test expects is "wrong-bound" (unless impossible).
 """
 
@@ -34,6 +36,7 @@ class Figures:
     bound: Bound
     intensity: float
     critical_intensity: float
+    interval: tuple[float, float] | None = None  # of the program-level utilization (95%)
 
     def utilization_for(self, model: Model) -> float:
         return self.utilization if model == "program" else self.ops_utilization
@@ -44,11 +47,13 @@ class Decision:
     verdict: Verdict
     reason: str = ""  # why the test fails (or warns); "" when it does not
     confirm: bool = False  # below the threshold on a first measurement: measure again, then decide again
+    warning: bool = False  # worth a warning, not a failure (an impossible result without a threshold)
+    marginal: bool = False  # the threshold lies inside the utilization's interval
 
     @property
     def fails(self) -> bool:
         """Whether the test fails (or warns, under warn-only)."""
-        return bool(self.reason) and self.verdict in FAILING_VERDICTS
+        return bool(self.reason) and self.verdict in FAILING_VERDICTS and not self.warning
 
 
 def decide(figures: Figures, threshold: float | None, *, expected_bound: ExpectedBound | None = None,
@@ -58,23 +63,27 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
     util = figures.utilization_for(model)
     reason = ""
     verdict: Verdict
+    interval = figures.interval if model == "program" else None
+    marginal = threshold is not None and interval is not None and interval[0] <= threshold <= interval[1]
     if figures.utilization > IMPOSSIBLE_ABOVE:
-        verdict = "impossible"
-        if threshold is not None:
-            reason = (f"utilization {figures.utilization:.1%} is impossible (above "
-                      f"{format_fraction(IMPOSSIBLE_ABOVE)}): a peak or a count is wrong, so this cannot pass")
-        return Decision(verdict, reason)
+        if threshold is None:
+            return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible (above "
+                            f"{format_fraction(IMPOSSIBLE_ABOVE)}): a peak or a count is wrong", warning=True)
+        return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible (above "
+                        f"{format_fraction(IMPOSSIBLE_ABOVE)}): a peak or a count is wrong, so this cannot pass")
     if threshold is None:
         verdict = "measured"
     elif util >= threshold:
         verdict = "pass"
     elif first_utilization is None:
-        return Decision("fail", confirm=True)
+        return Decision("fail", confirm=True, marginal=marginal)
     else:
         verdict = "fail"
         which = "" if model == "program" else " (per-op model)"
-        reason = (f"utilization{which} {util:.1%} is below its threshold {format_fraction(threshold)} "
-                  f"(measured twice: {first_utilization:.1%}, then {util:.1%})")
+        within = f", 95% interval {interval[0]:.1%}-{interval[1]:.1%}" if interval is not None else ""
+        noise = "; marginal: the threshold is inside the interval, within the noise" if marginal else ""
+        reason = (f"utilization{which} {util:.1%}{within} is below its threshold {format_fraction(threshold)} "
+                  f"(measured twice: {first_utilization:.1%}, then {util:.1%}){noise}")
     # Transcendentals run on the compute units: a transcendental-bound kernel is compute-bound for bound=.
     actual = "compute" if figures.bound == "transcendental" else figures.bound
     if expected_bound is not None and actual != expected_bound:
@@ -82,7 +91,7 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
         reason = (reason + "; " if reason else "") + (
             f"expected {expected_bound}-bound, but it is {figures.bound}-bound (intensity "
             f"{figures.intensity:.3g} vs critical {figures.critical_intensity:.3g} FLOP/B)")
-    return Decision(verdict, reason)
+    return Decision(verdict, reason, marginal=marginal)
 
 
 def suspect(bound: Bound, uses: Sequence[CeilingUse], hardware: HardwareSpec, work: Work) -> str:

@@ -1,7 +1,9 @@
 """Calibrated ceilings: the cache of measured figures and the :class:`HardwareSpec` built from them.
 
-A calibration is the best this machine did on a large matmul per dtype and a donated streaming kernel (the
-kernels run in :mod:`pytest_roofline.measurement.calibrate`). Figures are cached per machine key (CPU model,
+A calibration is a robust high quantile of what this machine did on a large matmul per dtype, a donated stream
+and transcendental chains, plus the median rates of the reference kernels of live ceilings (the kernels run in
+:mod:`pytest_roofline.measurement.calibrate`). It is never raised by a later measurement: the maximum of noisy
+re-measurements is no calibration. Figures are cached per machine key (CPU model,
 core count, device kind, jax and jaxlib versions) as JSON in the user cache directory
 (``$PYTEST_ROOFLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-roofline``, else ``~/.cache/pytest-roofline``).
 Reads and writes that cache; no JAX.
@@ -13,12 +15,13 @@ import datetime as _dt
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from ..files import write_text_atomic
+from ..quantiles import quantile, relative_iqr
 from .cpu import cpu_info, theoretical_cpu_peak
 from .spec import PEAK_KEYS, Ceiling, HardwareSpec
 
@@ -30,28 +33,39 @@ __all__ = [
     "cache_dir",
     "load_cached",
     "store_cached",
-    "keep_best",
+    "robust_rate",
     "calibration_figures",
     "cpu_spec_from",
     "calibrated_spec_from",
 ]
 
 CACHE_DIR_ENV = "PYTEST_ROOFLINE_CACHE_DIR"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
+# The rate of this quantile of the run times is the ceiling: high, but not the one luckiest run.
+CEILING_QUANTILE = 0.2
 
-Refresh = Literal["cached", "replace", "best"]
-"""Use the cache; re-measure and replace it; re-measure and keep per figure the higher value."""
+Refresh = Literal["cached", "replace"]
+"""Use the cache; re-measure and replace it."""
 
 
 def refresh_mode(recalibrate: bool | str) -> Refresh:
-    """``measure(recalibrate=...)``: False, True or "best" as a :data:`Refresh`."""
+    """``measure(recalibrate=...)``: False or True as a :data:`Refresh`."""
     if recalibrate is False:
         return "cached"
     if recalibrate is True:
         return "replace"
     if recalibrate == "best":
-        return "best"
-    raise ValueError(f"recalibrate= must be False, True or 'best', got {recalibrate!r}")
+        raise ValueError("recalibrate='best' is gone: keeping the best of noisy calibrations raised ceilings on "
+                         "every lucky run; use recalibrate=True (a fresh, robust calibration)")
+    raise ValueError(f"recalibrate= must be False or True, got {recalibrate!r}")
+
+
+def robust_rate(work: float, times_s: Sequence[float]) -> tuple[float, float]:
+    """``work`` over the :data:`CEILING_QUANTILE` quantile of the run times (a robust high rate), and the spread
+    of the times (relative IQR)."""
+    if not times_s or min(times_s) <= 0:
+        raise ValueError("calibration runs need positive times")
+    return work / quantile(times_s, CEILING_QUANTILE), relative_iqr(times_s)
 
 
 def cache_dir() -> Path:
@@ -84,21 +98,6 @@ def store_cached(key: Mapping[str, Any], figures: Mapping[str, Any]) -> Path:
     return write_text_atomic(cache_file(key), payload)
 
 
-def keep_best(old: Mapping[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """Per figure, the higher of a cached and a new calibration: a ceiling is the best the machine has shown."""
-    merged = dict(new)
-    merged["peaks"] = dict(new["peaks"])
-    merged["details"] = dict(new["details"])
-    for dtype, value in old.get("peaks", {}).items():
-        if value > merged["peaks"].get(dtype, 0.0):
-            merged["peaks"][dtype] = value
-            merged["details"][dtype] = old["details"][dtype] + f" (kept from {old.get('date', '?')})"
-    if old.get("memory", 0.0) > merged["memory"]:
-        merged["memory"] = old["memory"]
-        merged["details"]["memory"] = old["details"]["memory"] + f" (kept from {old.get('date', '?')})"
-    return merged
-
-
 def calibration_figures(key: Mapping[str, Any], refresh: Refresh,
                         measure: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], str]:
     """The cached figures for ``key``, or new ones from ``measure()`` (cached now); and where they came from."""
@@ -107,8 +106,6 @@ def calibration_figures(key: Mapping[str, Any], refresh: Refresh,
         return cached, f"cached in {cache_file(key)}"
     figures = measure()
     figures["date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if refresh == "best" and cached is not None:
-        figures = keep_best(cached, figures)
     path = store_cached(key, figures)
     return figures, f"measured now, cached in {path}"
 
@@ -131,7 +128,9 @@ def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cp
                          f"theoretical peak at the {info.get('clock', 'reported clock')} "
                          f"({derived[0] / 1e9:.0f} GFLOP/s): the CPU runs faster than that clock")
     name = f"CPU {info['model']} x{info['cores']}"
-    return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical, tuple(notes))
+    trans = _transcendental(figures, f"on this machine; {where}")
+    return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical, tuple(notes), trans,
+                        dict(figures.get("references", {})))
 
 
 def calibrated_spec_from(base: HardwareSpec, figures: Mapping[str, Any], where: str) -> HardwareSpec:
@@ -152,7 +151,16 @@ def calibrated_spec_from(base: HardwareSpec, figures: Mapping[str, Any], where: 
     theoretical = {k: v for k, v in base.peaks.items()}
     theoretical["memory"] = base.memory_bandwidth
     return replace(base, peaks=peaks, memory_bandwidth=memory, theoretical=theoretical,
-                   notes=base.notes + ("calibrated ceilings; datasheet figures kept under 'theoretical'",))
+                   notes=base.notes + ("calibrated ceilings; datasheet figures kept under 'theoretical'",),
+                   transcendental=_transcendental(figures, where) or base.transcendental,
+                   reference_rates=dict(figures.get("references", {})))
+
+
+def _transcendental(figures: Mapping[str, Any], where: str) -> Ceiling | None:
+    value = figures.get("transcendental")
+    if not value:
+        return None
+    return Ceiling(float(value), "calibration", f"{figures['details']['transcendental']} {where}", figures["date"])
 
 
 def _in_table_order(peaks: Mapping[str, float]) -> list[tuple[str, float]]:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cpu_info", "theoretical_cpu_peak"]
+__all__ = ["cpu_info", "theoretical_cpu_peak", "last_level_cache_bytes", "parse_cache_size"]
 
 
 def cpu_info(cpuinfo_text: str | None = None) -> dict[str, Any]:
@@ -72,3 +72,29 @@ def theoretical_cpu_peak(info: Mapping[str, Any]) -> tuple[float, str] | None:
     return cores * mhz * 1e6 * per_cycle, how
 
 
+
+
+def parse_cache_size(text: str) -> int | None:
+    """A sysfs cache size ("491520K", "32M", "2048") in bytes; None when unreadable."""
+    text = text.strip().upper()
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in "KMG" else text
+    return int(digits) * scale if digits.isdigit() else None
+
+
+def last_level_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int | None:
+    """The size of the largest data (or unified) cache of CPU 0 as the system reports it (a VM reports the
+    host's cache, which other tenants share); None where the system does not say."""
+    best: tuple[int, int] | None = None
+    for entry in sorted(Path(root).glob("index*")):
+        try:
+            kind = (entry / "type").read_text().strip()
+            level = int((entry / "level").read_text().strip())
+            size = parse_cache_size((entry / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction" or size is None:
+            continue
+        if best is None or (level, size) > best:
+            best = (level, size)
+    return best[1] if best else None

@@ -52,6 +52,12 @@ class HardwareSpec:
     device_kinds: tuple[str, ...] = ()
     theoretical: Mapping[str, Ceiling] = field(default_factory=dict)  # shown beside measured ceilings
     notes: tuple[str, ...] = ()
+    # Transcendentals (exp, tanh, log, rsqrt ...) per second; None where no source gives one (then they add
+    # no time to the roofline, and the result says so).
+    transcendental: Ceiling | None = None
+    # Rates of the reference kernels at calibration, by reference key (empty for datasheet figures): live
+    # ceilings divide the rate a reference reaches beside a kernel by these.
+    reference_rates: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +68,7 @@ class HardwareSpec:
             "interconnect_bandwidth_bytes_per_s": (
                 self.interconnect_bandwidth.to_dict() if self.interconnect_bandwidth else None
             ),
+            "transcendentals_per_s": self.transcendental.to_dict() if self.transcendental else None,
             "theoretical": {k: c.to_dict() for k, c in self.theoretical.items()},
             "notes": list(self.notes),
         }

@@ -44,7 +44,7 @@ def _figure(raw: Any, scale: float, where: str, origin: str, source: str, date: 
 
 
 _DEVICE_KEYS = {"platform", "device_kinds", "source", "read", "peak_tflops", "memory_gbps",
-                "interconnect_gbps", "notes"}
+                "interconnect_gbps", "transcendentals_gps", "notes"}
 
 
 def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSpec | None) -> HardwareSpec:
@@ -83,9 +83,13 @@ def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSp
     if raw.get("interconnect_gbps") is not None:
         interconnect = _figure(raw["interconnect_gbps"], _GIGA, f"{where}: {name}.interconnect_gbps",
                                origin, source, date)
+    transcendental = base.transcendental if base else None
+    if raw.get("transcendentals_gps") is not None:
+        transcendental = _figure(raw["transcendentals_gps"], _GIGA, f"{where}: {name}.transcendentals_gps",
+                                 origin, source, date)
     notes = tuple(str(n) for n in raw.get("notes", [])) or (base.notes if base else ())
     return HardwareSpec(name, platform, peaks, memory, interconnect, tuple(kinds_raw),
-                        base.theoretical if base else {}, notes)
+                        base.theoretical if base else {}, notes, transcendental)
 
 
 def load_table(text: str, where: str, origin: str = "datasheet",

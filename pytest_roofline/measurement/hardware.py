@@ -27,8 +27,11 @@ def resolve_hardware(platform: str, device_kind: str, hardware: str | HardwareSp
     """The ceilings for a device, and which kind they are.
 
     CPU ceilings are calibrated unless the table (or an override file) has an entry for the CPU and
-    ``ceilings="datasheet"``; accelerators use the datasheet unless ``ceilings="calibrated"``. A
-    ``HardwareSpec`` given as ``hardware`` is used as it is ("given"); a name forces that table entry.
+    ``ceilings="datasheet"``; accelerators use the datasheet unless ``ceilings="calibrated"`` or ``"live"``.
+    ``"auto"`` is live on a CPU (its ceilings are measured anyway) and the datasheet on accelerators (where
+    clocks and temperature drift, live is opt-in). Live ceilings are the calibrated ones, scaled during the
+    measurement by the reference kernels (:mod:`.references`). A ``HardwareSpec`` given as ``hardware`` is used
+    as it is ("given"); a name forces that table entry.
     """
     if isinstance(hardware, HardwareSpec):
         return hardware, "given"
@@ -44,10 +47,10 @@ def resolve_hardware(platform: str, device_kind: str, hardware: str | HardwareSp
                     return spec, "datasheet"
             raise ValueError("ceilings='datasheet' on a CPU needs a CPU entry in a hardware file "
                              "(device_kinds: [\"cpu\"]); CPU ceilings are otherwise measured")
-        return cpu_spec(device_kind, refresh), "calibrated"
+        return cpu_spec(device_kind, refresh), "calibrated" if ceilings == "calibrated" else "live"
     spec = find_spec(table, platform, device_kind, hardware)
-    if ceilings == "calibrated":
+    if ceilings in ("calibrated", "live"):
         from .calibrate import calibrated_spec
 
-        return calibrated_spec(spec, device_kind, refresh), "calibrated"
+        return calibrated_spec(spec, device_kind, refresh), "calibrated" if ceilings == "calibrated" else "live"
     return spec, "datasheet"

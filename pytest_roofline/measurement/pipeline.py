@@ -16,19 +16,23 @@ from ..analysis.check import ops_check
 from ..analysis.counts import CostAnalysisError, Counts, Work, program_counts, work_of
 from ..analysis.hints import busy_time, hints
 from ..analysis.hlo import HloModule, HloParseError, parse_hlo
+from ..analysis.live import Live, bracketing_times, drifts, pair_utilizations, settled
 from ..analysis.ops import OpRow, OpsModel, attach_times, op_rows
 from ..analysis.roofline import RooflineEstimate, estimate
+from ..analysis.runs import relative_iqr
 from ..analysis.walk import CONTAINER_OPS, executed_op_count
 from ..errors import MeasureError
 from ..hardware.calibration import refresh_mode
+from ..hardware.cpu import last_level_cache_bytes
 from ..hardware.peaks import peak_for_class
 from ..hardware.spec import HardwareSpec
 from ..kinds import CEILINGS_MODES, Timer, choose
 from ..result import ProgramInfo, Result
 from .hardware import resolve_hardware
 from .program import CompiledProgram, compile_program, time_compiled
+from .references import Reference, reference, reference_key_for
 from .settings import DEFAULT_TIMING, TimingSettings
-from .timing import Timed
+from .timing import Beside, Settled, Timed
 
 __all__ = ["measure"]
 
@@ -53,6 +57,7 @@ def measure(
     target_spread: float = _D.target_spread,
     timer: Timer = _D.timer,
     min_time_s: float = _D.min_time_s,
+    threshold: float | None = None,
     **kwargs: Any,
 ) -> Result:
     """Measure ``fn(*args, **kwargs)`` against the roofline of the device it runs on.
@@ -64,11 +69,14 @@ def measure(
     Counting: ``flops``, ``bytes`` and ``transcendentals`` replace the compiler's counts (analytic model
     FLOPs give MFU). Hardware: ``hardware`` forces a table entry by name (or is a ``HardwareSpec``);
     ``hardware_file`` adds or overrides devices (default ``$PYTEST_ROOFLINE_HARDWARE_FILE``);
-    ``ceilings`` is "auto", "datasheet" or "calibrated"; ``recalibrate`` re-measures cached ceilings
-    (True: replace the cache; "best": keep per figure the higher of the cached and the new value).
+    ``ceilings`` is "auto" (live on a CPU, the datasheet on accelerators), "datasheet", "calibrated" or
+    "live" (calibrated ceilings scaled by a reference kernel run beside each timed run); ``recalibrate=True``
+    re-measures the cached calibration.
     Timing: ``warmup`` untimed runs, then between ``min_runs`` and ``max_runs`` timed runs, stopping once
-    the spread (relative IQR) is within ``target_spread`` after at least ``min_time_s`` seconds, or when
-    ``budget_s`` seconds of runs are spent; ``timer`` is "auto", "profiler" or "wallclock".
+    the spread (relative IQR of the per-run utilization) is within ``target_spread`` after at least
+    ``min_time_s`` seconds, or when ``budget_s`` seconds of runs are spent; ``timer`` is "auto", "profiler" or
+    "wallclock". ``threshold``: the utilization a test compares with; runs go on (within the budget) while the
+    confidence interval of the utilization straddles it, and the result says whether it is ``marginal``.
     """
     label = name or getattr(fn, "__name__", None) or type(fn).__name__
     given = _given_counts(flops, bytes, transcendentals)
@@ -76,12 +84,21 @@ def measure(
     refresh = refresh_mode(recalibrate)
     settings = TimingSettings(warmup, min_runs, max_runs, budget_s, target_spread, timer, min_time_s=min_time_s)
 
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                  or not threshold >= 0):
+        raise ValueError(f"threshold= must be a non-negative number, got {threshold!r}")
+
     program = compile_program(fn, args, kwargs, label)
     module, counts = _read_program(program, label, given)
     spec, used = resolve_hardware(program.platform, program.device_kind, hardware, hardware_file, mode, refresh)
     model = _model(spec, counts, module, program.num_devices, given)
-    timed = time_compiled(program, settings, executed_op_count(module))
+    plan = _live_plan(spec, used, model, program.platform)
+    if plan.reference is None and used == "live":
+        used = "calibrated"
+    timed = time_compiled(program, settings, executed_op_count(module), plan.beside,
+                          _stopping_rule(model.estimate, plan, threshold, settings.target_spread))
     ops_model, busy = _per_op(model.rows, module, program, timed)
+    live = _live(plan, timed)
     return Result(
         name=label,
         hardware=spec,
@@ -93,10 +110,12 @@ def measure(
         program=ProgramInfo(program.module_name, program.device_kind, program.compile_time_s,
                             {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")}),
         ops_model=ops_model,
-        notes=tuple(_notes(model, ops_model, program, timed, spec)),
+        notes=tuple(_notes(model, ops_model, program, timed, spec, plan)),
         hints=tuple(_hints(ops_model.rows, module, program, model, timed, busy)),
         hlo_text=program.hlo_text,
         xspace=timed.xspace,
+        live=live,
+        threshold=None if threshold is None else float(threshold),
     )
 
 
@@ -156,12 +175,68 @@ def _model(spec: HardwareSpec, counts: Counts, module: HloModule, devices: int, 
     collective = sum(r.collective_bytes for r in rows)
     work = work_of(counts, given.flops, given.bytes, given.transcendentals, collective)
     uses = compute_ceilings(spec, counts, work.flops, given.flops is not None)
+    trans = spec.transcendental
     roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, work.bytes_accessed,
-                    spec.memory_bandwidth.value, collective, interconnect)
+                    spec.memory_bandwidth.value, collective, interconnect, work.transcendentals,
+                    trans.value if trans else None)
+    if work.transcendentals and trans is not None:
+        uses.append(CeilingUse("transcendentals", work.transcendentals, "transcendental", trans))
     uses.append(CeilingUse("bytes", work.bytes_accessed, "memory", spec.memory_bandwidth))
     if collective and spec.interconnect_bandwidth is not None:
         uses.append(CeilingUse("collective bytes", collective, "interconnect", spec.interconnect_bandwidth))
     return _Model(work, uses, roof, rows)
+
+
+@dataclass(frozen=True)
+class _LivePlan:
+    """The reference kernel to run beside the kernel (None: no live ceilings, ``why`` says why not)."""
+
+    reference: Reference | None = None
+    calibrated_rate: float = 0.0
+    why: str = ""
+
+    @property
+    def beside(self) -> Beside | None:
+        ref = self.reference
+        return Beside(ref.module_name, ref.prepare, ref.execute) if ref is not None else None
+
+
+def _live_plan(spec: HardwareSpec, used: str, model: _Model, platform: str) -> _LivePlan:
+    if used != "live":
+        return _LivePlan()
+    key = reference_key_for(model.estimate, model.uses)
+    if key is None:
+        return _LivePlan(why=f"no reference kernel for a {model.estimate.bound}-bound program: calibrated "
+                             f"ceilings used")
+    rate = spec.reference_rates.get(key)
+    if not rate:
+        return _LivePlan(why=f"the calibration has no rate for the {key} reference (recalibrate): calibrated "
+                             f"ceilings used")
+    return _LivePlan(reference(platform, key), rate)
+
+
+def _stopping_rule(roof: RooflineEstimate, plan: _LivePlan, threshold: float | None, target: float) -> Settled:
+    """When runs may stop, judged on the wall clock as runs go (device times come from the trace after)."""
+    ref = plan.reference
+
+    def rule(walls: Sequence[float], refs: Sequence[float]) -> bool:
+        drift = None
+        if ref is not None:
+            drift = drifts(bracketing_times(refs[:len(walls) + 1], len(walls)), ref.work, plan.calibrated_rate)
+        per_run = pair_utilizations(roof, walls, ref.resource if ref else None, drift)
+        return settled(per_run, threshold, target, steady=relative_iqr(per_run) <= target)
+
+    return rule
+
+
+def _live(plan: _LivePlan, timed: Timed) -> Live | None:
+    ref = plan.reference
+    if ref is None or len(timed.reference_s) != timed.timing.runs + 1:
+        return None
+    around = bracketing_times(timed.reference_s, timed.timing.runs)
+    name = ref.name + ("" if timed.reference_timer == "profiler" else f" ({timed.reference_timer})")
+    return Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
+                tuple(drifts(around, ref.work, plan.calibrated_rate)))
 
 
 def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
@@ -178,8 +253,13 @@ def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
 
 
 def _notes(model: _Model, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
-           spec: HardwareSpec) -> list[str]:
+           spec: HardwareSpec, plan: _LivePlan) -> list[str]:
     notes = [u.note for u in model.uses if u.note]
+    if plan.why:
+        notes.append(plan.why)
+    if model.work.transcendentals and spec.transcendental is None:
+        notes.append(f"{model.work.transcendentals:.3g} transcendentals not timed: {spec.name} has no "
+                     f"transcendental rate (add transcendentals_gps to its hardware entry)")
     if model.work.collective_bytes and spec.interconnect_bandwidth is None:
         notes.append(f"{model.work.collective_bytes:.3g} collective bytes not timed: {spec.name} has no "
                      f"interconnect bandwidth")
@@ -198,4 +278,5 @@ def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, m
     working_set = sum(i.shape.bytes for i in module.entry.instructions if i.opcode == "parameter") + root.shape.bytes
     return hints(rows, platform=program.platform, device_time_s=timed.timing.median_s, bound=model.estimate.bound,
                  donated=any(program.donated), output_bytes=root.shape.bytes, working_set_bytes=working_set,
-                 has_loops=bool(model.work.loops), busy_s=busy)
+                 has_loops=bool(model.work.loops), busy_s=busy,
+                 cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None)

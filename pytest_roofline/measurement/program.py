@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import MeasureError
 from .settings import TimingSettings
-from .timing import Timed, time_program
+from .timing import Beside, Settled, Timed, time_program
 
 __all__ = ["CompiledProgram", "compile_program", "time_compiled"]
 
@@ -119,8 +119,10 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
                            device, raw_cost)
 
 
-def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_run: int = 1) -> Timed:
-    """Time the compiled program; donated inputs get a fresh copy before every run, outside the timing."""
+def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_run: int = 1,
+                  beside: Beside | None = None, settled: Settled | None = None) -> Timed:
+    """Time the compiled program; donated inputs get a fresh copy before every run, outside the timing.
+    ``beside`` and ``settled``: see :func:`~.timing.time_program`."""
     settings = replace(settings, ops_per_run=max(ops_per_run, 1))
     compiled = program.compiled
     treedef = program.treedef
@@ -137,7 +139,7 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
         return _block_until_ready(compiled(*dyn_args, **dyn_kwargs))
 
     try:
-        return time_program(prepare, execute, program.module_name, program.platform, settings)
+        return time_program(prepare, execute, program.module_name, program.platform, settings, beside, settled)
     except MeasureError:
         raise
     except Exception as exc:

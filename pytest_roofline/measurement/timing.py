@@ -1,8 +1,10 @@
 """Running a compiled program N times under the profiler and turning the trace into device times.
 
-One profiler session covers all timed runs. Runs stop adaptively: after ``min_runs`` and ``min_time_s``, as
-soon as the relative interquartile range of the wall-clock times is within ``target_spread``, or when
-``budget_s`` of running (untimed input copies included) is spent, or at ``max_runs``. Device times then come
+One profiler session covers all timed runs. With a reference kernel (live ceilings) the runs alternate:
+reference, kernel, reference, ..., reference. Runs stop adaptively: after ``min_runs`` and ``min_time_s``, as
+soon as the ``settled`` rule says so (by default: the relative interquartile range of the wall-clock times is
+within ``target_spread``), or when ``budget_s`` of running (untimed input copies and references included) is
+spent, or at ``max_runs``. Device times then come
 from the trace (:mod:`pytest_roofline.analysis.trace`); the host wall clock around each call
 (``block_until_ready``) is kept beside them and is the fallback when the profiler cannot be used, with the
 reason recorded. Imports JAX only to open the profiler and read its trace.
@@ -11,7 +13,7 @@ reason recorded. Imports JAX only to open the profiler and read its trace.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,41 +32,72 @@ class Timed:
     timing: Timing
     xspace: bytes = b""
     events: RunTimes | None = None
+    reference_s: tuple[float, ...] = ()  # the reference kernel's runs (one more than the kernel's), if any
+    reference_timer: str = ""
 
 
-def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any],
-                    settings: TimingSettings, max_runs: int | None = None) -> list[float]:
+@dataclass(frozen=True)
+class Beside:
+    """A reference kernel to alternate with the timed runs (see :mod:`.references`)."""
+
+    module_name: str
+    prepare: Callable[[], Any]
+    execute: Callable[[Any], Any]
+
+
+# settled(kernel wall times, reference wall times) -> whether sampling may stop
+Settled = Callable[[Sequence[float], Sequence[float]], bool]
+
+
+def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any]) -> float:
+    args = prepare()
+    t0 = time.perf_counter()
+    outputs = execute(args)
+    wall = time.perf_counter() - t0
+    # Freeing a large output (munmap on a CPU) is host work of the harness: keep it out of the clock.
+    del outputs, args
+    return wall
+
+
+def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
+                    max_runs: int | None = None, beside: Beside | None = None,
+                    settled: Settled | None = None) -> tuple[list[float], list[float]]:
     walls: list[float] = []
+    ref_walls: list[float] = []
     started = time.perf_counter()
+    if beside is not None:
+        ref_walls.append(_timed(beside.prepare, beside.execute))
     while len(walls) < (max_runs or settings.max_runs):
-        args = prepare()
-        t0 = time.perf_counter()
-        outputs = execute(args)
-        wall = time.perf_counter() - t0
-        # Freeing a large output (munmap on a CPU) is host work of the harness: keep it out of the clock.
-        del outputs, args
-        walls.append(wall)
-        # The budget counts everything the loop spends, fresh donated copies included.
+        walls.append(_timed(prepare, execute))
+        if beside is not None:
+            ref_walls.append(_timed(beside.prepare, beside.execute))
+        # The budget counts everything the loop spends, fresh donated copies and references included.
         spent = time.perf_counter() - started
         if len(walls) >= settings.min_runs:
-            settled = spent >= settings.min_time_s and relative_iqr(walls) <= settings.target_spread
-            if spent >= settings.budget_s or settled:
+            if settled is not None:
+                done = settled(walls, ref_walls)
+            else:
+                done = relative_iqr(walls) <= settings.target_spread
+            if spent >= settings.budget_s or (spent >= settings.min_time_s and done):
                 break
-    return walls
+    return walls, ref_walls
 
 
 def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], module_name: str,
-                 platform: str, settings: TimingSettings) -> Timed:
+                 platform: str, settings: TimingSettings, beside: Beside | None = None,
+                 settled: Settled | None = None) -> Timed:
     """Warm up, then time ``execute(prepare())`` runs; ``prepare`` (fresh donated inputs) is not timed.
 
     ``execute`` must block until the program's outputs are ready, and return them: they are freed after
-    the clock stops.
+    the clock stops. ``beside``: a reference kernel run before the first and after every run.
     """
     for _ in range(settings.warmup):
         execute(prepare())
+        if beside is not None:
+            beside.execute(beside.prepare())
     if settings.timer == "wallclock":
-        walls = _run_adaptively(prepare, execute, settings)
-        return _wallclock(walls, "wall clock requested (timer='wallclock')")
+        walls, refs = _run_adaptively(prepare, execute, settings, None, beside, settled)
+        return _wallclock(walls, "wall clock requested (timer='wallclock')", refs)
 
     from .profiler import ProfilerSession, ProfilerUnavailable
 
@@ -73,10 +106,10 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
-        walls = _run_adaptively(prepare, execute, settings)
-        return _wallclock(walls, str(exc))
+        walls, refs = _run_adaptively(prepare, execute, settings, None, beside, settled)
+        return _wallclock(walls, str(exc), refs)
     try:
-        walls = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs())
+        walls, refs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled)
     except BaseException:
         session.discard()  # never leave a profiler session open, also when the kernel raises
         raise
@@ -85,19 +118,27 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
-        return _wallclock(walls, str(exc))
+        return _wallclock(walls, str(exc), refs)
 
     try:
         from jax.profiler import ProfileData
 
-        profile = ProfileData.from_serialized_xspace(xspace)
-        found: RunTimes = run_times(flatten(profile), module_name, platform, len(walls))
+        events = flatten(ProfileData.from_serialized_xspace(xspace))
+        found: RunTimes = run_times(events, module_name, platform, len(walls))
     except TraceError as exc:
         if settings.timer == "profiler":
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
-        return _wallclock(walls, f"trace unusable: {exc}")
-    return Timed(Timing(found.per_run_s, tuple(walls), "profiler", "", found.method), xspace, found)
+        return _wallclock(walls, f"trace unusable: {exc}", refs)
+    timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method)
+    if beside is None:
+        return Timed(timing, xspace, found)
+    try:
+        reference = run_times(events, beside.module_name, platform, len(refs)).per_run_s
+        return Timed(timing, xspace, found, reference, "profiler")
+    except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
+        return Timed(timing, xspace, found, tuple(refs), "wallclock")
 
 
-def _wallclock(walls: list[float], reason: str) -> Timed:
-    return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason))
+def _wallclock(walls: list[float], reason: str, refs: list[float]) -> Timed:
+    return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason), reference_s=tuple(refs),
+                 reference_timer="wallclock" if refs else "")

@@ -38,7 +38,10 @@ class RooflineFixture:
         """Measure and record, never fail (a kernel that cannot be measured still fails the test)."""
         label = self._label(fn, name)
         result = self._measure(label, fn, args, kwargs)
-        self._record(label, result, None, decide(result.figures, None), "program")
+        decision = decide(result.figures, None)
+        record = self._record(label, result, None, decision, "program")
+        if decision.warning:  # an impossible result is never a silent pass
+            self._warn(failure_message(record, decision.reason))
         return result
 
     def __call__(self, fn: Callable[..., Any], *args: Any, name: str | None = None, min: float | None = None,  # noqa: A002
@@ -47,6 +50,9 @@ class RooflineFixture:
         label = self._label(fn, name)
         threshold, expected, chosen = self._call_settings(min, bound, model)
         value = threshold.value if threshold else None
+        # Sampling goes on while the interval of the program-level utilization straddles the threshold.
+        if value is not None and chosen == "program":
+            kwargs = {**kwargs, "threshold": value}
         result = self._measure(label, fn, args, kwargs)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen)
         first: float | None = None
@@ -55,7 +61,9 @@ class RooflineFixture:
             result = self._measure(label, fn, args, kwargs)
             decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first)
         record = self._record(label, result, threshold, decision, chosen, expected, first)
-        if decision.fails:
+        if decision.warning:
+            self._warn(failure_message(record, decision.reason))
+        elif decision.fails:
             message = failure_message(record, decision.reason)
             if self._session.settings.warn_only:
                 self._warn(message)
@@ -105,7 +113,7 @@ class RooflineFixture:
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"
-        for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed"):
+        for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed", "drift"):
             self._add_property(f"{prefix}.{key}", getattr(result, key))
         self._add_property(f"{prefix}.verdict", decision.verdict)
         self._add_property(f"{prefix}.hardware", result.hardware.name)

@@ -103,7 +103,7 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     if config.option.collectonly:
         return ["roofline: hardware not detected under --collect-only (detection may calibrate a CPU)"]
     try:
-        return [header_line(config.stash[SESSION_KEY].hardware())]
+        return [header_line(*config.stash[SESSION_KEY].hardware())]
     except Exception as exc:  # noqa: BLE001 - the header must not hide the error the tests will show
         return [f"roofline: hardware detection failed: {type(exc).__name__}: {exc}"]
 

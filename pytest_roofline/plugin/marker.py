@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..kinds import EXPECTED_BOUNDS, TIMERS, ExpectedBound, Model, choose
+from ..kinds import CEILINGS_MODES, EXPECTED_BOUNDS, TIMERS, ExpectedBound, Model, choose
 from ..measurement.settings import TIMING_KEYWORDS, timing_defaults_text
 from .settings import ConfigError, Threshold, parse_model, parse_threshold
 
@@ -15,11 +15,12 @@ __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpe
 
 MARKER_SIGNATURE = (
     f"roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, "
-    f"{timing_defaults_text()}): measure this test's kernels "
+    f"ceilings=None, {timing_defaults_text()}): measure this test's kernels "
     "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
     "'memory', when a kernel is bound by the other; model='program' (default) or 'ops' picks the roofline the "
     "threshold uses; flops/bytes/transcendentals replace the compiler's counts (analytic model FLOPs give "
-    "MFU); the rest tune the measurement (see pytest_roofline.measure)."
+    "MFU); ceilings='live'/'calibrated'/'datasheet' overrides --roofline-ceilings; the rest tune the measurement "
+    "(see pytest_roofline.measure)."
 )
 
 
@@ -55,6 +56,10 @@ def _timer(raw: Any, where: str) -> str:
     return choose(raw, TIMERS, where, ConfigError)
 
 
+def _ceilings(raw: Any, where: str) -> str:
+    return choose(raw, CEILINGS_MODES, where, ConfigError)
+
+
 # Keywords handed to measure() as they are, with their checks.
 MEASURE_KEYWORDS: dict[str, Callable[[Any, str], Any]] = {
     "flops": _count,
@@ -67,6 +72,7 @@ MEASURE_KEYWORDS: dict[str, Callable[[Any, str], Any]] = {
     "target_spread": _count,
     "min_time_s": _count,
     "timer": _timer,
+    "ceilings": _ceilings,
 }
 assert set(TIMING_KEYWORDS) <= set(MEASURE_KEYWORDS)
 MARKER_KEYWORDS = ("min", "bound", "model", *MEASURE_KEYWORDS)

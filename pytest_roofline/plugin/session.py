@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, Protocol
 
 from ..hardware.spec import HardwareSpec
@@ -27,13 +26,12 @@ def _jax_measure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
     return measure(fn, *args, **kwargs)
 
 
-def _jax_hardware(settings: Settings, recalibrate: bool) -> HardwareSpec:
+def _jax_hardware(settings: Settings, recalibrate: bool) -> tuple[HardwareSpec, str]:
     from ..measurement.hardware import detect_device, resolve_hardware
 
     platform, device_kind = detect_device()
-    spec, _ = resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,
-                               settings.ceilings, "replace" if recalibrate else "cached")
-    return spec
+    return resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,
+                            settings.ceilings, "replace" if recalibrate else "cached")
 
 
 def _jax_save(result: Result, root: str, nodeid: str, label: str) -> dict[str, str]:
@@ -50,12 +48,14 @@ def default_trace_root() -> str:
 
 
 class RooflineSession:
-    """Measures under the device lock, re-calibrates when asked (once per process) and when a kernel beats a
-    stale calibration, and keeps the records."""
+    """Measures under the device lock, re-calibrates when asked (once per process), and keeps the records.
+
+    A kernel that beats a calibrated ceiling never re-calibrates it: its result is "impossible" and says which
+    ceiling or count to distrust (a cache-resident working set, a stale calibration)."""
 
     def __init__(self, settings: Settings, trace_root: Callable[[], str] | None = None,
                  measure: Measure = _jax_measure,
-                 hardware: Callable[[Settings, bool], HardwareSpec] = _jax_hardware,
+                 hardware: Callable[[Settings, bool], tuple[HardwareSpec, str]] = _jax_hardware,
                  save: Callable[[Result, str, str, str], dict[str, str]] = _jax_save) -> None:
         self.settings = settings
         # Where trace artifacts go; a callable so that the directory is made only when something is saved.
@@ -65,33 +65,21 @@ class RooflineSession:
         self._hardware = hardware
         self._save = save
         self._recalibrate = settings.calibrate  # --roofline-calibrate: once per process
-        self._rechecked = False  # an impossible result re-calibrates once per process
 
     def measure(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
-        def run(recalibrate: bool | str) -> Result:
-            with device_lock():
-                return self._measure(fn, *args, hardware=self.settings.hardware,
-                                     hardware_file=self.settings.hardware_file, ceilings=self.settings.ceilings,
-                                     recalibrate=recalibrate, **kwargs)
-
         recalibrate, self._recalibrate = self._recalibrate, False
-        result = run(recalibrate)
-        if result.impossible and result.ceilings == "calibrated" and not self._rechecked:
-            # A kernel beat a calibrated ceiling: the calibration is stale (on a shared machine the memory
-            # bandwidth changes with the neighbours). Calibrate again now, keep the best, measure again.
-            self._rechecked = True
-            first = result.utilization
-            result = run("best")
-            result = replace(result, notes=result.notes + (
-                f"first measured at {first:.1%} of a stale calibration: re-calibrated (best kept) and measured "
-                f"again",))
-        return result
+        options = {"hardware": self.settings.hardware, "hardware_file": self.settings.hardware_file,
+                   "ceilings": self.settings.ceilings, "recalibrate": recalibrate, **kwargs}
+        with device_lock():
+            return self._measure(fn, *args, **options)
 
-    def hardware(self) -> dict[str, Any]:
-        """The detected hardware's ceilings (imports JAX; calibrates a CPU unless cached)."""
+    def hardware(self) -> tuple[dict[str, Any], str]:
+        """The detected hardware's ceilings and the ceilings mode in use (imports JAX; calibrates a CPU unless
+        cached)."""
         recalibrate, self._recalibrate = self._recalibrate, False
         with device_lock():
-            return self._hardware(self.settings, recalibrate).to_dict()
+            spec, mode = self._hardware(self.settings, recalibrate)
+        return spec.to_dict(), mode
 
     def save(self, result: Result, nodeid: str, label: str) -> dict[str, str]:
         """Save the kernel's trace and HLO; returns the paths for the record."""

@@ -115,8 +115,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("warn_only", "--roofline-warn-only", "roofline_warn_only", "PYTEST_ROOFLINE_WARN_ONLY", "bool",
            "report kernels below their threshold as warnings instead of failing the test", parse_bool),
     Option("ceilings", "--roofline-ceilings", "roofline_ceilings", "PYTEST_ROOFLINE_CEILINGS", "str",
-           "which ceilings to measure against: auto (datasheet on accelerators, calibrated on CPU), "
-           "datasheet or calibrated", _parse_ceilings, "KIND"),
+           "which ceilings to measure against: auto (live on CPU, datasheet on accelerators), datasheet, "
+           "calibrated, or live (calibrated, scaled by a reference kernel run beside each timed run)",
+           _parse_ceilings, "KIND"),
     Option("model", "--roofline-model", "roofline_model", "PYTEST_ROOFLINE_MODEL", "str",
            "which roofline the threshold is checked against: program (one max() over the whole program, "
            "default) or ops (the sum of per-op roofline times, tighter for ops that run one after another)",

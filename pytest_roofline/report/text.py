@@ -20,8 +20,9 @@ def _ceiling_lines(r: Mapping[str, Any]) -> list[str]:
     lines = []
     for use in r["ceilings_used"]:
         c = use["ceiling"]
-        unit = "B/s" if "bytes" in use["work"] else "FLOP/s"
-        name = {"bytes": "memory", "collective bytes": "interconnect"}.get(use["work"], f"{use['key']} peak")
+        unit = "B/s" if "bytes" in use["work"] else "/s" if use["work"] == "transcendentals" else "FLOP/s"
+        name = {"bytes": "memory", "collective bytes": "interconnect",
+                "transcendentals": "transcendental"}.get(use["work"], f"{use['key']} peak")
         note = f" [{use['note']}]" if use.get("note") else ""
         lines.append(f"    {name:<14}{format_quantity(c['value'], unit):<16}{c['origin']}: {c['source']} "
                      f"({c['date']}){note}")
@@ -43,8 +44,10 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
     lines.append(f"  intensity     {r['intensity']:.3g} FLOP/B vs critical {r['critical_intensity']:.3g} FLOP/B "
                  f"-> {r['bound']}-bound")
     comms = f", interconnect {format_seconds(r['comms_time_s'])}" if r.get("comms_time_s") else ""
+    trans = (f", transcendental {format_seconds(r['transcendental_time_s'])}"
+             if r.get("transcendental_time_s") else "")
     lines.append(f"  roofline      {format_seconds(r['roofline_time_s'])} (compute "
-                 f"{format_seconds(r['compute_time_s'])}, memory {format_seconds(r['memory_time_s'])}{comms})")
+                 f"{format_seconds(r['compute_time_s'])}, memory {format_seconds(r['memory_time_s'])}{trans}{comms})")
     timer = r["timer"] + (f": {r['timer_fallback_reason']}" if r["timer_fallback_reason"] else "")
     lines.append(f"  measured      {format_seconds(r['device_time_s'])} median, min {format_seconds(r['min_s'])}, "
                  f"spread {r['spread']:.1%} (IQR/median), {r['runs']} runs ({timer}); compile "
@@ -54,7 +57,15 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
               else " (no threshold)")
     model = record.get("model", "program")
     util = r["utilization"] if model == "program" else r.get("ops_utilization", r["utilization"])
-    lines.append(f"  utilization   {util:.1%}{' (per-op model)' if model == 'ops' else ''}{versus}")
+    interval = r.get("utilization_interval")
+    within = (f", 95% interval {interval[0]:.1%}-{interval[1]:.1%}" if interval and model == "program" else "")
+    marginal = " MARGINAL: the threshold is inside the interval" if r.get("marginal") and model == "program" else ""
+    lines.append(f"  utilization   {util:.1%}{' (per-op model)' if model == 'ops' else ''}{within}{versus}{marginal}")
+    live = r.get("live")
+    if live:
+        lines.append(f"  live          the machine ran at {live['drift']:.0%} of its calibrated speed during this "
+                     f"measurement ({live['reference']} beside each run); against the calibration alone "
+                     f"{r['utilization_calibrated']:.1%}")
     if record.get("first_utilization") is not None:
         lines.append(f"  re-measured   first run {record['first_utilization']:.1%}, second {util:.1%}")
     if record.get("expected_bound"):
@@ -99,6 +110,13 @@ def top_ops_lines(r: Mapping[str, Any], count: int = 5, indent: str = "    ") ->
     return out
 
 
+def _util_cell(r: Mapping[str, Any]) -> str:
+    interval = r.get("utilization_interval")
+    if not interval:
+        return f"{r['utilization']:.1%}"
+    return f"{r['utilization']:.1%} [{interval[0]:.0%}-{interval[1]:.0%}]"
+
+
 def _sort_key(record: Mapping[str, Any]) -> tuple[int, float]:
     r = record["result"]
     return (0 if r["impossible"] else 1, r["utilization"])
@@ -118,12 +136,16 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
             verdict += " [warn-only]"
         rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",
                      format_seconds(r["device_time_s"]), format_seconds(r["roofline_time_s"]),
-                     f"{r['utilization']:.1%}", verdict))
+                     _util_cell(r), verdict + (" [marginal]" if r.get("marginal") else "")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 6) else cell.rjust(widths[i]) for i, cell in enumerate(row))
            for row in rows]
     hardware = sorted({f"{rec['result']['hardware']['name']} [{rec['result']['ceilings']}]" for rec in records})
     out.append(f"hardware: {'; '.join(hardware)}")
+    drifts = [rec["result"]["drift"] for rec in records if rec["result"].get("drift") is not None]
+    if drifts:
+        out.append(f"live ceilings: the machine ran at {min(drifts):.0%}-{max(drifts):.0%} of its calibrated speed "
+                   f"during these measurements; util is against that speed, [low-high] its 95% interval")
     failing = [rec for rec in sorted(records, key=_sort_key)
                if rec["verdict"] in FAILING_VERDICTS and rec["result"].get("ops")]
     for rec in failing:
@@ -134,9 +156,15 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def header_line(hardware: Mapping[str, Any]) -> str:
+def header_line(hardware: Mapping[str, Any], ceilings: str = "") -> str:
+    """The hardware and its ceilings; ``ceilings``: the mode in use ("live", "calibrated", "datasheet")."""
     peaks = ", ".join(f"{k} {format_quantity(v['value'], 'FLOP/s')}" for k, v in hardware["peaks_flops_per_s"].items())
     mem = hardware["memory_bandwidth_bytes_per_s"]
+    trans = hardware.get("transcendentals_per_s")
+    rate = f"; transcendentals {format_quantity(trans['value'], '/s')}" if trans else ""
     origins = sorted({v["origin"] for v in hardware["peaks_flops_per_s"].values()} | {mem["origin"]})
+    mode = f"; ceilings: {ceilings}" if ceilings else ""
+    if ceilings == "live":
+        mode += " (calibrated, scaled by a reference kernel beside each run)"
     return (f"roofline: {hardware['name']} ({hardware['platform']}): {peaks}; memory "
-            f"{format_quantity(mem['value'], 'B/s')} [{', '.join(origins)}]")
+            f"{format_quantity(mem['value'], 'B/s')}{rate} [{', '.join(origins)}]{mode}")
