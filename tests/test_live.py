@@ -62,8 +62,12 @@ def test_outliers_move_neither_the_median_nor_its_interval_much() -> None:
     assert b.low > 0.75 and b.high < 0.85
 
 
-def test_bracketing_times_average_the_reference_before_and_after() -> None:
-    assert bracketing_times([1.0, 3.0, 5.0], 2) == [2.0, 4.0]
+def test_bracketing_times_take_the_median_of_the_nearest_references() -> None:
+    assert bracketing_times([1.0, 3.0, 5.0], 2, width=1) == [2.0, 4.0]  # the one before and the one after
+    # Width 2: the four nearest; one slow reference run (9.0) moves no pair.
+    assert bracketing_times([1.0, 1.0, 9.0, 1.0, 1.0, 1.0], 5) == [1.0, 1.0, 1.0, 1.0, 1.0]
+    # A step from 1 to 2 is followed within a pair.
+    assert bracketing_times([1.0, 1.0, 1.0, 2.0, 2.0, 2.0], 5) == [1.0, 1.0, 1.5, 2.0, 2.0]
     with pytest.raises(ValueError, match="3 reference runs"):
         bracketing_times([1.0, 2.0], 2)
 

@@ -62,12 +62,18 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
     return ordered[k - 1], ordered[n - k]
 
 
-def bracketing_times(reference_s: Sequence[float], runs: int) -> list[float]:
-    """The reference's time around each kernel run: runs go reference, kernel, reference, ..., reference
-    (``runs + 1`` references), and kernel run ``i`` sits between references ``i`` and ``i + 1``: their mean."""
+# Kernel run i is judged against the median of the 2 * BRACKET references nearest to it: wide enough that one
+# unlucky reference run does not move its pair, narrow enough to follow a neighbour that starts or stops.
+BRACKET = 2
+
+
+def bracketing_times(reference_s: Sequence[float], runs: int, width: int = BRACKET) -> list[float]:
+    """The reference's time around each kernel run. Runs go reference, kernel, reference, ..., reference
+    (``runs + 1`` references): kernel run ``i`` sits between references ``i`` and ``i + 1``; its reference time
+    is the median of references ``i - width + 1`` .. ``i + width`` (fewer at the ends)."""
     if len(reference_s) != runs + 1:
         raise ValueError(f"expected {runs + 1} reference runs around {runs} kernel runs, got {len(reference_s)}")
-    return [(reference_s[i] + reference_s[i + 1]) / 2.0 for i in range(runs)]
+    return [median(reference_s[max(i - width + 1, 0):i + width + 1]) for i in range(runs)]
 
 
 def drifts(reference_s: Sequence[float], reference_work: float, calibrated_rate: float) -> list[float]:

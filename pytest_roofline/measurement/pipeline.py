@@ -224,7 +224,9 @@ def _stopping_rule(roof: RooflineEstimate, plan: _LivePlan, threshold: float | N
         if ref is not None:
             drift = drifts(bracketing_times(refs[:len(walls) + 1], len(walls)), ref.work, plan.calibrated_rate)
         per_run = pair_utilizations(roof, walls, ref.resource if ref else None, drift)
-        return settled(per_run, threshold, target, steady=relative_iqr(per_run) <= target)
+        # Live pairs carry the reference's noise too: only the interval's width may end them early.
+        steady = ref is None and relative_iqr(per_run) <= target
+        return settled(per_run, threshold, target, steady=steady)
 
     return rule
 

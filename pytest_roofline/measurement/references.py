@@ -4,16 +4,17 @@ for live ceilings (imports JAX). Each is compiled once per process.
 ========================  =====================================================  ============================
 key                       program (CPU sizes; accelerators use larger ones)       ceiling it meets
 ========================  =====================================================  ============================
-``matmul-f32``            768x768x768 f32 matmul                                  f32 (TF32 on GPUs) matrix peak
-``matmul-bf16``           768x768x768 bf16 matmul                                 bf16 matrix peak
-``vector``                64 chained multiply-adds over 4 MiB of f32              vector peak
-``transcendental``        8 chained exp over 1 MiB of f32                         transcendental rate
+``matmul-f32``            1024x1024x1024 f32 matmul                               f32 (TF32 on GPUs) matrix peak
+``matmul-bf16``           1024x1024x1024 bf16 matmul                              bf16 matrix peak
+``vector``                64 chained multiply-adds over 16 MiB of f32             vector peak
+``transcendental``        8 chained exp over 4 MiB of f32                         transcendental rate
 ``stream``                donated f32 scale over 2x the last-level cache,         memory bandwidth
                           64-128 MiB (each run's output is the next run's input)
 ========================  =====================================================  ============================
 
-On a CPU they take a few milliseconds each, so that a pair (reference, kernel) sees the same moment of the
-machine. The stream's working set is capped at 128 MiB to stay that short: on a VM the system reports the
+On a CPU they take 5-10 ms each: short enough that a pair (reference, kernel) sees the same moment of the
+machine, long enough to span several scheduler time slices (shorter references, 1-3 ms, scattered more
+from pair to pair beside a busy neighbour). The stream's working set is capped at 128 MiB to stay that short: on a VM the system reports the
 host's last-level cache (480 MiB on the development machine, shared with other tenants); there a 128 MiB stream
 slowed under a memory-copy neighbour by the same factor as a 1 GiB one (issue 10's note).
 """
@@ -34,9 +35,11 @@ from ..analysis.roofline import RooflineEstimate
 from ..hardware.cpu import last_level_cache_bytes
 from .program import compile_program
 
-__all__ = ["Reference", "REFERENCE_KEYS", "reference", "reference_key_for"]
+__all__ = ["Reference", "REFERENCE_KEYS", "REFERENCES_VERSION", "reference", "reference_key_for"]
 
 REFERENCE_KEYS = ("matmul-f32", "matmul-bf16", "vector", "transcendental", "stream")
+# Part of the calibration cache key: change it whenever a reference kernel changes (its rate is calibrated).
+REFERENCES_VERSION = 2
 _MIB = 2**20
 
 _block: Callable[[Any], Any] = jax.block_until_ready
@@ -86,17 +89,17 @@ def reference(platform: str, key: str) -> Reference:
     big = platform != "cpu"
     if key.startswith("matmul-"):
         dtype_name = key.split("-", 1)[1]
-        n = 4096 if big else 768
+        n = 4096 if big else 1024
         dtype = jnp.float32 if dtype_name == "f32" else jnp.bfloat16
         a = jnp.full((n, n), 0.5, dtype)
         return _plain(key, f"{dtype_name} matmul {n}x{n}x{n}", "compute", 2.0 * n**3, _roofline_reference_matmul, (a, a))
     if key == "vector":
-        n = (64 if big else 1) * _MIB
+        n = (64 if big else 4) * _MIB
         x = jnp.full((n,), 0.5, jnp.float32)
         return _plain(key, f"64 chained multiply-adds over {4 * n // _MIB} MiB of f32", "compute", 128.0 * n,
                       _roofline_reference_vector, (x,))
     if key == "transcendental":
-        n = (16 if big else 1) * _MIB // 4
+        n = (16 if big else 4) * _MIB // 4
         x = jnp.full((n,), 0.5, jnp.float32)
         return _plain(key, f"8 chained exp over {4 * n // _MIB} MiB of f32", "transcendental", 8.0 * n,
                       _roofline_reference_exp, (x,))
