@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.trace import TraceError, flatten, run_times
+from pytest_roofline.analysis.trace import (
+    KERNEL_RUN_MARKER,
+    REFERENCE_RUN_MARKER,
+    TraceError,
+    flatten,
+    run_times,
+)
 
 
 # --- constructed traces: objects shaped like jax.profiler.ProfileData (planes -> lines -> events) ---
@@ -92,6 +98,28 @@ def test_missing_plane_program_and_run_count_are_errors() -> None:
         run_times(events, "jit_g", "gpu", 3)
     with pytest.raises(TraceError, match="found 3 runs"):
         run_times(events, "jit_f", "gpu", 5)
+
+
+def test_our_run_annotation_tells_runs_apart_when_other_programs_launch_in_between() -> None:
+    # Constructed (fake) GPU trace of live ceilings: reference, kernel, reference, ... Each launch has its own
+    # PjitFunction event, so PjitFunction events count 7, not 3; our annotations count 3 kernel runs and 4
+    # reference runs, as the GPU check on an H100 needed (issue 10's note).
+    host, kernels = [], []
+    for slot in range(7):
+        t0 = slot * 1_000_000
+        is_kernel = slot % 2 == 1
+        marker = KERNEL_RUN_MARKER if is_kernel else REFERENCE_RUN_MARKER
+        module = "jit_f" if is_kernel else "jit__roofline_reference_stream"
+        host.append(FakeEvent(marker, t0, 300_000))
+        host.append(FakeEvent(f"PjitFunction({module})", t0 + 1_000, 20_000))
+        kernels.append(FakeEvent("kernel", t0 + 50_000, 100_000 if is_kernel else 200_000,
+                                 {"hlo_module": module, "hlo_op": "fusion"}))
+    events = flatten(FakeProfile([FakePlane("/host:CPU", [FakeLine("python", host)]),
+                                  FakePlane("/device:GPU:0", [FakeLine("Stream #13(Compute)", kernels)])]))
+    found = run_times(events, "jit_f", "gpu", 3, KERNEL_RUN_MARKER)
+    assert found.per_run_s == pytest.approx((100e-6,) * 3) and KERNEL_RUN_MARKER in found.method
+    refs = run_times(events, "jit__roofline_reference_stream", "gpu", 4, REFERENCE_RUN_MARKER)
+    assert refs.per_run_s == pytest.approx((200e-6,) * 4)
 
 
 def test_gpu_trace_without_run_boundaries_is_an_error() -> None:

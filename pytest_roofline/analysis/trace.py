@@ -14,7 +14,10 @@ Where the events of one program are found, by platform:
   line (one event per op), written by libtpu (read, not verified on hardware here).
 
 Runs are told apart, in order of preference, by the ``run_id`` stat, by "XLA Modules" events, or by the
-host-side launch events of the program (one per run, as the runs are launched one after another).
+host-side launch events of the program (one per run, as the runs are launched one after another): the
+plugin's own annotation around each timed run (``launch_marker``: ``pytest_roofline kernel run``, or
+``pytest_roofline reference run`` for the reference kernel of live ceilings) where the trace has it, so that
+other programs launched in between (donated-input copies, reference kernels) are never counted as runs.
 A run's device time is from its first op's start to its last op's end.
 """
 
@@ -24,10 +27,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TraceEvent", "TraceError", "RunTimes", "flatten", "run_times", "device_plane_prefix"]
+__all__ = ["TraceEvent", "TraceError", "RunTimes", "flatten", "run_times", "device_plane_prefix",
+           "KERNEL_RUN_MARKER", "REFERENCE_RUN_MARKER"]
 
 SKIPPED_PREFIXES = ("ThreadpoolListener::",)
 HOST_LAUNCH_MARKERS = ("PjitFunction(", "ExecuteHelperOnSingleDevice", "LoadedExecutable::Execute")
+KERNEL_RUN_MARKER = "pytest_roofline kernel run"
+REFERENCE_RUN_MARKER = "pytest_roofline reference run"
 
 
 class TraceError(Exception):
@@ -98,8 +104,9 @@ def _group_by_windows(ops: list[TraceEvent], windows: list[tuple[float, float]])
 
 
 def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
-              expected_runs: int) -> RunTimes:
-    """Per-run device time of the program ``module_name`` (the HloModule name, e.g. ``jit_f``)."""
+              expected_runs: int, launch_marker: str | None = None) -> RunTimes:
+    """Per-run device time of the program ``module_name`` (the HloModule name, e.g. ``jit_f``).
+    ``launch_marker``: the name of the host event the caller put around each run (tried first)."""
     events = list(events)
     prefix = device_plane_prefix(platform)
     planes = {e.plane for e in events if e.plane.startswith(prefix)}
@@ -147,7 +154,7 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
         assignment = _group_by_windows(ops, windows)
         method = "XLA Modules events"
     else:
-        launches = _host_launches(events, expected_runs)
+        launches = _host_launches(events, expected_runs, launch_marker)
         if launches is None:
             raise TraceError(f"program {module_name!r} has op events but nothing tells its runs apart "
                              f"(no run_id stat, no 'XLA Modules' line, no host launch events)")
@@ -179,9 +186,10 @@ def _checked(result: RunTimes, expected_runs: int, module_name: str) -> RunTimes
     return result
 
 
-def _host_launches(events: list[TraceEvent], expected_runs: int) -> tuple[str, list[float]] | None:
+def _host_launches(events: list[TraceEvent], expected_runs: int,
+                   own: str | None = None) -> tuple[str, list[float]] | None:
     """Start times of the host-side launch events, when one kind of them occurs once per run."""
-    for marker in HOST_LAUNCH_MARKERS:
+    for marker in ((own,) if own else ()) + HOST_LAUNCH_MARKERS:
         spans = sorted((e.start_ns, e.end_ns) for e in events if e.plane.startswith("/host:") and marker in e.name)
         # Nested launch events of one kind (PjitFunction inside PjitFunction) are counted once.
         distinct: list[float] = []

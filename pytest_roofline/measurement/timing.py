@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.runs import Timing, relative_iqr
-from ..analysis.trace import RunTimes, TraceError, flatten, run_times
+from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, RunTimes, TraceError, flatten, run_times
 from .settings import TimingSettings
 
 __all__ = ["Timed", "time_program"]
@@ -49,11 +49,15 @@ class Beside:
 Settled = Callable[[Sequence[float], Sequence[float]], bool]
 
 
-def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any]) -> float:
+def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: str = KERNEL_RUN_MARKER) -> float:
+    from jax.profiler import TraceAnnotation
+
     args = prepare()
-    t0 = time.perf_counter()
-    outputs = execute(args)
-    wall = time.perf_counter() - t0
+    # Our own host event around the run (outside the prepare step): the trace reader tells runs apart by it.
+    with TraceAnnotation(marker):
+        t0 = time.perf_counter()
+        outputs = execute(args)
+        wall = time.perf_counter() - t0
     # Freeing a large output (munmap on a CPU) is host work of the harness: keep it out of the clock.
     del outputs, args
     return wall
@@ -66,11 +70,11 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
     ref_walls: list[float] = []
     started = time.perf_counter()
     if beside is not None:
-        ref_walls.append(_timed(beside.prepare, beside.execute))
+        ref_walls.append(_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER))
     while len(walls) < (max_runs or settings.max_runs):
         walls.append(_timed(prepare, execute))
         if beside is not None:
-            ref_walls.append(_timed(beside.prepare, beside.execute))
+            ref_walls.append(_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER))
         # The budget counts everything the loop spends, fresh donated copies and references included.
         spent = time.perf_counter() - started
         if len(walls) >= settings.min_runs:
@@ -124,7 +128,7 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         from jax.profiler import ProfileData
 
         events = flatten(ProfileData.from_serialized_xspace(xspace))
-        found: RunTimes = run_times(events, module_name, platform, len(walls))
+        found: RunTimes = run_times(events, module_name, platform, len(walls), KERNEL_RUN_MARKER)
     except TraceError as exc:
         if settings.timer == "profiler":
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
@@ -133,7 +137,7 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     if beside is None:
         return Timed(timing, xspace, found)
     try:
-        reference = run_times(events, beside.module_name, platform, len(refs)).per_run_s
+        reference = run_times(events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER).per_run_s
         return Timed(timing, xspace, found, reference, "profiler")
     except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
         return Timed(timing, xspace, found, tuple(refs), "wallclock")
