@@ -37,8 +37,10 @@ def test_layer_norm(roofline, key):
     roofline(layer_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)), jnp.zeros((COLS,)))
 
 
-# Softmax reads its input twice (max, then exp-sum) unless fused in one pass; one exp per element.
-@pytest.mark.roofline(min=0.025, bound="memory")
+# Softmax reads its input twice (max, then exp-sum) unless fused in one pass; one exp per element. On a CPU
+# the exp throughput, not memory, bounds it (the calibrated transcendental rate); on GPUs, whose table has no
+# transcendental rate, it is memory-bound: no bound= here.
+@pytest.mark.roofline(min=0.025)
 def test_softmax(roofline, key):
     roofline(lambda x: jax.nn.softmax(x, axis=-1), normal(key, (ROWS, COLS)), name="softmax")
 
@@ -49,7 +51,8 @@ def test_row_sum(roofline, key):
     roofline(lambda x: x.sum(axis=-1), normal(key, (ROWS, COLS)), name="row_sum")
 
 
-# Five elementwise ops fuse into one loop: one read, one write, no temporaries in memory.
-@pytest.mark.roofline(min=0.025, bound="memory")
+# Five elementwise ops fuse into one loop: one read, one write, no temporaries in memory; one tanh per element
+# (transcendental-bound on a CPU, like softmax).
+@pytest.mark.roofline(min=0.025)
 def test_fused_elementwise_chain(roofline, key):
     roofline(gelu_chain, normal(key, (ROWS, COLS)))

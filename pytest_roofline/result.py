@@ -251,8 +251,8 @@ class Result:
 
     @property
     def impossible(self) -> bool:
-        """A utilization above 105% cannot happen: a peak is too low or a count too high."""
-        return self.utilization > IMPOSSIBLE_ABOVE
+        """A utilization above 105% (its whole 95% interval) cannot happen: a peak is too low or a count too high."""
+        return self.figures.impossible
 
     @property
     def suspect(self) -> str:

@@ -97,3 +97,9 @@ def test_the_point_estimate_decides_and_the_message_states_the_interval() -> Non
 def test_a_transcendental_bound_kernel_is_compute_bound_for_bound_checks() -> None:
     assert decide(figures(0.9, bound="transcendental"), 0.5, expected_bound="compute").verdict == "pass"
     assert decide(figures(0.9, bound="transcendental"), 0.5, expected_bound="memory").verdict == "wrong-bound"
+
+
+def test_impossible_needs_the_whole_interval_above_105_percent() -> None:
+    # A kernel at the ceiling whose median lands at 107% within a noisy interval is not called impossible.
+    assert decide(figures(1.07, interval=(0.98, 1.12)), 0.5).verdict == "pass"
+    assert decide(figures(1.07, interval=(1.06, 1.09)), 0.5).verdict == "impossible"

@@ -1,9 +1,10 @@
 """The pass/fail rule, in one pure function: :func:`decide` turns a measurement's figures, a threshold, an
 expected bound and the model into a verdict and its reason.
 
-* A program-level utilization above :data:`~.roofline.IMPOSSIBLE_ABOVE` is "impossible" whatever the
-  threshold: a peak is too low or a count too high (the program-level bound is the loosest, so above it a
-  ceiling is wrong). It fails a test that has a threshold; without one it is a warning.
+* A program-level utilization above :data:`~.roofline.IMPOSSIBLE_ABOVE` (its whole 95% interval, where one is
+  known) is "impossible" whatever the threshold: a peak is too low or a count too high (the program-level bound
+  is the loosest, so above it a ceiling is wrong). It fails a test that has a threshold; without one it is a
+  warning.
 * Without a threshold a kernel is "measured"; with one it passes at or above it, on the chosen model.
 * Below the threshold a kernel is measured again before it fails (noisy machines must not make tests
   flaky): the first decision asks for it (``confirm``), the second states both figures.
@@ -41,6 +42,12 @@ class Figures:
     def utilization_for(self, model: Model) -> float:
         return self.utilization if model == "program" else self.ops_utilization
 
+    @property
+    def impossible(self) -> bool:
+        """Above 105% beyond the noise: the low end of the interval (the median where none is known)."""
+        low = self.interval[0] if self.interval is not None else self.utilization
+        return low > IMPOSSIBLE_ABOVE
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -65,7 +72,7 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
     verdict: Verdict
     interval = figures.interval if model == "program" else None
     marginal = threshold is not None and interval is not None and interval[0] <= threshold <= interval[1]
-    if figures.utilization > IMPOSSIBLE_ABOVE:
+    if figures.impossible:
         if threshold is None:
             return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible (above "
                             f"{format_fraction(IMPOSSIBLE_ABOVE)}): a peak or a count is wrong", warning=True)
