@@ -5,7 +5,9 @@ Run: python bench/suite_runs.py [--runs 10] [--calibrate]   (prints a table; not
 Each run is ``pytest example_suite --roofline-report=...`` in a subprocess (``--roofline-calibrate`` too with
 ``--calibrate``: a fresh calibration every run, as issue 10 asked). During every second run a neighbour process
 is busy (bench/neighbours.py: a busy loop and a memory-copy loop, alternately). Per kernel: min / median / max
-utilization over all runs, its threshold, min / threshold as a margin, and how many runs failed it.
+utilization over all runs (and min-median-max of the quiet runs and of those beside a neighbour), its
+threshold, threshold / median, and how many runs failed it. Each run's line shows its calibrated f32 and memory
+ceilings.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def main() -> None:
     parser.add_argument("--calibrate", action="store_true", help="--roofline-calibrate on every run")
     options = parser.parse_args()
     series: dict[str, list[float]] = {}
+    by_condition: dict[tuple[str, str], list[float]] = {}
     thresholds: dict[str, float | None] = {}
     failed: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,19 +57,31 @@ def main() -> None:
                 done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
             data: dict[str, Any] = json.loads(report.read_text())
             fails = [r["nodeid"] for r in data["results"] if r["verdict"] in ("fail", "wrong-bound", "impossible")]
+            hardware = data["results"][0]["result"]["hardware"] if data["results"] else {}
+            f32 = hardware.get("peaks_flops_per_s", {}).get("f32", {}).get("value", 0.0)
+            memory = hardware.get("memory_bandwidth_bytes_per_s", {}).get("value", 0.0)
             print(f"run {run + 1:2d} ({where:7}): exit {done.returncode}, {len(data['results'])} kernels, "
+                  f"ceilings f32 {f32 / 1e9:.0f} GFLOP/s, memory {memory / 1e9:.1f} GB/s; "
                   f"failed: {', '.join(fails) or 'none'}", flush=True)
             for r in data["results"]:
                 name = f"{r['nodeid'].split('::', 1)[1]} [{r['label']}]"
                 series.setdefault(name, []).append(r["result"]["utilization"])
+                side = "quiet" if where == "quiet" else "neighbour"
+                by_condition.setdefault((name, side), []).append(r["result"]["utilization"])
                 thresholds[name] = r["threshold"]
                 failed[name] = failed.get(name, 0) + (r["nodeid"] in fails)
-    print(f"\n{'kernel':70} {'min':>7} {'median':>7} {'max':>7} {'min':>7} {'min/med':>7} {'fails':>5}")
+    print(f"\n{'kernel':58} {'min':>6} {'median':>6} {'max':>6} {'quiet':>17} {'neighbour':>17} {'min':>5} "
+          f"{'min/med':>7} {'fails':>5}")
+
+    def span(values: list[float]) -> str:
+        return f"{min(values):5.0%}-{statistics.median(values):3.0%}-{max(values):3.0%}" if values else "-"
+
     for name, values in sorted(series.items()):
         threshold = thresholds[name]
         mid = statistics.median(values)
-        print(f"{name:70} {min(values):7.1%} {mid:7.1%} {max(values):7.1%} "
-              f"{'-' if threshold is None else format(threshold, '.0%'):>7} "
+        print(f"{name[:58]:58} {min(values):6.1%} {mid:6.1%} {max(values):6.1%} "
+              f"{span(by_condition.get((name, 'quiet'), [])):>17} {span(by_condition.get((name, 'neighbour'), [])):>17} "
+              f"{'-' if threshold is None else format(threshold, '.0%'):>5} "
               f"{'-' if threshold is None else format(threshold / mid, '.2f'):>7} {failed[name]:5d}")
 
 

@@ -103,12 +103,19 @@ def test_a_ceiling_is_a_robust_high_quantile_not_the_best_run() -> None:
 
 
 @pytest.mark.slow
-def test_real_calibration_on_this_machine() -> None:
+def test_real_calibration_on_this_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("jax")
     from pytest_roofline.measurement.calibrate import cpu_spec
+    from pytest_roofline.measurement.references import REFERENCE_KEYS
 
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     spec = cpu_spec(refresh="replace")
+    assert "pytest-roofline: calibrating this machine's ceilings once" in capfd.readouterr().err
     assert spec.platform == "cpu"
+    assert set(spec.reference_rates) == set(REFERENCE_KEYS) and all(v > 0 for v in spec.reference_rates.values())
+    assert spec.transcendental is not None and 1e7 < spec.transcendental.value < 1e13
+    assert "80th-percentile rate of 15 runs" in spec.peaks["f32"].source
     for key in ("f32", "bf16"):
         assert spec.peaks[key].origin == "calibration"
         assert 1e9 < spec.peaks[key].value < 1e14
@@ -132,3 +139,30 @@ def test_calibrated_accelerator_spec() -> None:
     assert spec.memory_bandwidth.value == 3.0e12 and spec.memory_bandwidth.origin == "calibration"
     assert spec.theoretical["bf16"].value == 989e12  # the datasheet stays beside it
     assert spec.theoretical["memory"].value == 3350e9
+
+
+def test_cpu_times_read_proc_stat() -> None:
+    stat = "cpu  400 0 100 800 20 0 10 40 0 0\ncpu0 1 2 3 4\n"
+    tick = 100  # os.sysconf('SC_CLK_TCK') on Linux
+    busy, total = cpu.cpu_times(stat) or (0.0, 0.0)
+    assert busy * tick == pytest.approx(400 + 100 + 10 + 40) and total * tick == pytest.approx(550 + 820)
+    assert cpu.cpu_times("intr 1 2 3") is None and cpu.cpu_times("") is None
+
+
+def test_a_contended_calibration_does_not_replace_a_quiet_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fake measurements: a quiet calibration, then one during which other processes used 40% of the CPUs.
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
+    key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
+    notices: list[str] = []
+    quiet = dict(FAKE_CPU_FIGURES, contention=0.01)
+    busy = dict(FAKE_CPU_FIGURES, peaks={"f32": 6e10, "bf16": 3e10}, contention=0.4)
+    calibration.calibration_figures(key, "replace", lambda: dict(quiet), notices.append)
+    figures, where = calibration.calibration_figures(key, "replace", lambda: dict(busy), notices.append)
+    assert figures["peaks"]["f32"] == 1e11  # the quiet one is kept
+    assert "was not kept: other processes used 40% of the CPUs" in where
+    assert len(notices) == 1 and "kept the quiet calibration" in notices[0]
+    # With no quiet calibration to keep, the contended one is used, and says so.
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path / "fresh"))
+    figures, where = calibration.calibration_figures(key, "replace", lambda: dict(busy), notices.append)
+    assert figures["peaks"]["f32"] == 6e10 and "measured while other processes used 40% of the CPUs" in where
+    assert "its ceilings are low" in notices[-1]

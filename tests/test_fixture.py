@@ -92,6 +92,13 @@ def test_an_impossible_result_without_a_threshold_is_a_warning_not_a_silent_pass
         assert "IMPOSSIBLE    utilization above 105%: suspect" in h.warnings[0]
 
 
+def test_ceilings_from_the_marker_and_the_call_reach_measure() -> None:
+    h = Harness(0.5, 0.5, marker={"ceilings": "live"})
+    h.fixture(kernel, 1)
+    h.fixture(kernel, 1, ceilings="calibrated")  # the call's keyword wins over the marker's
+    assert [c["ceilings"] for c in h.measure.calls] == ["live", "calibrated"]
+
+
 def test_warn_only_warns_instead_of_failing() -> None:
     h = Harness(0.1, 0.1, settings=Settings(warn_only=True))
     h.fixture(kernel, 1, min=0.8)

@@ -70,11 +70,11 @@ def test_bad_yaml_config_names_the_file(tmp_path: Path) -> None:
 
 # --- the marker ---
 def test_marker_keywords_are_checked_and_split() -> None:
-    spec = parse_marker((0.8,), {"bound": "compute", "model": "ops", "flops": 10, "min_runs": 3, "timer": "auto"},
-                        "t.py::test_a")
+    spec = parse_marker((0.8,), {"bound": "compute", "model": "ops", "flops": 10, "min_runs": 3, "timer": "auto",
+                                 "ceilings": "Live"}, "t.py::test_a")
     assert spec.min is not None and spec.min.value == 0.8 and spec.min.origin == "marker of t.py::test_a"
     assert (spec.bound, spec.model) == ("compute", "ops")
-    assert dict(spec.measure_kwargs) == {"flops": 10.0, "min_runs": 3, "timer": "auto"}
+    assert dict(spec.measure_kwargs) == {"flops": 10.0, "min_runs": 3, "timer": "auto", "ceilings": "live"}
 
 
 @pytest.mark.parametrize("args,kwargs,fragment", [
@@ -85,6 +85,7 @@ def test_marker_keywords_are_checked_and_split() -> None:
     ((), {"warmup": -1}, "warmup=-1: must be an integer >= 0"),
     ((), {"budget_s": 0}, "budget_s=0: must be a positive number"),
     ((), {"flops": True}, "flops=True: must be a non-negative number"),
+    ((), {"ceilings": "alive"}, "ceilings='alive': must be one of 'auto', 'datasheet', 'calibrated', 'live'"),
 ])
 def test_bad_marker_arguments_name_test_and_keyword(args: tuple[object, ...], kwargs: dict[str, object],
                                                     fragment: str) -> None:
@@ -96,3 +97,4 @@ def test_bad_marker_arguments_name_test_and_keyword(args: tuple[object, ...], kw
 def test_marker_signature_shows_the_timing_defaults() -> None:
     assert f"warmup={DEFAULT_TIMING.warmup}, min_runs={DEFAULT_TIMING.min_runs}" in MARKER_SIGNATURE
     assert f"min_time_s={DEFAULT_TIMING.min_time_s}, timer='auto'" in MARKER_SIGNATURE
+    assert "ceilings=None" in MARKER_SIGNATURE

@@ -28,6 +28,7 @@ from .spec import PEAK_KEYS, Ceiling, HardwareSpec
 __all__ = [
     "CACHE_DIR_ENV",
     "CACHE_VERSION",
+    "CONTENDED_ABOVE",
     "Refresh",
     "refresh_mode",
     "cache_dir",
@@ -43,6 +44,9 @@ CACHE_DIR_ENV = "PYTEST_ROOFLINE_CACHE_DIR"
 CACHE_VERSION = 3
 # The rate of this quantile of the run times is the ceiling: high, but not the one luckiest run.
 CEILING_QUANTILE = 0.2
+# A calibration during which other processes (or other VMs, as steal time) used more than this share of the
+# CPUs is contended: a busy-loop neighbour on the 2-core development VM shows as 34%, a quiet machine as 0-2%.
+CONTENDED_ABOVE = 0.1
 
 Refresh = Literal["cached", "replace"]
 """Use the cache; re-measure and replace it."""
@@ -98,16 +102,39 @@ def store_cached(key: Mapping[str, Any], figures: Mapping[str, Any]) -> Path:
     return write_text_atomic(cache_file(key), payload)
 
 
-def calibration_figures(key: Mapping[str, Any], refresh: Refresh,
-                        measure: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], str]:
-    """The cached figures for ``key``, or new ones from ``measure()`` (cached now); and where they came from."""
+def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Callable[[], dict[str, Any]],
+                        notice: Callable[[str], None] = lambda text: None) -> tuple[dict[str, Any], str]:
+    """The cached figures for ``key``, or new ones from ``measure()`` (cached now); and where they came from.
+
+    A new calibration during which other processes used more than :data:`CONTENDED_ABOVE` of the CPUs
+    (``figures["contention"]``) does not replace a cached one measured on a quiet machine: the quiet one is
+    kept, and ``notice`` says so. Without a quiet one it is used, and its source says it was contended.
+    """
     cached = load_cached(key)
     if cached is not None and refresh == "cached":
-        return cached, f"cached in {cache_file(key)}"
+        return cached, f"cached in {cache_file(key)}" + _contended_text(cached)
     figures = measure()
     figures["date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    busy = figures.get("contention")
+    if busy is not None and busy > CONTENDED_ABOVE and cached is not None and not _contended(cached):
+        notice(f"the new calibration ran while other processes used {busy:.0%} of the CPUs: kept the quiet "
+               f"calibration of {cached.get('date', '?')} ({cache_file(key)})")
+        return cached, (f"cached in {cache_file(key)}; a calibration on {figures['date']} was not kept: other "
+                        f"processes used {busy:.0%} of the CPUs during it")
     path = store_cached(key, figures)
-    return figures, f"measured now, cached in {path}"
+    if _contended(figures):
+        notice(f"calibrated while other processes used {busy:.0%} of the CPUs: its ceilings are low (live "
+               f"ceilings correct part of it); recalibrate on a quiet machine")
+    return figures, f"measured now, cached in {path}" + _contended_text(figures)
+
+
+def _contended(figures: Mapping[str, Any]) -> bool:
+    busy = figures.get("contention")
+    return busy is not None and busy > CONTENDED_ABOVE
+
+
+def _contended_text(figures: Mapping[str, Any]) -> str:
+    return f"; measured while other processes used {figures['contention']:.0%} of the CPUs" if _contended(figures) else ""
 
 
 def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cpu") -> HardwareSpec:

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cpu_info", "theoretical_cpu_peak", "last_level_cache_bytes", "parse_cache_size"]
+__all__ = ["cpu_info", "theoretical_cpu_peak", "last_level_cache_bytes", "parse_cache_size", "cpu_times",
+           "Contention"]
 
 
 def cpu_info(cpuinfo_text: str | None = None) -> dict[str, Any]:
@@ -98,3 +99,50 @@ def last_level_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> 
         if best is None or (level, size) > best:
             best = (level, size)
     return best[1] if best else None
+
+
+def cpu_times(stat_text: str | None = None) -> tuple[float, float] | None:
+    """(busy, total) CPU seconds over all CPUs since boot, from the first line of /proc/stat. Busy counts user,
+    nice, system, irq, softirq and steal (time the hypervisor gave to other machines); None where unreadable."""
+    if stat_text is None:
+        try:
+            stat_text = Path("/proc/stat").read_text(encoding="utf-8")
+        except OSError:
+            return None
+    first = stat_text.splitlines()[0].split() if stat_text else []
+    if len(first) < 5 or first[0] != "cpu":
+        return None
+    try:
+        values = [float(v) for v in first[1:9]]
+    except ValueError:
+        return None
+    values += [0.0] * (8 - len(values))
+    user, nice, system, idle, iowait, irq, softirq, steal = values
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    busy = user + nice + system + irq + softirq + steal
+    return busy / tick, (busy + idle + iowait) / tick
+
+
+class Contention:
+    """How much of the machine's CPU time other processes (and other VMs, through steal time) used while the
+    ``with`` block ran: ``share`` in 0..1 of all CPUs, None where /proc/stat cannot be read."""
+
+    def __enter__(self) -> Contention:
+        self._start = cpu_times()
+        self._own = _own_cpu_seconds()
+        self.share: float | None = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        end = cpu_times()
+        if self._start is None or end is None:
+            return
+        busy = end[0] - self._start[0]
+        total = end[1] - self._start[1]
+        others = busy - (_own_cpu_seconds() - self._own)
+        self.share = min(max(others / total, 0.0), 1.0) if total > 0 else None
+
+
+def _own_cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system

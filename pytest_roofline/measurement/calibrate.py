@@ -28,7 +28,7 @@ from ..hardware.calibration import (
     cpu_spec_from,
     robust_rate,
 )
-from ..hardware.cpu import cpu_info, last_level_cache_bytes
+from ..hardware.cpu import Contention, cpu_info, last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
 from ..quantiles import relative_iqr
 from .program import compile_program, time_compiled
@@ -79,7 +79,16 @@ def _progress(text: str) -> None:
 
 def measure_ceilings(platform: str, progress: Callable[[str], None] = _progress) -> dict[str, Any]:
     """Run the calibration kernels. Returns {"peaks": {dtype: FLOP/s}, "memory": B/s, "transcendental": 1/s,
-    "references": {key: rate}, "details": {figure: how}, "spread": {figure: relative IQR}}."""
+    "references": {key: rate}, "details": {figure: how}, "spread": {figure: relative IQR}} and, on a CPU,
+    "contention": the share of the CPUs other processes used meanwhile."""
+    with Contention() as contention:
+        figures = _measure_ceilings(platform, progress)
+    if platform == "cpu" and contention.share is not None:
+        figures["contention"] = contention.share
+    return figures
+
+
+def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[str, Any]:
     sizes = _MATMUL.get(platform, _MATMUL["default"])
     stream, stream_how = _stream_bytes(platform)
     progress(f"calibrating this machine's ceilings once (f32 and bf16 matmuls of {' and '.join(map(str, sizes))}, "
@@ -165,12 +174,13 @@ def measure_ceilings(platform: str, progress: Callable[[str], None] = _progress)
 
 def cpu_spec(device_kind: str = "cpu", refresh: Refresh = "cached") -> HardwareSpec:
     """The CPU's ceilings, measured on this machine (cached)."""
-    figures, where = calibration_figures(machine_key("cpu", device_kind), refresh, lambda: measure_ceilings("cpu"))
+    figures, where = calibration_figures(machine_key("cpu", device_kind), refresh, lambda: measure_ceilings("cpu"),
+                                         _progress)
     return cpu_spec_from(figures, where, device_kind)
 
 
 def calibrated_spec(base: HardwareSpec, device_kind: str, refresh: Refresh = "cached") -> HardwareSpec:
     """An accelerator's table entry with its bf16 and f32 peaks and memory bandwidth measured on it."""
     figures, where = calibration_figures(machine_key(base.platform, device_kind), refresh,
-                                         lambda: measure_ceilings(base.platform))
+                                         lambda: measure_ceilings(base.platform), _progress)
     return calibrated_spec_from(base, figures, where)
