@@ -25,34 +25,36 @@ def gelu_chain(x):
 
 
 # Read x once, write once; the row statistics stay in registers: a streaming kernel. On a CPU each call
-# page-faults a fresh 128 MiB output inside the op, so these reach 0.07-0.13 (see test_donation.py);
-# thresholds are about a third of that, as the machine's bandwidth ceiling swings between 55 and 90 GB/s.
-@pytest.mark.roofline(min=0.025, bound="memory")
+# page-faults a fresh 128 MiB output inside the op (see test_donation.py), so these reach only
+# 13.8 / 14.6 / 19.1% (RMS norm) and 12.3 / 13.6 / 19.2% (layer norm) on the development VM.
+# Thresholds here are 0.7x the median (see test_matmul.py).
+@pytest.mark.roofline(min=0.11, bound="memory")
 def test_rms_norm(roofline, key):
     roofline(rms_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)))
 
 
-@pytest.mark.roofline(min=0.025, bound="memory")
+@pytest.mark.roofline(min=0.1, bound="memory")
 def test_layer_norm(roofline, key):
     roofline(layer_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)), jnp.zeros((COLS,)))
 
 
 # Softmax reads its input twice (max, then exp-sum) unless fused in one pass; one exp per element. On a CPU
 # the exp throughput, not memory, bounds it (the calibrated transcendental rate); on GPUs, whose table has no
-# transcendental rate, it is memory-bound: no bound= here.
-@pytest.mark.roofline(min=0.025)
+# transcendental rate, it is memory-bound: no bound= here. 55.3 / 65.8 / 102.1% (live ceilings overshoot
+# beside a neighbour: the exp reference slows more than this kernel; quiet runs 55-59-63%, threshold 0.7x that).
+@pytest.mark.roofline(min=0.41)
 def test_softmax(roofline, key):
     roofline(lambda x: jax.nn.softmax(x, axis=-1), normal(key, (ROWS, COLS)), name="softmax")
 
 
-# A reduction reads 128 MiB and writes 32 KiB, no big output to fault in: 0.38-0.83 seen.
-@pytest.mark.roofline(min=0.12, bound="memory")
+# A reduction reads 128 MiB and writes 32 KiB, no big output to fault in: 40.8 / 44.8 / 61.6%.
+@pytest.mark.roofline(min=0.32, bound="memory")
 def test_row_sum(roofline, key):
     roofline(lambda x: x.sum(axis=-1), normal(key, (ROWS, COLS)), name="row_sum")
 
 
 # Five elementwise ops fuse into one loop: one read, one write, no temporaries in memory; one tanh per element
-# (transcendental-bound on a CPU, like softmax).
-@pytest.mark.roofline(min=0.025)
+# (transcendental-bound on a CPU, like softmax): 36.1 / 49.1 / 66.8%; quiet runs 36-39-50%, threshold 0.7x that.
+@pytest.mark.roofline(min=0.27)
 def test_fused_elementwise_chain(roofline, key):
     roofline(gelu_chain, normal(key, (ROWS, COLS)))
