@@ -24,7 +24,7 @@ def _ceiling_lines(r: Mapping[str, Any]) -> list[str]:
         name = {"bytes": "memory", "collective bytes": "interconnect",
                 "transcendentals": "transcendental"}.get(use["work"], f"{use['key']} peak")
         note = f" [{use['note']}]" if use.get("note") else ""
-        lines.append(f"    {name:<14}{format_quantity(c['value'], unit):<16}{c['origin']}: {c['source']} "
+        lines.append(f"    {name:<15}{format_quantity(c['value'], unit):<16}{c['origin']}: {c['source']} "
                      f"({c['date']}){note}")
     return lines
 
