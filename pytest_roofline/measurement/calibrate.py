@@ -34,7 +34,7 @@ from ..quantiles import relative_iqr
 from .program import compile_program, time_compiled
 from .references import REFERENCE_KEYS, REFERENCES_VERSION, reference
 from .settings import TimingSettings
-from .timing import Beside, Timed, time_program
+from .timing import Timed, time_program
 
 __all__ = ["machine_key", "measure_ceilings", "cpu_spec", "calibrated_spec"]
 
@@ -105,10 +105,6 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
     # Each reference kernel runs beside the calibration kernel of its ceiling, as it will run beside a kernel
     # under test: its calibrated rate is its median in that setting (for the stream: with the caches flushed by
     # the large calibration stream, not warm from its own previous run).
-    def beside(ref_key: str) -> Beside:
-        ref = reference(platform, ref_key)
-        return Beside(ref.module_name, ref.prepare, ref.execute)
-
     def reference_rate(ref_key: str, timed: list[Timed]) -> None:
         ref = reference(platform, ref_key)
         times = [t for one in timed for t in one.reference_s]
@@ -122,7 +118,7 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
             a = jax.random.normal(key, (n, n), dtype)
             b = jax.random.normal(jax.random.fold_in(key, 1), (n, n), dtype)
             program = compile_program(jnp.matmul, (a, b), {}, f"calibration matmul {dtype_name}")
-            timed = time_compiled(program, _RUNS, beside=beside(f"matmul-{dtype_name}"))
+            timed = time_compiled(program, _RUNS, beside=reference(platform, f"matmul-{dtype_name}").beside())
             ref_timed.append(timed)
             timing = timed.timing
             rate, spread = robust_rate(2.0 * n**3, timing.per_run_s)
@@ -136,7 +132,7 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
 
     x = jnp.ones((stream // 4,), jnp.float32)
     scale = jax.jit(lambda v: v * 1.0001, donate_argnums=0)
-    timed = time_compiled(compile_program(scale, (x,), {}, "calibration stream"), _RUNS, beside=beside("stream"))
+    timed = time_compiled(compile_program(scale, (x,), {}, "calibration stream"), _RUNS, beside=reference(platform, "stream").beside())
     reference_rate("stream", [timed])
     timing = timed.timing
     del x

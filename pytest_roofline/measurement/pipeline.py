@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jax
@@ -84,9 +84,7 @@ def measure(
     refresh = refresh_mode(recalibrate)
     settings = TimingSettings(warmup, min_runs, max_runs, budget_s, target_spread, timer, min_time_s=min_time_s)
 
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
-                                  or not threshold >= 0):
-        raise ValueError(f"threshold= must be a non-negative number, got {threshold!r}")
+    threshold = _non_negative("threshold", threshold)
 
     program = compile_program(fn, args, kwargs, label)
     module, counts = _read_program(program, label, given)
@@ -99,6 +97,10 @@ def measure(
                           _stopping_rule(model.estimate, plan, threshold, settings.target_spread))
     ops_model, busy = _per_op(model.rows, module, program, timed)
     live = _live(plan, timed)
+    if plan.reference is not None and live is None:
+        used = "calibrated"
+        plan = replace(plan, why=f"the reference kernel's runs could not be read ({len(timed.reference_s)} for "
+                                 f"{timed.timing.runs} kernel runs): calibrated ceilings used")
     return Result(
         name=label,
         hardware=spec,
@@ -115,7 +117,7 @@ def measure(
         hlo_text=program.hlo_text,
         xspace=timed.xspace,
         live=live,
-        threshold=None if threshold is None else float(threshold),
+        threshold=threshold,
     )
 
 
@@ -128,15 +130,17 @@ class _Given:
     transcendentals: float | None
 
 
-def _given_counts(flops: float | None, bytes_: float | None, transcendentals: float | None) -> _Given:
-    def check(keyword: str, value: float | None) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            raise ValueError(f"{keyword}= must be a non-negative number, got {value!r}")
-        return float(value)
+def _non_negative(keyword: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"{keyword}= must be a non-negative number, got {value!r}")
+    return float(value)
 
-    return _Given(check("flops", flops), check("bytes", bytes_), check("transcendentals", transcendentals))
+
+def _given_counts(flops: float | None, bytes_: float | None, transcendentals: float | None) -> _Given:
+    return _Given(_non_negative("flops", flops), _non_negative("bytes", bytes_),
+                  _non_negative("transcendentals", transcendentals))
 
 
 def _read_program(program: CompiledProgram, label: str, given: _Given) -> tuple[HloModule, Counts]:
@@ -197,8 +201,7 @@ class _LivePlan:
 
     @property
     def beside(self) -> Beside | None:
-        ref = self.reference
-        return Beside(ref.module_name, ref.prepare, ref.execute) if ref is not None else None
+        return self.reference.beside() if self.reference is not None else None
 
 
 def _live_plan(spec: HardwareSpec, used: str, model: _Model, platform: str) -> _LivePlan:

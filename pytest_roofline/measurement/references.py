@@ -34,6 +34,7 @@ from ..analysis.live import Resource
 from ..analysis.roofline import RooflineEstimate
 from ..hardware.cpu import last_level_cache_bytes
 from .program import compile_program
+from .timing import Beside
 
 __all__ = ["Reference", "REFERENCE_KEYS", "REFERENCES_VERSION", "reference", "reference_key_for"]
 
@@ -54,6 +55,10 @@ class Reference:
     module_name: str
     prepare: Callable[[], Any]
     execute: Callable[[Any], Any]  # blocks until done; returns the outputs
+
+    def beside(self) -> Beside:
+        """This reference as the timing loop alternates it with a kernel."""
+        return Beside(self.module_name, self.prepare, self.execute)
 
 
 def _stream_bytes(platform: str) -> int:
