@@ -19,7 +19,9 @@ def row_by_row_softmax(x):
     return jax.lax.fori_loop(0, x.shape[0], body, jnp.zeros_like(x))
 
 
-@pytest.mark.xfail(strict=True, reason="deliberately slow: a sequential loop over rows")
+# Expected to fail, except under --roofline-warn-only (as in CI), where the shortfall is a warning.
+@pytest.mark.xfail("not config.getoption('roofline_warn_only')", strict=True,
+                   reason="deliberately slow: a sequential loop over rows")
 @pytest.mark.roofline(min=0.3)
 def test_row_by_row_softmax(roofline):
     roofline(row_by_row_softmax, jnp.ones((2048, 256), jnp.float32))
