@@ -60,7 +60,7 @@ FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "imposs
 Platform = Literal["cpu", "gpu", "tpu"]
 PLATFORMS: tuple[Platform, ...] = get_args(Platform)
 
-CountSource = Literal["compiler", "user"]
+CountSource = Literal["compiler", "user", "hlo"]  # hlo: counted by pytest-roofline from the optimized HLO
 
 T = TypeVar("T", bound=str)
 

@@ -303,7 +303,7 @@ class Result:
         if self.marginal and self.threshold is not None:
             text += f" MARGINAL: the threshold {format_fraction(self.threshold)} is inside the interval"
         if self.counts_lower_bound:
-            text += " [counts are a lower bound: a while loop with unknown trip count was counted once]"
+            text += f" [counts are a lower bound: {self.work.lower_bound_reason}]"
         if self.impossible:
             text += f" IMPOSSIBLE (> {format_fraction(IMPOSSIBLE_ABOVE)}): suspect {self.suspect}"
         return text

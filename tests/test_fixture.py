@@ -250,6 +250,7 @@ RESULT_KEYS = {
 # Added within schema 1 (new keys only; none renamed or removed).
 RESULT_KEYS |= {"transcendental_time_s", "utilization_calibrated", "utilization_interval", "drift", "live",
                 "threshold", "marginal"}
+RESULT_KEYS |= {"uncounted_custom_calls", "counts_lower_bound_reason"}
 
 
 def test_result_json_keeps_the_schema_1_keys() -> None:

@@ -8,6 +8,7 @@ inside functions), so that the layout cannot erode.
     report/     text and JSON                      base, hardware, analysis, result
     measurement/  the only JAX                     base, hardware, analysis, result
     plugin/     the only pytest                    anything but JAX itself
+    cli/        the pytest-roofline command        anything but pytest (JAX only through measurement)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ ALLOWED = {
     "measurement": {"base", "hardware", "analysis", "result", "measurement"},
     "plugin": {"base", "hardware", "analysis", "result", "report", "measurement", "plugin"},
     "package": {"base", "hardware", "analysis", "result", "measurement"},
+    "cli": {"base", "hardware", "analysis", "result", "report", "measurement", "cli", "package"},
 }
 JAX = {"jax", "jaxlib"}
 PYTEST = {"pytest", "_pytest", "pluggy"}
@@ -50,6 +52,8 @@ def _layer(module: str) -> str:
         return "package"
     if parts[1] in BASE:
         return "base"
+    if parts[1] == "__main__":
+        return "cli"
     return parts[1]
 
 
@@ -121,6 +125,7 @@ def test_the_rules_catch_a_violation() -> None:
 
 
 @pytest.mark.parametrize("module", ["pytest_roofline", "pytest_roofline.plugin.hooks", "pytest_roofline.result",
+                                    "pytest_roofline.cli.main",
                                     "pytest_roofline.report.text", "pytest_roofline.plugin.fixture"])
 def test_importing_does_not_import_jax(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in ('jax', 'jaxlib') if m in sys.modules))"

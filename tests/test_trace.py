@@ -85,8 +85,9 @@ def test_constructed_gpu_trace(with_run_id: bool) -> None:
 
 def test_constructed_tpu_trace() -> None:
     found = run_times(flatten(fake_tpu_trace()), "jit_f", "tpu", expected_runs=4)
-    assert found.per_run_s == pytest.approx((810e-6,) * 4)  # 10 us .. 820 us
-    assert found.method == "XLA Modules events"
+    # A chip's run is its module event (the time the caller waits), not the span of its ops (10 .. 820 us).
+    assert found.per_run_s == pytest.approx((900e-6,) * 4)
+    assert found.method.startswith("XLA Modules events")
     assert len(found.op_events) == 8
 
 

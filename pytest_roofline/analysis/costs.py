@@ -22,6 +22,7 @@ __all__ = [
     "costliest_branch",
     "compute_class",
     "source_dtype",
+    "custom_call_target",
 ]
 
 # Elementwise ops XLA's cost analysis counts as transcendentals (one per output element).
@@ -52,17 +53,23 @@ class OpCost:
     bytes: float = 0.0
     # Matrix FLOPs (dot, convolution) by compute class, e.g. {"f32": 2.1e9}; included in ``flops``.
     matrix_flops: Mapping[str, float] = field(default_factory=dict)
+    # FLOPs of library custom calls (cuBLAS gemms, cuDNN convolutions) counted here; included in ``flops``.
+    custom_call_flops: float = 0.0
+    # Custom calls whose work this model cannot count, as "name (target)": the counts are incomplete.
+    uncounted: tuple[str, ...] = ()
 
     def __add__(self, other: OpCost) -> OpCost:
         merged = dict(self.matrix_flops)
         for k, v in other.matrix_flops.items():
             merged[k] = merged.get(k, 0.0) + v
+        unknown = self.uncounted + tuple(u for u in other.uncounted if u not in self.uncounted)
         return OpCost(self.flops + other.flops, self.transcendentals + other.transcendentals,
-                      self.bytes + other.bytes, merged)
+                      self.bytes + other.bytes, merged, self.custom_call_flops + other.custom_call_flops, unknown)
 
     def scaled(self, factor: float) -> OpCost:
         return OpCost(self.flops * factor, self.transcendentals * factor, self.bytes * factor,
-                      {k: v * factor for k, v in self.matrix_flops.items()})
+                      {k: v * factor for k, v in self.matrix_flops.items()}, self.custom_call_flops * factor,
+                      self.uncounted)
 
 
 _CLASS_RANK = {"int8": 0, "fp8": 1, "bf16": 2, "f16": 2, "f32": 3, "f64": 4}
@@ -93,6 +100,95 @@ def compute_class(operand_dtypes: list[str]) -> str:
 def _shape_of(comp: Computation, name: str) -> Shape | None:
     inst = comp.by_name.get(name)
     return inst.shape if inst is not None else None
+
+
+# Library calls XLA emits as custom calls (GPU). Gemms: cuBLAS and cuBLASLt (XLA on ROCm uses the same target
+# names for hipBLAS/hipBLASLt); convolutions: cuDNN (MIOpen on ROCm, same names).
+GEMM_TARGET_PREFIXES = ("__cublas$", "__hipblas")
+CONV_TARGET_PREFIXES = ("__cudnn$conv",)
+# Custom calls that move or annotate data and compute nothing: their operands and result are the traffic.
+DATA_MOVEMENT_TARGETS = frozenset({
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost", "MoveToDevice",
+    "AllocateBuffer", "LayoutConstraint", "annotate_device_placement", "PinToDevice", "__gpu$xla.gpu.copy",
+})
+
+
+def custom_call_target(inst: Instruction) -> str:
+    return inst.attrs.get("custom_call_target", "").strip('"')
+
+
+def _first_leaf(shape: Shape) -> Shape:
+    """A library call's result: the first element of its tuple (the rest is workspace: scratch, not output)."""
+    while shape.is_tuple and shape.elements_of:
+        shape = shape.elements_of[0]
+    return shape
+
+
+def _gemm_flops(comp: Computation, inst: Instruction) -> float | None:
+    """2 x batch x M x N x K of a gemm custom call, from its operands and the ``dot_dimension_numbers`` of its
+    ``backend_config``; None when they are not there."""
+    config = inst.backend_config.get("gemm_backend_config", inst.backend_config)
+    dims = config.get("dot_dimension_numbers") if isinstance(config, dict) else None
+    if not isinstance(dims, dict) or len(inst.operands) < 2:
+        return None
+    lhs, rhs = _shape_of(comp, inst.operands[0]), _shape_of(comp, inst.operands[1])
+    if lhs is None or rhs is None or lhs.is_tuple or rhs.is_tuple:
+        return None
+    try:
+        contracting = [int(d) for d in dims.get("lhs_contracting_dimensions", [])]
+        batch = [int(d) for d in dims.get("lhs_batch_dimensions", [])]
+        k = prod(lhs.dims[d] for d in contracting)
+        b = prod(lhs.dims[d] for d in batch)
+    except (IndexError, TypeError, ValueError):
+        return None
+    if k * b == 0:
+        return 0.0
+    # lhs = batch x M x K, rhs = batch x K x N: 2 x batch x M x N x K = 2 x |lhs| x |rhs| / (batch x K)
+    return 2.0 * lhs.num_elements * rhs.num_elements / (b * k)
+
+
+def _conv_custom_flops(comp: Computation, inst: Instruction, target: str) -> float | None:
+    """A cuDNN convolution's FLOPs, as the forward convolution it computes or differentiates:
+    2 x forward-output elements x kernel elements per output feature."""
+    if len(inst.operands) < 2:
+        return None
+    a, b = _shape_of(comp, inst.operands[0]), _shape_of(comp, inst.operands[1])
+    result = _first_leaf(inst.shape)
+    if a is None or b is None:
+        return None
+    if "BackwardFilter" in target:
+        forward_out, kernel = b, result  # operands: input, output gradient; result: the kernel gradient
+    elif "BackwardInput" in target:
+        forward_out, kernel = a, b  # operands: output gradient, kernel; result: the input gradient
+    else:
+        forward_out, kernel = result, b  # operands: input, kernel (bias, side input); result: output
+    labels = inst.attrs.get("dim_labels", "")
+    try:
+        kernel_labels = labels.split("_")[1].split("->")[0]
+        out_feature = kernel.dims[kernel_labels.index("o")]
+    except (IndexError, ValueError):
+        return None
+    return 2.0 * forward_out.num_elements * kernel.num_elements / max(out_feature, 1)
+
+
+def _custom_call_cost(module: HloModule, comp: Computation, inst: Instruction,
+                      param_sources: tuple[str, ...] | None) -> OpCost:
+    """Gemm and convolution library calls counted from their operands; data-movement calls as bytes; any
+    other custom call is bytes plus a name in ``uncounted``."""
+    target = custom_call_target(inst)
+    written = _first_leaf(inst.shape).bytes if inst.shape.is_tuple else inst.shape.bytes
+    io_bytes = _operand_bytes(comp, inst) + written
+    flops: float | None = None
+    if target.startswith(GEMM_TARGET_PREFIXES):
+        flops = _gemm_flops(comp, inst)
+    elif target.startswith(CONV_TARGET_PREFIXES):
+        flops = _conv_custom_flops(comp, inst, target)
+    elif target in DATA_MOVEMENT_TARGETS:
+        return OpCost(0.0, 0.0, io_bytes)
+    if flops is None:
+        return OpCost(0.0, 0.0, io_bytes, uncounted=(f"{inst.name} ({target or 'no target'})",))
+    dtypes = [source_dtype(module, comp, o, param_sources) for o in inst.operands[:2]]
+    return OpCost(flops, 0.0, io_bytes, {compute_class(dtypes): flops}, custom_call_flops=flops)
 
 
 def _dot_flops(comp: Computation, inst: Instruction) -> float:
@@ -237,7 +333,7 @@ def _inner_cost(module: HloModule, comp_name: str, multiply_loops: bool,
                 param_sources: tuple[str, ...] | None = None) -> OpCost:
     """FLOPs of a called computation (fusion body, reducer); its internal values are not memory traffic."""
     c = computation_cost(module, comp_name, multiply_loops, param_sources)
-    return OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops)
+    return OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops, c.custom_call_flops, c.uncounted)
 
 
 def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
@@ -252,6 +348,8 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
     if op in FREE_OPS:
         return OpCost()
     io_bytes = _operand_bytes(comp, inst) + inst.shape.bytes
+    if op == "custom-call":
+        return _custom_call_cost(module, comp, inst, param_sources)
     if op in ("dot", "convolution"):
         flops = _dot_flops(comp, inst) if op == "dot" else _conv_flops(comp, inst)
         dtypes = [source_dtype(module, comp, o, param_sources) for o in inst.operands[:2]]
@@ -262,7 +360,8 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
         for callee in inst.called:
             inner = inner + _inner_cost(module, callee, multiply_loops, sources)
         moved = _fusion_bytes(module, comp, inst) if op == "fusion" else io_bytes
-        return OpCost(inner.flops, inner.transcendentals, moved, inner.matrix_flops)
+        return OpCost(inner.flops, inner.transcendentals, moved, inner.matrix_flops, inner.custom_call_flops,
+                      inner.uncounted)
     if op == "dynamic-slice" or op == "slice":
         return OpCost(0.0, 0.0, 2.0 * inst.shape.bytes)  # read the slice, write it
     if op == "dynamic-update-slice" and len(inst.operands) > 1:

@@ -17,7 +17,8 @@ from ..kinds import CountSource
 from .costs import OpCost, computation_cost
 from .hlo import HloModule, Instruction
 
-__all__ = ["CostAnalysisError", "Counts", "Work", "normalize_cost_analysis", "program_counts", "work_of"]
+__all__ = ["CostAnalysisError", "Counts", "Work", "normalize_cost_analysis", "program_counts", "hlo_counts",
+           "work_of"]
 
 
 class CostAnalysisError(ValueError):
@@ -64,9 +65,11 @@ class Counts:
     bytes_accessed: float
     # Matrix (dot / convolution) FLOPs by compute class; the rest of ``flops`` is vector work.
     matrix_flops: Mapping[str, float]
-    lower_bound: bool  # a while loop without a known trip count: the body was counted once
+    lower_bound: bool  # a while loop without a known trip count (body counted once), or uncounted custom calls
     loops: tuple[str, ...]  # one line per while loop: its name and trip count (or "unknown")
     dot_precisions: tuple[str, ...]  # operand_precision values seen on dots ("default" when unset)
+    source: CountSource = "compiler"  # "hlo": counted from the HLO here (no usable compiler analysis)
+    uncounted: tuple[str, ...] = ()  # custom calls whose work is not in the counts: "name (target)"
 
     @property
     def vector_flops(self) -> float:
@@ -105,9 +108,13 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
     # XLA's totals count every loop body once; add the iterations it left out.
     extra = OpCost(full.flops - once.flops, full.transcendentals - once.transcendentals,
                    full.bytes - once.bytes)
-    # Matrix FLOPs: from the HLO, scaled so that their sum never exceeds the compiler's FLOP total.
     matrix = dict(full.matrix_flops)
     total_flops = base["flops"] + extra.flops
+    source: CountSource = "compiler"
+    if full.custom_call_flops and total_flops < full.flops:
+        # The compiler left library calls (cuBLAS gemms, cuDNN convolutions) out of its total: count here.
+        total_flops, source = full.flops, "hlo"
+    # Matrix FLOPs: from the HLO, scaled so that their sum never exceeds the compiler's FLOP total.
     matrix_sum = sum(matrix.values())
     if matrix_sum > total_flops > 0:
         matrix = {k: v * total_flops / matrix_sum for k, v in matrix.items()}
@@ -116,10 +123,26 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
         transcendentals=base["transcendentals"] + extra.transcendentals,
         bytes_accessed=base["bytes_accessed"] + extra.bytes,
         matrix_flops=matrix,
-        lower_bound=lower_bound,
+        lower_bound=lower_bound or bool(full.uncounted),
         loops=descriptions,
         dot_precisions=_dot_precisions(module),
+        source=source,
+        uncounted=full.uncounted,
     )
+
+
+def hlo_counts(module: HloModule) -> Counts:
+    """The program's counts from its optimized HLO alone (no compiler analysis: a profile's embedded HLO, an
+    HLO dump, or a compiler whose analysis failed), loop bodies multiplied by their known trip counts."""
+    full = computation_cost(module, module.entry_name, multiply_loops=True)
+    loops = _while_loops(module)
+    return Counts(
+        flops=full.flops, transcendentals=full.transcendentals, bytes_accessed=full.bytes,
+        matrix_flops=dict(full.matrix_flops),
+        lower_bound=any(loop.known_trip_count is None for loop in loops) or bool(full.uncounted),
+        loops=tuple(f"{loop.name}: trip count {loop.known_trip_count}" if loop.known_trip_count is not None
+                    else f"{loop.name}: trip count unknown (body counted once)" for loop in loops),
+        dot_precisions=_dot_precisions(module), source="hlo", uncounted=full.uncounted)
 
 
 
@@ -137,6 +160,21 @@ class Work:
     counts_lower_bound: bool  # a while loop with unknown trip count was counted once
     loops: tuple[str, ...]
     collective_bytes: float = 0.0  # bytes one device sends over the interconnect (ring model)
+    uncounted: tuple[str, ...] = ()  # custom calls whose work is missing from the counts
+
+    @property
+    def lower_bound_reason(self) -> str:
+        """Why the counts are a lower bound ("" when they are not)."""
+        if not self.counts_lower_bound:
+            return ""
+        why = []
+        if self.uncounted:
+            shown = ", ".join(self.uncounted[:3]) + (f" and {len(self.uncounted) - 3} more" if len(self.uncounted) > 3 else "")
+            why.append(f"counts incomplete: the work of custom call {shown} is unknown to pytest-roofline; "
+                       f"give flops=/bytes= to the test")
+        if any("unknown" in loop for loop in self.loops):
+            why.append("a while loop with unknown trip count was counted once")
+        return "; ".join(why) or "a lower bound"
 
     @property
     def intensity(self) -> float:
@@ -147,7 +185,8 @@ class Work:
         return {"flops": self.flops, "transcendentals": self.transcendentals, "bytes_accessed": self.bytes_accessed,
                 "flops_source": self.flops_source, "bytes_source": self.bytes_source,
                 "matrix_flops": dict(self.matrix_flops), "counts_lower_bound": self.counts_lower_bound,
-                "loops": list(self.loops), "intensity": self.intensity, "collective_bytes": self.collective_bytes}
+                "loops": list(self.loops), "intensity": self.intensity, "collective_bytes": self.collective_bytes,
+                "uncounted_custom_calls": list(self.uncounted), "counts_lower_bound_reason": self.lower_bound_reason}
 
 
 def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, transcendentals: float | None,
@@ -157,10 +196,11 @@ def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, t
         flops=flops if flops is not None else counts.flops,
         transcendentals=transcendentals if transcendentals is not None else counts.transcendentals,
         bytes_accessed=bytes_accessed if bytes_accessed is not None else counts.bytes_accessed,
-        flops_source="user" if flops is not None else "compiler",
-        bytes_source="user" if bytes_accessed is not None else "compiler",
+        flops_source="user" if flops is not None else counts.source,
+        bytes_source="user" if bytes_accessed is not None else counts.source,
         matrix_flops=dict(counts.matrix_flops),
         counts_lower_bound=counts.lower_bound and (flops is None or bytes_accessed is None),
         loops=counts.loops,
         collective_bytes=collective_bytes,
+        uncounted=counts.uncounted if (flops is None or bytes_accessed is None) else (),
     )

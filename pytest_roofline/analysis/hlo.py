@@ -164,7 +164,13 @@ class HloModule:
         return self.computations[self.entry_name]
 
 
-_COMP_START = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s+\(.*\)\s*->\s*.*\{\s*$")
+# A computation header: "[ENTRY] %name (params) -> shape {" as compiled.as_text() prints it, or "[ENTRY] name {"
+# as XLA dumps and HloProto renderings print it (no signature, no '%').
+_COMP_START = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\)\s*->\s*.*)?\{\s*$")
+# An operand written without '%' (dumps, HloProto renderings): a bare name, possibly after its shape.
+_BARE_OPERAND = re.compile(r"(?:^|\s)([A-Za-z_][\w.\-]*)$")
+_LITERAL_WORDS = frozenset({"true", "false", "inf", "nan", "-inf"})
+_LITERAL_OPS = frozenset({"constant", "parameter", "iota", "rng-bit-generator"})
 _INST_HEAD = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*")
 _OPCODE = re.compile(r"([a-z][a-z0-9\-_]*)\(")
 _ARRAY_SHAPE = re.compile(r"^([a-z][a-z0-9]*)\[([^\]]*)\](\{[^}]*\})?")
@@ -304,8 +310,11 @@ def _parse_instruction(raw_line: str, line_no: int) -> Instruction:
     literal = ""
     for part in _split_top(inside):
         names = re.findall(r"%([\w.\-]+)", part)
+        bare = _BARE_OPERAND.search(part) if not names and op.group(1) not in _LITERAL_OPS else None
         if names:
             operands.append(names[-1])
+        elif bare and bare.group(1).lower() not in _LITERAL_WORDS:
+            operands.append(bare.group(1))
         else:
             literal = part if not literal else literal + "," + part
     attrs: dict[str, str] = {}

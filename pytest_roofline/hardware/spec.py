@@ -58,6 +58,10 @@ class HardwareSpec:
     # Rates of the reference kernels at calibration, by reference key (empty for datasheet figures): live
     # ceilings divide the rate a reference reaches beside a kernel by these.
     reference_rates: Mapping[str, float] = field(default_factory=dict)
+    # What a profile's device plane says of a GPU (its compute capability, e.g. "9.0", "9.4" for AMD gfx942)
+    # and the device's memory in GB: how a device is found from a profile recorded elsewhere.
+    compute_capability: tuple[str, ...] = ()
+    memory_capacity_gb: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -14,7 +14,7 @@ from ..kinds import PLATFORMS, Platform
 from .spec import PEAK_KEYS, Ceiling, HardwareError, HardwareSpec, UnknownDeviceError
 
 __all__ = ["HARDWARE_FILE_ENV", "SHARED_TOP_LEVEL_KEYS", "load_table", "load_shipped_table", "merge_overrides",
-           "find_spec"]
+           "find_spec", "find_spec_for_profile"]
 
 HARDWARE_FILE_ENV = "PYTEST_ROOFLINE_HARDWARE_FILE"
 # A hardware file may be the plugin's YAML config, whose other top-level keys the plugin reads.
@@ -44,7 +44,7 @@ def _figure(raw: Any, scale: float, where: str, origin: str, source: str, date: 
 
 
 _DEVICE_KEYS = {"platform", "device_kinds", "source", "read", "peak_tflops", "memory_gbps",
-                "interconnect_gbps", "transcendentals_gps", "notes"}
+                "interconnect_gbps", "transcendentals_gps", "notes", "compute_capability", "memory_capacity_gb"}
 
 
 def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSpec | None) -> HardwareSpec:
@@ -88,8 +88,16 @@ def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSp
         transcendental = _figure(raw["transcendentals_gps"], _GIGA, f"{where}: {name}.transcendentals_gps",
                                  origin, source, date)
     notes = tuple(str(n) for n in raw.get("notes", [])) or (base.notes if base else ())
+    caps_raw = raw.get("compute_capability", list(base.compute_capability) if base else [])
+    if not isinstance(caps_raw, list) or not all(isinstance(c, (str, int, float)) for c in caps_raw):
+        raise HardwareError(f"{where}: device {name!r}: compute_capability must be a list like [\"9.0\"]")
+    capacity = base.memory_capacity_gb if base else None
+    if raw.get("memory_capacity_gb") is not None:
+        capacity = _figure(raw["memory_capacity_gb"], 1.0, f"{where}: {name}.memory_capacity_gb", origin,
+                           source, date).value
     return HardwareSpec(name, platform, peaks, memory, interconnect, tuple(kinds_raw),
-                        base.theoretical if base else {}, notes, transcendental)
+                        base.theoretical if base else {}, notes, transcendental,
+                        compute_capability=tuple(str(c) for c in caps_raw), memory_capacity_gb=capacity)
 
 
 def load_table(text: str, where: str, origin: str = "datasheet",
@@ -160,3 +168,40 @@ def find_spec(table: Mapping[str, HardwareSpec], platform: str, device_kind: str
     )
 
 
+
+
+def find_spec_for_profile(table: Mapping[str, HardwareSpec], platform: str,
+                          plane_stats: Mapping[str, Any]) -> tuple[HardwareSpec, str]:
+    """The table entry for the device a profile was recorded on, from its device plane's stats, and how it
+    was found. TPU: ``device_type_string`` ("TPU v6 Lite") is a device_kind. GPU: ``device_vendor`` and
+    ``compute_cap_major/minor`` pick the entries of that vendor and capability; ``memory_size`` (bytes)
+    picks among them by memory capacity. Raises :class:`UnknownDeviceError` when nothing or several fit."""
+    if platform == "tpu":
+        kind = str(plane_stats.get("device_type_string", "")).strip()
+        if not kind:
+            raise UnknownDeviceError("the profile's TPU plane does not say which TPU it is (no device_type_string)")
+        return find_spec(table, "tpu", kind), f"device_type_string {kind!r} of the profile"
+    if platform != "gpu":
+        raise UnknownDeviceError(f"no ceilings for a {platform} profile: pass --hardware NAME")
+    vendor = str(plane_stats.get("device_vendor", "")).strip()
+    major, minor = plane_stats.get("compute_cap_major"), plane_stats.get("compute_cap_minor")
+    if major is None or minor is None:
+        raise UnknownDeviceError("the profile's GPU plane does not state its compute capability: pass --hardware NAME")
+    cap = f"{int(major)}.{int(minor)}"
+    said = f"{vendor or 'unknown vendor'} GPU, compute capability {cap}"
+    candidates = [s for s in table.values() if s.platform == "gpu" and cap in s.compute_capability
+                  and (not vendor or any(k.upper().startswith(vendor.upper()) for k in s.device_kinds))]
+    size = plane_stats.get("memory_size")
+    if len(candidates) > 1 and size:
+        gb = float(size) / 1e9
+        fits = [s for s in candidates if s.memory_capacity_gb and abs(s.memory_capacity_gb - gb) <= 0.15 * gb]
+        if fits:
+            candidates = fits
+        said += f", {gb:.0f} GB"
+    if len(candidates) == 1:
+        return candidates[0], f"the profile's device plane: {said}"
+    if not candidates:
+        raise UnknownDeviceError(f"no hardware entry fits the profile's device ({said}): pass --hardware NAME "
+                                 f"(known: {', '.join(sorted(table))})")
+    raise UnknownDeviceError(f"several hardware entries fit the profile's device ({said}): "
+                             f"{', '.join(s.name for s in candidates)}; pass --hardware NAME")

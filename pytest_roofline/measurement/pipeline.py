@@ -11,20 +11,19 @@ from typing import Any
 import jax
 import jaxlib
 
-from ..analysis.ceilings import CeilingUse, compute_ceilings, dot_precision
 from ..analysis.check import ops_check
-from ..analysis.counts import CostAnalysisError, Counts, Work, program_counts, work_of
+from ..analysis.counts import CostAnalysisError, Counts, hlo_counts, program_counts
 from ..analysis.hints import busy_time, hints
 from ..analysis.hlo import HloModule, HloParseError, parse_hlo
 from ..analysis.live import Live, bracketing_times, drifts, pair_utilizations, settled
-from ..analysis.ops import OpRow, OpsModel, attach_times, op_rows
-from ..analysis.roofline import RooflineEstimate, estimate
+from ..analysis.model import ProgramModel, program_model
+from ..analysis.ops import OpRow, OpsModel, attach_times
+from ..analysis.roofline import RooflineEstimate
 from ..analysis.runs import relative_iqr
 from ..analysis.walk import CONTAINER_OPS, executed_op_count
 from ..errors import MeasureError
 from ..hardware.calibration import refresh_mode
 from ..hardware.cpu import last_level_cache_bytes
-from ..hardware.peaks import peak_for_class
 from ..hardware.spec import HardwareSpec
 from ..kinds import CEILINGS_MODES, Timer, choose
 from ..result import ProgramInfo, Result
@@ -89,7 +88,8 @@ def measure(
     program = compile_program(fn, args, kwargs, label)
     module, counts = _read_program(program, label, given)
     spec, used = resolve_hardware(program.platform, program.device_kind, hardware, hardware_file, mode, refresh)
-    model = _model(spec, counts, module, program.num_devices, given)
+    model = program_model(spec, counts, module, program.num_devices, given.flops, given.bytes,
+                          given.transcendentals)
     plan = _live_plan(spec, used, model, program.platform)
     if plan.reference is None and used == "live":
         used = "calibrated"
@@ -154,41 +154,10 @@ def _read_program(program: CompiledProgram, label: str, given: _Given) -> tuple[
         if isinstance(program.raw_cost_analysis, Exception):
             raise CostAnalysisError(f"the compiler gave no cost analysis ({program.raw_cost_analysis})")
         return module, program_counts(program.raw_cost_analysis, module)
-    except CostAnalysisError as exc:
-        if given.flops is None or given.bytes is None:
-            raise MeasureError(f"{label}: {exc}") from None
-        return module, program_counts({}, module)  # analytic counts given: the HLO still tells the dtypes
-
-
-@dataclass(frozen=True)
-class _Model:
-    """The roofline of the program before it runs: its work, the ceilings it meets, the estimate, op rows."""
-
-    work: Work
-    uses: list[CeilingUse]
-    estimate: RooflineEstimate
-    rows: list[OpRow]
-
-
-def _model(spec: HardwareSpec, counts: Counts, module: HloModule, devices: int, given: _Given) -> _Model:
-    precision = dot_precision(counts)
-    interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
-    rows = op_rows(module, lambda cls: peak_for_class(spec, cls, precision)[1].value,
-                   peak_for_class(spec, "vector")[1].value, spec.memory_bandwidth.value, interconnect,
-                   devices=devices)
-    collective = sum(r.collective_bytes for r in rows)
-    work = work_of(counts, given.flops, given.bytes, given.transcendentals, collective)
-    uses = compute_ceilings(spec, counts, work.flops, given.flops is not None)
-    trans = spec.transcendental
-    roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, work.bytes_accessed,
-                    spec.memory_bandwidth.value, collective, interconnect, work.transcendentals,
-                    trans.value if trans else None)
-    if work.transcendentals and trans is not None:
-        uses.append(CeilingUse("transcendentals", work.transcendentals, "transcendental", trans))
-    uses.append(CeilingUse("bytes", work.bytes_accessed, "memory", spec.memory_bandwidth))
-    if collective and spec.interconnect_bandwidth is not None:
-        uses.append(CeilingUse("collective bytes", collective, "interconnect", spec.interconnect_bandwidth))
-    return _Model(work, uses, roof, rows)
+    except CostAnalysisError:
+        # No usable compiler analysis (XLA:GPU gives -1 for programs with cuBLAS custom calls): count the HLO.
+        # Where the user gave analytic counts they replace these; the HLO still tells the dtypes.
+        return module, hlo_counts(module)
 
 
 @dataclass(frozen=True)
@@ -204,7 +173,7 @@ class _LivePlan:
         return self.reference.beside() if self.reference is not None else None
 
 
-def _live_plan(spec: HardwareSpec, used: str, model: _Model, platform: str) -> _LivePlan:
+def _live_plan(spec: HardwareSpec, used: str, model: ProgramModel, platform: str) -> _LivePlan:
     if used != "live":
         return _LivePlan()
     key = reference_key_for(model.estimate, model.uses)
@@ -257,7 +226,7 @@ def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
     return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), busy
 
 
-def _notes(model: _Model, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
+def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
            spec: HardwareSpec, plan: _LivePlan) -> list[str]:
     notes = [u.note for u in model.uses if u.note]
     if plan.why:
@@ -274,10 +243,17 @@ def _notes(model: _Model, ops_model: OpsModel, program: CompiledProgram, timed: 
         notes.append("donated inputs were copied before each run, outside the timing")
     if timed.timing.fallback_reason:
         notes.append(f"wall clock used: {timed.timing.fallback_reason}")
+    if "hlo" in (model.work.flops_source, model.work.bytes_source):
+        notes.append("counts from the optimized HLO, by pytest-roofline: the compiler's cost analysis was "
+                     "unusable or left library calls (cuBLAS gemms, cuDNN convolutions) out")
+    if model.work.uncounted:
+        notes.append(model.work.lower_bound_reason)
+    if timed.events is not None:
+        notes.extend(timed.events.notes)
     return notes
 
 
-def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, model: _Model, timed: Timed,
+def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, model: ProgramModel, timed: Timed,
            busy: float | None) -> list[str]:
     root = module.entry.root
     working_set = sum(i.shape.bytes for i in module.entry.instructions if i.opcode == "parameter") + root.shape.bytes

@@ -37,7 +37,7 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
              f"  hardware      {hw['name']} ({hw['platform']}, {r['ceilings']} ceilings, device_kind "
              f"{r['device_kind']!r})"]
     lines += _ceiling_lines(r)
-    lower = " (a lower bound: a while loop with unknown trip count was counted once)" if r["counts_lower_bound"] else ""
+    lower = f" (a lower bound: {r.get('counts_lower_bound_reason') or 'see notes'})" if r["counts_lower_bound"] else ""
     lines.append(f"  counts        {format_quantity(r['flops'], 'FLOP')} ({r['flops_source']}), "
                  f"{format_quantity(r['bytes_accessed'], 'B')} ({r['bytes_source']}), "
                  f"{format_quantity(r['transcendentals'], 'transcendentals')}{lower}")

@@ -1,0 +1,50 @@
+"""The roofline of a program before (or without) running it: its work, the ceilings each share meets, the
+program-level estimate and the per-op rows. Shared by ``measure()`` and ``pytest-roofline analyze``. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hardware.peaks import peak_for_class
+from ..hardware.spec import HardwareSpec
+from .ceilings import CeilingUse, compute_ceilings, dot_precision
+from .counts import Counts, Work, work_of
+from .hlo import HloModule
+from .ops import OpRow, op_rows
+from .roofline import RooflineEstimate, estimate
+
+__all__ = ["ProgramModel", "program_model"]
+
+
+@dataclass(frozen=True)
+class ProgramModel:
+    """The roofline of the program before it runs: its work, the ceilings it meets, the estimate, op rows."""
+
+    work: Work
+    uses: list[CeilingUse]
+    estimate: RooflineEstimate
+    rows: list[OpRow]
+
+
+def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices: int,
+                  flops: float | None = None, bytes_accessed: float | None = None,
+                  transcendentals: float | None = None) -> ProgramModel:
+    """The model of ``module`` on ``spec``; analytic counts given by the user replace the compiler's."""
+    precision = dot_precision(counts)
+    interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
+    rows = op_rows(module, lambda cls: peak_for_class(spec, cls, precision)[1].value,
+                   peak_for_class(spec, "vector")[1].value, spec.memory_bandwidth.value, interconnect,
+                   devices=devices)
+    collective = sum(r.collective_bytes for r in rows)
+    work = work_of(counts, flops, bytes_accessed, transcendentals, collective)
+    uses = compute_ceilings(spec, counts, work.flops, flops is not None)
+    trans = spec.transcendental
+    roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, work.bytes_accessed,
+                    spec.memory_bandwidth.value, collective, interconnect, work.transcendentals,
+                    trans.value if trans else None)
+    if work.transcendentals and trans is not None:
+        uses.append(CeilingUse("transcendentals", work.transcendentals, "transcendental", trans))
+    uses.append(CeilingUse("bytes", work.bytes_accessed, "memory", spec.memory_bandwidth))
+    if collective and spec.interconnect_bandwidth is not None:
+        uses.append(CeilingUse("collective bytes", collective, "interconnect", spec.interconnect_bandwidth))
+    return ProgramModel(work, uses, roof, rows)
