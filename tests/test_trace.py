@@ -156,3 +156,57 @@ def test_real_cpu_trace() -> None:
     hlo = compiled.as_text()
     assert ops and all(op in hlo for op in ops)  # every op event names an instruction of this program
     assert set(found.run_of_event.values()) == {0, 1, 2, 3}
+
+
+# --- constructed GPU traces for what the real ROCm profiles do not show ---
+def _gpu_profile(host: list[FakeEvent], planes: dict[str, list[FakeEvent]]) -> FakeProfile:
+    return FakeProfile([FakePlane("/host:CPU", [FakeLine("python", host)])]
+                       + [FakePlane(name, [FakeLine("Stream #13(Kernel)", evs)]) for name, evs in planes.items()])
+
+
+def test_constructed_our_runs_are_tied_to_kernels_by_their_launch() -> None:
+    # Constructed: each kernel runs after our annotation closed (asynchronous launch), so only its launch
+    # (same correlation_id on the host) ties it to the run; a kernel of the same module with another
+    # program id, launched outside our windows (a donated-input copy), is never counted.
+    host, kernels = [], []
+    for run in range(3):
+        t0 = run * 1_000_000
+        host.append(FakeEvent(KERNEL_RUN_MARKER, t0, 100_000, {"run": run}))
+        host.append(FakeEvent("cuLaunchKernel", t0 + 10_000, 5_000, {"correlation_id": run}))
+        kernels.append(FakeEvent("gemm", t0 + 200_000, 300_000, {"hlo_module": "jit_f", "hlo_op": "custom-call.1",
+                                                                   "program_id": 7, "correlation_id": run}))
+        host.append(FakeEvent("cuLaunchKernel", t0 + 600_000, 5_000, {"correlation_id": 100 + run}))
+        kernels.append(FakeEvent("copy", t0 + 610_000, 50_000, {"hlo_module": "jit_f", "hlo_op": "copy",
+                                                                  "program_id": 8, "correlation_id": 100 + run}))
+    events = flatten(_gpu_profile(host, {"/device:GPU:0": kernels}))
+    found = run_times(events, "jit_f", "gpu", 3, KERNEL_RUN_MARKER)
+    assert found.per_run_s == pytest.approx((300e-6,) * 3)
+    assert found.program_id == 7 and "correlation_id" in found.method
+    assert not found.notes
+
+
+def test_constructed_multi_gpu_run_is_its_slowest_device_not_a_span_across_devices() -> None:
+    # Constructed: one run on two GPUs; GPU:1 is launched 5 ms after GPU:0 (launch skew). Each device is
+    # timed on its own: 0.9 ms and 0.6 ms; the run is 0.9 ms (a span across devices would read 5.6 ms).
+    host = [FakeEvent("GpuExecutable::ExecuteThunks", 0, 200_000, {"module_name": "jit_conv"}),
+            FakeEvent("cuLaunchKernel", 10_000, 1_000, {"correlation_id": 1}),
+            FakeEvent("GpuExecutable::ExecuteThunks", 5_000_000, 200_000, {"module_name": "jit_conv"}),
+            FakeEvent("cuLaunchKernel", 5_010_000, 1_000, {"correlation_id": 2})]
+    stats = {"hlo_module": "jit_conv", "hlo_op": "conv", "program_id": 3}
+    planes = {"/device:GPU:0": [FakeEvent("conv", 20_000, 900_000, {**stats, "correlation_id": 1})],
+              "/device:GPU:1": [FakeEvent("conv", 5_020_000, 600_000, {**stats, "correlation_id": 2})]}
+    found = run_times(flatten(_gpu_profile(host, planes)), "jit_conv", "gpu", 1)
+    assert found.per_run_s == pytest.approx((900e-6,))
+    assert found.per_device_s == {"/device:GPU:0": pytest.approx((900e-6,)), "/device:GPU:1": pytest.approx((600e-6,))}
+
+
+def test_constructed_command_buffer_hides_per_op_kernels_and_says_how_to_see_them() -> None:
+    # Constructed: XLA ran the program as a CUDA graph: one cuGraphLaunch, kernels without hlo_op.
+    host = [FakeEvent(KERNEL_RUN_MARKER, 0, 100_000, {"run": 0}),
+            FakeEvent("cuGraphLaunch", 10_000, 5_000, {"correlation_id": 9})]
+    kernels = [FakeEvent("fusion_kernel", 50_000, 40_000, {"hlo_module": "jit_f", "program_id": 1, "correlation_id": 9}),
+               FakeEvent("gemm_kernel", 95_000, 60_000, {"hlo_module": "jit_f", "program_id": 1, "correlation_id": 9})]
+    found = run_times(flatten(_gpu_profile(host, {"/device:GPU:0": kernels})), "jit_f", "gpu", 1, KERNEL_RUN_MARKER)
+    assert found.per_run_s == pytest.approx((105e-6,))  # the program-level time is kept
+    (note,) = found.notes
+    assert "command buffers" in note and "XLA_FLAGS=--xla_gpu_enable_command_buffer=" in note

@@ -49,12 +49,14 @@ class Beside:
 Settled = Callable[[Sequence[float], Sequence[float]], bool]
 
 
-def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: str = KERNEL_RUN_MARKER) -> float:
+def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: str = KERNEL_RUN_MARKER,
+           run: int = 0) -> float:
     from jax.profiler import TraceAnnotation
 
     args = prepare()
-    # Our own host event around the run (outside the prepare step): the trace reader tells runs apart by it.
-    with TraceAnnotation(marker):
+    # Our own host event around the run (outside the prepare step), carrying the run number: the trace reader
+    # keeps only the device work launched inside these windows, and tells the runs apart by them.
+    with TraceAnnotation(marker, run=run):
         t0 = time.perf_counter()
         outputs = execute(args)
         wall = time.perf_counter() - t0
@@ -70,11 +72,11 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
     ref_walls: list[float] = []
     started = time.perf_counter()
     if beside is not None:
-        ref_walls.append(_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER))
+        ref_walls.append(_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, 0))
     while len(walls) < (max_runs or settings.max_runs):
-        walls.append(_timed(prepare, execute))
+        walls.append(_timed(prepare, execute, KERNEL_RUN_MARKER, len(walls)))
         if beside is not None:
-            ref_walls.append(_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER))
+            ref_walls.append(_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
         # The budget counts everything the loop spends, fresh donated copies and references included.
         spent = time.perf_counter() - started
         if len(walls) >= settings.min_runs:
