@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,7 +91,7 @@ def test_analyze_hlo_of_a_cpu_program_with_a_loop(tmp_path: Path, capsys: pytest
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
 
-    def ten_matmuls(a: jax.Array) -> jax.Array:
+    def ten_matmuls(a: Any) -> Any:
         return jax.lax.fori_loop(0, 10, lambda i, x: jnp.tanh(x @ a), a)
 
     text = jax.jit(ten_matmuls).lower(jnp.ones((64, 64), jnp.float32)).compile().as_text()
