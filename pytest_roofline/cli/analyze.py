@@ -4,6 +4,7 @@ HLO dump. Reads files only; the hardware comes from ``--hardware`` or from what 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,7 @@ def analyze_profile(arg: str, program: str | None, hardware: str | None, hardwar
             summaries.append((key, str(exc)))
             continue
         if hlo_key(key) in errors:
-            summary = ProgramSummary(**{**summary.__dict__, "notes": summary.notes + (errors[hlo_key(key)],)})
+            summary = replace(summary, notes=summary.notes + (errors[hlo_key(key)],))
         summaries.append(summary)
     if as_json:
         return json.dumps({"profile": str(path), "platform": platform, "hardware": hardware_line,
