@@ -18,7 +18,7 @@ from .costs import OpCost, computation_cost
 from .hlo import HloModule, Instruction
 
 __all__ = ["CostAnalysisError", "Counts", "Work", "normalize_cost_analysis", "program_counts", "hlo_counts",
-           "work_of"]
+           "work_of", "incomplete_reasons"]
 
 
 class CostAnalysisError(ValueError):
@@ -147,6 +147,18 @@ def hlo_counts(module: HloModule) -> Counts:
 
 
 
+def incomplete_reasons(uncounted: tuple[str, ...], loops: tuple[str, ...], remedy: str = "") -> list[str]:
+    """Why counts are a lower bound: custom calls nobody counted (by name), loops of unknown trip count."""
+    why = []
+    if uncounted:
+        shown = ", ".join(uncounted[:3]) + (f" and {len(uncounted) - 3} more" if len(uncounted) > 3 else "")
+        why.append(f"counts incomplete: the work of custom call {shown} is unknown to pytest-roofline"
+                   + (f"; {remedy}" if remedy else ""))
+    if any("unknown" in loop for loop in loops):
+        why.append("a while loop with unknown trip count was counted once")
+    return why
+
+
 @dataclass(frozen=True)
 class Work:
     """The counts a roofline is computed from: the compiler's, or the user's analytic ones where given."""
@@ -167,14 +179,8 @@ class Work:
         """Why the counts are a lower bound ("" when they are not)."""
         if not self.counts_lower_bound:
             return ""
-        why = []
-        if self.uncounted:
-            shown = ", ".join(self.uncounted[:3]) + (f" and {len(self.uncounted) - 3} more" if len(self.uncounted) > 3 else "")
-            why.append(f"counts incomplete: the work of custom call {shown} is unknown to pytest-roofline; "
-                       f"give flops=/bytes= to the test")
-        if any("unknown" in loop for loop in self.loops):
-            why.append("a while loop with unknown trip count was counted once")
-        return "; ".join(why) or "a lower bound"
+        return "; ".join(incomplete_reasons(self.uncounted, self.loops, "give flops=/bytes= to the test")) \
+            or "a lower bound"
 
     @property
     def intensity(self) -> float:

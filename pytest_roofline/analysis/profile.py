@@ -12,7 +12,7 @@ from statistics import median
 from typing import Any
 
 from ..hardware.spec import HardwareSpec
-from .counts import Counts, hlo_counts
+from .counts import Counts, hlo_counts, incomplete_reasons
 from .hlo import HloModule
 from .model import program_model
 from .ops import OpRow, attach_times, op_rows
@@ -98,12 +98,7 @@ def counts_summary(module: HloModule, spec: HardwareSpec | None, name: str = "")
 
 
 def _count_notes(counts: Counts) -> list[str]:
-    notes = []
-    if counts.uncounted:
-        notes.append("counts incomplete: the work of custom call(s) " + ", ".join(counts.uncounted)
-                     + " is unknown to pytest-roofline")
-    notes += [loop for loop in counts.loops if "unknown" in loop]
-    return notes
+    return incomplete_reasons(counts.uncounted, counts.loops)
 
 
 def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramKey,

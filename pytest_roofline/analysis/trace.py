@@ -340,7 +340,7 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
         lo_hi[0] = min(lo_hi[0], ev.start_ns)
         lo_hi[1] = max(lo_hi[1], ev.end_ns)
     if module_spans is not None:
-        for (device, key), _ in module_spans.items():
+        for device, key in module_spans:  # a chip with no op events still has its module event
             spans.setdefault(device, {}).setdefault(key, [0.0, 0.0])
     per_device: dict[str, tuple[float, ...]] = {}
     order_of: dict[str, dict[Any, int]] = {}
