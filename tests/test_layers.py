@@ -5,7 +5,8 @@ inside functions), so that the layout cannot erode.
     hardware/   table, peaks, CPU, calibration     base
     analysis/   pure analysis                      base, hardware
     result      the Result                         base, hardware, analysis
-    report/     text and JSON                      base, hardware, analysis, result
+    history/    reports over time, regressions     base
+    report/     text, JSON and HTML                base, hardware, analysis, result, history
     measurement/  the only JAX                     base, hardware, analysis, result
     plugin/     the only pytest                    anything but JAX itself
     cli/        the pytest-roofline command        anything but pytest (JAX only through measurement)
@@ -27,11 +28,12 @@ ALLOWED = {
     "hardware": {"base", "hardware"},
     "analysis": {"base", "hardware", "analysis"},
     "result": {"base", "hardware", "analysis", "result"},
-    "report": {"base", "hardware", "analysis", "result", "report", "package"},  # package: __version__
+    "history": {"base", "history"},
+    "report": {"base", "hardware", "analysis", "result", "history", "report", "package"},  # package: __version__
     "measurement": {"base", "hardware", "analysis", "result", "measurement"},
-    "plugin": {"base", "hardware", "analysis", "result", "report", "measurement", "plugin"},
+    "plugin": {"base", "hardware", "analysis", "result", "history", "report", "measurement", "plugin"},
     "package": {"base", "hardware", "analysis", "result", "measurement"},
-    "cli": {"base", "hardware", "analysis", "result", "report", "measurement", "cli", "package"},
+    "cli": {"base", "hardware", "analysis", "result", "history", "report", "measurement", "cli", "package"},
 }
 JAX = {"jax", "jaxlib"}
 PYTEST = {"pytest", "_pytest", "pluggy"}
