@@ -54,8 +54,9 @@ CEILINGS_MODES: tuple[CeilingsMode, ...] = get_args(CeilingsMode)
 CeilingsUsed = Literal["datasheet", "calibrated", "live", "given"]
 """Which ceilings a result was measured against."""
 
-Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible"]
-FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "impossible"})
+Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible", "regression"]
+"""regression: utilization dropped from the --roofline-baseline beyond its gate."""
+FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "impossible", "regression"})
 
 Platform = Literal["cpu", "gpu", "tpu"]
 PLATFORMS: tuple[Platform, ...] = get_args(Platform)

@@ -51,3 +51,22 @@ class FakeMeasure:
         self.calls.append(kwargs)
         return fake_result(next(self._next), bound=self.bound, name=kwargs.get("name", "kernel"),
                            ceilings=self.ceilings)
+
+
+# A conftest that swaps the session's measurement and hardware detection for fakes (tests/fakes.py): the
+# plugin's hooks run for real, in process, without JAX.
+FAKE_SESSION_CONFTEST = """
+import pytest
+from fakes import FAKE_CPU, FakeMeasure
+from pytest_roofline.plugin.hooks import SESSION_KEY
+from pytest_roofline.plugin.session import RooflineSession
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    old = config.stash[SESSION_KEY]
+    config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure({utils}),
+                                                hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
+                                                save=lambda result, root, nodeid, label: {{"trace_dir": "t", "perfetto": "p",
+                                                                                              "hlo": "h", "xplane": "x"}},
+                                                baseline=old.baseline)
+"""

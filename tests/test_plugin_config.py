@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FAKE_SESSION_CONFTEST
 
 pytest_plugins = ["pytester"]
 
@@ -167,22 +168,6 @@ def test_report_path_that_cannot_be_written_is_a_usage_error(pytester: pytest.Py
                                  "report there: *afile is not a directory"])
 
 
-# A conftest that swaps the session's measurement and hardware detection for fakes (tests/fakes.py): the
-# plugin's hooks run for real, in process, without JAX.
-FAKE_SESSION_CONFTEST = """
-import pytest
-from fakes import FAKE_CPU, FakeMeasure
-from pytest_roofline.plugin.hooks import SESSION_KEY
-from pytest_roofline.plugin.session import RooflineSession
-
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config):
-    old = config.stash[SESSION_KEY]
-    config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure({utils}),
-                                                hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
-                                                save=lambda result, root, nodeid, label: {{"trace_dir": "t", "perfetto": "p",
-                                                                                              "hlo": "h", "xplane": "x"}})
-"""
 
 
 def test_report_that_fails_at_the_end_keeps_the_summary_and_fails_the_run(pytester: pytest.Pytester) -> None:

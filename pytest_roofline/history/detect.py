@@ -30,7 +30,7 @@ from itertools import accumulate
 from statistics import median
 
 __all__ = ["WINDOW", "MIN_WINDOW", "Z", "FLOOR", "P_MAX", "MIN_SEGMENT", "Gate", "ChangePoint", "Finding",
-           "relative_noise", "gate", "change_points", "welch_p", "judge_series"]
+           "relative_noise", "gate", "history_gate", "change_points", "welch_p", "judge_series"]
 
 WINDOW = 10  # runs in the baseline window (about two weeks of nights)
 MIN_WINDOW = 3  # fewer runs give no noise estimate: the gate is not applied
@@ -69,7 +69,8 @@ class Gate:
         return self.drop(value) > self.allowed_drop
 
     def describe(self) -> str:
-        noise = f"noise {self.noise:.1%}" if self.runs > 1 or self.noise else "noise unknown"
+        noise = (f"noise {self.noise:.1%} over the runs" if self.runs >= MIN_WINDOW
+                 else f"noise {self.noise:.1%} from the 95% intervals")
         widened = self.allowed_drop > self.floor
         why = f"{self.z:g} x {noise}" if widened else f"floor {self.floor:.0%}; {noise}"
         return f"gate {self.allowed_drop:.1%} ({why})"
@@ -211,17 +212,27 @@ class Finding:
         return self.gate.allowed_drop if self.gate else None
 
 
+def history_gate(earlier: Sequence[float], floor: float = FLOOR, z: float = Z, window: int = WINDOW,
+                 points: Sequence[ChangePoint] | None = None) -> Gate | None:
+    """The gate a new run is judged by, from the runs before it (oldest first): the level of the runs since
+    the last change point (at most ``window``), the noise pooled over all of them. None with fewer than
+    :data:`MIN_WINDOW` runs."""
+    if points is None:
+        points = change_points(earlier)
+    last_cut = max((cp.index for cp in points), default=0)
+    since = earlier[last_cut:]
+    base = (since if len(since) >= MIN_WINDOW else earlier)[-window:]
+    if len(base) < MIN_WINDOW:
+        return None
+    return gate(base, floor, z, noise=_pooled_noise(earlier, points))
+
+
 def judge_series(values: Sequence[float], floor: float = FLOOR, z: float = Z, window: int = WINDOW,
                  p_max: float = P_MAX) -> Finding:
     """Gate the latest run against the runs before it and find the change points (see the module doc)."""
     values = tuple(values)
     points = tuple(change_points(values, p_max))
-    earlier = values[:-1]
-    last_cut = max((cp.index for cp in points if cp.index < len(values) - 1), default=0)
-    since = earlier[last_cut:]
-    base = since if len(since) >= MIN_WINDOW else earlier
-    base = base[-window:]
-    judged = gate(base, floor, z, noise=_pooled_noise(earlier, points)) if len(base) >= MIN_WINDOW else None
+    judged = history_gate(values[:-1], floor, z, window, [cp for cp in points if cp.index < len(values) - 1])
     reasons: list[str] = []
     if judged is not None and judged.regressed(values[-1]):
         reasons.append(f"latest run {values[-1]:.1%} is {judged.drop(values[-1]):.1%} below the median "

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, NoReturn
 
 from ..analysis.verdict import Decision, decide
 from ..errors import MeasureError
+from ..history.baseline import Check
 from ..kinds import ExpectedBound, Model
-from ..report.records import make_record
+from ..report.records import baseline_record, make_record
 from ..report.text import failure_message
 from ..result import Result
 from .marker import MarkerSpec, parse_bound
@@ -39,7 +41,7 @@ class RooflineFixture:
         label = self._label(fn, name)
         result = self._measure(label, fn, args, kwargs)
         decision = decide(result.figures, None)
-        record = self._record(label, result, None, decision, "program")
+        record = self._record(label, result, None, decision, "program", check=self._check(label, result, "program"))
         if decision.warning:  # an impossible result is never a silent pass
             self._warn(failure_message(record, decision.reason))
         return result
@@ -55,12 +57,19 @@ class RooflineFixture:
             kwargs = {**kwargs, "threshold": value}
         result = self._measure(label, fn, args, kwargs)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen)
+        check = self._check(label, result, chosen)
         first: float | None = None
-        if decision.confirm:  # below the threshold: measure again before failing
+        if decision.confirm or (isinstance(check, Check) and check.regressed):  # measure again before failing
             first = result.utilization_for(chosen)
             result = self._measure(label, fn, args, kwargs)
             decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first)
-        record = self._record(label, result, threshold, decision, chosen, expected, first)
+            check = self._check(label, result, chosen)
+        if isinstance(check, Check) and check.regressed and not decision.warning:
+            twice = f" (measured twice: {first:.1%}, then {check.current:.1%})" if first is not None else ""
+            regression = check.message() + twice
+            decision = (replace(decision, reason=f"{decision.reason}; {regression}") if decision.fails
+                        else replace(decision, verdict="regression", reason=regression))
+        record = self._record(label, result, threshold, decision, chosen, expected, first, check)
         if decision.warning:
             self._warn(failure_message(record, decision.reason))
         elif decision.fails:
@@ -102,12 +111,26 @@ class RooflineFixture:
             message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {exc}"
         self._fail(message)  # outside the except block: the failure shows no chained traceback
 
+    def _check(self, label: str, result: Result, model: Model) -> Check | str | None:
+        """The result against the --roofline-baseline: a Check, why there is none (a str), or None without a
+        baseline."""
+        baseline = self._session.baseline
+        if baseline is None:
+            return None
+        record = {"nodeid": self._nodeid, "label": label, "model": model, "result": result.to_dict()}
+        drop = self._session.settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
+        check = baseline.check(record, drop.value if drop else None, drop.origin if drop else "")
+        return check if check is not None else baseline.missing(record)
+
     def _record(self, label: str, result: Result, threshold: Threshold | None, decision: Decision, model: Model,
-                expected_bound: ExpectedBound | None = None, first_utilization: float | None = None) -> dict[str, Any]:
+                expected_bound: ExpectedBound | None = None, first_utilization: float | None = None,
+                check: Check | str | None = None) -> dict[str, Any]:
         settings = self._session.settings
         record = make_record(self._nodeid, label, result, threshold.value if threshold else None,
                              threshold.origin if threshold else "", decision.verdict, expected_bound,
                              first_utilization, settings.warn_only, model)
+        if check is not None:
+            record["baseline"] = baseline_record(check)
         if decision.fails or settings.trace_all:
             record.update(self._session.save(result, self._nodeid, label))
         self._session.records.append(record)

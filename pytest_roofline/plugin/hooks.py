@@ -15,7 +15,9 @@ from typing import Any, NoReturn
 import pytest
 
 from ..files import write_text_atomic
-from ..report.document import build_report
+from ..history.baseline import Baseline
+from ..history.reports import ReportError, add_to_history
+from ..report.document import build_report, session_block
 from ..report.text import header_line, summary_lines
 from .fixture import RooflineFixture
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
@@ -27,6 +29,7 @@ MARKER_KEY = pytest.StashKey[MarkerSpec]()
 USED_KEY = pytest.StashKey[bool]()
 COLLECTED_KEY = pytest.StashKey[bool]()
 REPORT_ERROR_KEY = pytest.StashKey[str]()
+RUN_KEY = pytest.StashKey[int]()  # tests that ran to the end (their teardown reported)
 
 
 class RooflineWarning(UserWarning):
@@ -72,8 +75,16 @@ def pytest_configure(config: pytest.Config) -> None:
             return str(cache.mkdir("roofline-traces"))
         return default_trace_root()
 
-    config.stash[SESSION_KEY] = RooflineSession(settings, trace_root)
+    baseline = None
+    if settings.baseline is not None:
+        try:
+            baseline = Baseline.load(settings.baseline)
+        except ReportError as exc:
+            raise pytest.UsageError(f"{settings.origins['baseline']}: {exc}") from None
+    config.stash[SESSION_KEY] = RooflineSession(settings, trace_root, baseline=baseline)
     config.stash[USED_KEY] = False
+    config.stash[RUN_KEY] = 0
+    config.pluginmanager.register(_RunCounter(config), "roofline-run-counter")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
 
@@ -142,25 +153,48 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(f"roofline report written to {state.settings.report}")
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash[SESSION_KEY]
     if hasattr(config, "workerinput"):  # an xdist worker: hand the records to the controller
         config.workeroutput["roofline_records"] = json.dumps(state.records, default=str)  # type: ignore[attr-defined]
         return
     used: bool = config.stash.get(USED_KEY, False)
-    if state.settings.report and (state.records or used):
-        settings = dict(state.settings.origins)
-        if state.settings.min is not None:
-            settings["min_value"] = str(state.settings.min.value)
-        payload = build_report(state.records, settings, str(config.rootpath))
-        config.hook.pytest_roofline_report(config=config, report=payload)
+    targets = [(path, state.settings.origins[name]) for name, path in
+               (("report", state.settings.report), ("history", state.settings.history)) if path]
+    if not targets or not (state.records or used):
+        return
+    settings = dict(state.settings.origins)
+    if state.settings.min is not None:
+        settings["min_value"] = str(state.settings.min.value)
+    run = session_block(int(exitstatus), session.testscollected, config.stash.get(RUN_KEY, 0),
+                        str(session.shouldstop or session.shouldfail or ""))
+    payload = build_report(state.records, settings, str(config.rootpath), run)
+    config.hook.pytest_roofline_report(config=config, report=payload)
+    text = json.dumps(payload, indent=2, default=str) + "\n"
+    errors = []
+    for path, origin in targets:
         try:
-            write_text_atomic(state.settings.report, json.dumps(payload, indent=2, default=str) + "\n")
+            if path == state.settings.history:
+                add_to_history(path, payload, text)
+            else:
+                write_text_atomic(path, text)
         except OSError as exc:  # never lose the summary: say so there, and fail the run
-            config.stash[REPORT_ERROR_KEY] = f"{state.settings.origins['report']}: {exc.strerror or exc}"
-            if session.exitstatus == 0:
-                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            errors.append(f"{origin}: {exc.strerror or exc}")
+    if errors:
+        config.stash[REPORT_ERROR_KEY] = "; ".join(errors)
+        if session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+
+class _RunCounter:
+    """Counts the tests that ran to the end (with xdist, the controller hears of every worker's tests)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.config.stash[RUN_KEY] += 1
 
 
 class _XdistHooks:

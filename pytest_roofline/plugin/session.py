@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..hardware.spec import HardwareSpec
+from ..history.baseline import Baseline
 from ..result import Result
 from .lock import device_lock
 from .settings import Settings
@@ -56,8 +57,10 @@ class RooflineSession:
     def __init__(self, settings: Settings, trace_root: Callable[[], str] | None = None,
                  measure: Measure = _jax_measure,
                  hardware: Callable[[Settings, bool], tuple[HardwareSpec, str]] = _jax_hardware,
-                 save: Callable[[Result, str, str, str], dict[str, str]] = _jax_save) -> None:
+                 save: Callable[[Result, str, str, str], dict[str, str]] = _jax_save,
+                 baseline: Baseline | None = None) -> None:
         self.settings = settings
+        self.baseline = baseline  # --roofline-baseline, loaded at start-up
         # Where trace artifacts go; a callable so that the directory is made only when something is saved.
         self.trace_root = trace_root or (lambda: settings.trace_dir or default_trace_root())
         self.records: list[dict[str, Any]] = []

@@ -31,6 +31,7 @@ __all__ = [
     "parse_threshold",
     "parse_bool",
     "parse_model",
+    "parse_max_drop",
     "load_config_file",
 ]
 
@@ -48,6 +49,19 @@ def parse_threshold(raw: Any, where: str) -> float:
         raise ConfigError(f"{where}: must be a number in (0, 1], got {raw!r}") from None
     if not 0 < value <= 1:
         raise ConfigError(f"{where}: must be in (0, 1]")
+    return value
+
+
+def parse_max_drop(raw: Any, where: str) -> float:
+    """A drop in utilization relative to the baseline, a fraction in (0, 1)."""
+    if isinstance(raw, bool):
+        raise ConfigError(f"{where}: must be a fraction in (0, 1), got {raw!r}")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: must be a fraction in (0, 1), got {raw!r}") from None
+    if not 0 < value < 1:
+        raise ConfigError(f"{where}: must be in (0, 1) (0.1 = fail a drop of more than 10%)")
     return value
 
 
@@ -125,6 +139,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("trace_dir", "--roofline-trace-dir", "roofline_trace_dir", "PYTEST_ROOFLINE_TRACE_DIR", "path",
            "where to save the trace (Perfetto, TensorBoard/XProf) and optimized HLO of failing kernels "
            "(default: .pytest_cache/d/roofline-traces, or a temporary directory)", _parse_path, "PATH"),
+    Option("history", "--roofline-history", "roofline_history", "PYTEST_ROOFLINE_HISTORY", "path",
+           "add this run's JSON report to this directory (named by time and commit): the history that "
+           "'pytest-roofline history' reads and --roofline-baseline can compare with", _parse_path, "DIR"),
+    Option("baseline", "--roofline-baseline", "roofline_baseline", "PYTEST_ROOFLINE_BASELINE", "path",
+           "a report, or a history directory whose recent complete runs form the baseline: fail a kernel "
+           "whose utilization dropped from it beyond a noise-aware gate", _parse_path, "PATH"),
+    Option("max_drop", "--roofline-max-drop", "roofline_max_drop", "PYTEST_ROOFLINE_MAX_DROP", "float",
+           "the smallest drop from the baseline that fails, a fraction in (0, 1) (default 0.05 against a "
+           "history, 0.10 against one report; the history's noise can widen it)", parse_max_drop, "FRACTION"),
+    Option("html", "--roofline-html", "roofline_html", "PYTEST_ROOFLINE_HTML", "path",
+           "write a self-contained HTML report with roofline charts at the end of the run (needs "
+           "pip install 'pytest-roofline[html]')", _parse_path, "PATH"),
     Option("trace_all", "--roofline-trace-all", "roofline_trace_all", "PYTEST_ROOFLINE_TRACE_ALL", "bool",
            "save traces of every measured kernel, not only failing ones", parse_bool),
 )
@@ -148,7 +174,12 @@ class Settings:
     model: Model = "program"
     trace_dir: str | None = None
     trace_all: bool = False
+    history: str | None = None
+    baseline: str | None = None
+    max_drop: Threshold | None = None  # the suite's floor of the baseline gate
+    html: str | None = None
     patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test thresholds from the YAML config
+    drop_patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test max_drop from the YAML config
     origins: Mapping[str, str] = field(default_factory=dict)
 
     def threshold_for(self, nodeid: str, marker_min: Threshold | None = None) -> Threshold | None:
@@ -159,13 +190,23 @@ class Settings:
                 return threshold
         return self.min
 
+    def max_drop_for(self, nodeid: str, marker_drop: Threshold | None = None) -> Threshold | None:
+        """The floor of a test's baseline gate: the marker's ``max_drop``, a YAML pattern, the suite's."""
+        if marker_drop is not None:
+            return marker_drop
+        for pattern, drop in self.drop_patterns:
+            if fnmatch.fnmatchcase(nodeid, pattern):
+                return drop
+        return self.max_drop
+
     @property
     def hardware_file(self) -> str | None:
         """The YAML config doubles as the hardware override file (its ``devices`` section)."""
         return self.config
 
 
-_CONFIG_KEYS = {"min", "thresholds", "devices", "ceilings", "model"}
+_CONFIG_KEYS = {"min", "max_drop", "thresholds", "devices", "ceilings", "model"}
+_PATTERN_KEYS = {"min", "max_drop"}
 
 
 def load_config_file(path: str, where: str) -> dict[str, Any]:
@@ -210,10 +251,11 @@ def resolve_settings(
         else:
             continue
         value = opt.parse(raw, where)
-        values[opt.name] = Threshold(value, where) if opt.name == "min" else value
+        values[opt.name] = Threshold(value, where) if opt.name in ("min", "max_drop") else value
         origins[opt.name] = where
 
     patterns: list[tuple[str, Threshold]] = []
+    drop_patterns: list[tuple[str, Threshold]] = []
     config_path = values.get("config")
     if config_path is not None:
         data = load_config_file(config_path, origins["config"])
@@ -225,15 +267,31 @@ def resolve_settings(
             values["ceilings"] = _parse_ceilings(data["ceilings"], f"ceilings: {data['ceilings']} in {config_path}")
         if "model" in data and "model" not in values:
             values["model"] = parse_model(data["model"], f"model: {data['model']} in {config_path}")
+        if "max_drop" in data and "max_drop" not in values:
+            where = f"max_drop: {data['max_drop']} in {config_path}"
+            values["max_drop"] = Threshold(parse_max_drop(data["max_drop"], where), where)
+            origins["max_drop"] = where
         for pattern, raw in (data.get("thresholds") or {}).items():
             where = f"thresholds: {pattern!r}: {raw} in {config_path}"
-            patterns.append((str(pattern), Threshold(parse_threshold(raw, where), where)))
+            entry = raw if isinstance(raw, dict) else {"min": raw}
+            unknown = set(entry) - _PATTERN_KEYS
+            if unknown:
+                raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_PATTERN_KEYS)}")
+            if entry.get("min") is not None:
+                patterns.append((str(pattern), Threshold(parse_threshold(entry["min"], where), where)))
+            if entry.get("max_drop") is not None:
+                drop_patterns.append((str(pattern), Threshold(parse_max_drop(entry["max_drop"], where), where)))
     _check_hardware(values.get("hardware"), origins.get("hardware", ""), config_path, origins.get("config", ""))
-    if values.get("report") is not None:
-        problem = check_writable(values["report"])
+    for name, what in (("report", "report"), ("html", "HTML report")):
+        if values.get(name) is not None:
+            problem = check_writable(values[name])
+            if problem:
+                raise ConfigError(f"{origins[name]}: cannot write the {what} there: {problem}")
+    if values.get("history") is not None:
+        problem = check_writable(os.path.join(values["history"], "roofline-run.json"))
         if problem:
-            raise ConfigError(f"{origins['report']}: cannot write the report there: {problem}")
-    return Settings(patterns=tuple(patterns), origins=origins, **values)
+            raise ConfigError(f"{origins['history']}: cannot add runs to that directory: {problem}")
+    return Settings(patterns=tuple(patterns), drop_patterns=tuple(drop_patterns), origins=origins, **values)
 
 
 def _check_hardware(name: str | None, where: str, config_path: str | None, config_where: str) -> None:

@@ -66,6 +66,9 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
         lines.append(f"  live          the machine ran at {live['drift']:.0%} of its calibrated speed during this "
                      f"measurement ({live['reference']} beside each run); against the calibration alone "
                      f"{r['utilization_calibrated']:.1%}")
+    base = record.get("baseline")
+    if base:
+        lines.append(f"  baseline      {base.get('message') or base.get('missing')}")
     if record.get("first_utilization") is not None:
         lines.append(f"  re-measured   first run {record['first_utilization']:.1%}, second {util:.1%}")
     if record.get("expected_bound"):
@@ -132,6 +135,9 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
         verdict = rec["verdict"]
         if rec["threshold"] is not None:
             verdict += f" (min {format_fraction(rec['threshold'])})"
+        base = rec.get("baseline") or {}
+        if base.get("regressed"):
+            verdict += f" ({-base['drop']:+.0%} vs baseline {base['baseline']:.0%})"
         if rec.get("warn_only") and rec["verdict"] in FAILING_VERDICTS:
             verdict += " [warn-only]"
         rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",

@@ -1,0 +1,145 @@
+"""--roofline-history, --roofline-baseline and the report's session block, through the real hooks in process
+with a fake measure (tests/fakes.py: constructed results of chosen utilizations, no JAX)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import FAKE_SESSION_CONFTEST
+
+pytest_plugins = ["pytester"]
+
+TWO = """
+import pytest
+
+@pytest.mark.roofline(min=0.2)
+def test_a(roofline):
+    roofline(len, 1)
+
+def test_b(roofline):
+    roofline(len, 1)
+"""
+
+
+def _run(pytester: pytest.Pytester, utils: str, body: str, *args: str) -> pytest.RunResult:
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils=utils))
+    pytester.makepyfile(test_k=body)
+    return pytester.runpytest("-p", "no:cacheprovider", *args)
+
+
+def _runs(directory: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("roofline-*.json"))]
+
+
+def test_every_run_adds_its_report_to_the_history(pytester: pytest.Pytester) -> None:
+    for _ in range(2):
+        _run(pytester, "0.6, 0.6", TWO, "--roofline-history=hist").assert_outcomes(passed=2)
+    names = sorted(p.name for p in (pytester.path / "hist").iterdir())
+    assert len(names) == 2 and all(n.startswith("roofline-") and "-nogit" in n for n in names)  # not a checkout
+    run = _runs(pytester.path / "hist")[0]
+    assert run["session"] == {"exit_status": 0, "exit_name": "OK", "tests_collected": 2, "tests_run": 2,
+                              "complete": True, "why_incomplete": ""}
+
+
+def test_a_run_stopped_by_x_says_it_is_incomplete(pytester: pytest.Pytester) -> None:
+    body = TWO.replace("min=0.2", "min=0.9")  # test_a fails (0.5 twice), -x stops before test_b
+    _run(pytester, "0.5, 0.5", body, "-x", "--roofline-report=r.json").assert_outcomes(failed=1)
+    session = json.loads((pytester.path / "r.json").read_text())["session"]
+    assert session["exit_name"] == "TESTS_FAILED" and not session["complete"]
+    assert session["why_incomplete"] == "1 of 2 tests ran (stopping after 1 failures)"
+
+
+def test_an_interrupted_run_says_so(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C as a test raising KeyboardInterrupt, in a subprocess (in process it would interrupt this run)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.6, 0.6"))
+    pytester.makepyfile(test_k=TWO + "\ndef test_c():\n    raise KeyboardInterrupt\n\ndef test_d():\n    pass\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--roofline-report=r.json")
+    session = json.loads((pytester.path / "r.json").read_text())["session"]
+    assert session["exit_status"] == 2 and not session["complete"]
+    assert session["why_incomplete"].startswith("interrupted (exit status 2); 2 of 4 tests ran")
+
+
+def _history(pytester: pytest.Pytester, nights: int = 3) -> None:
+    for _ in range(nights):
+        _run(pytester, "0.6, 0.6", TWO, "--roofline-history=hist").assert_outcomes(passed=2)
+
+
+def test_baseline_history_fails_a_dropped_kernel_with_both_figures(pytester: pytest.Pytester) -> None:
+    _history(pytester)
+    # test_a: 0.3 then 0.3 again when re-measured; test_b (no threshold): 0.58, within the gate
+    result = _run(pytester, "0.3, 0.3, 0.58", TWO, "--roofline-baseline=hist", "--roofline-report=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*roofline: kernel 'len' of test_k.py::test_a: utilization 30.0% dropped 50.0% from the baseline's 60.0% "
+        "(3 runs in hist, * to *), beyond its gate 5.0% (floor 5%; noise 0.0% over the runs); floor from the default "
+        "(measured twice: 30.0%, then 30.0%)",
+        "*  baseline      utilization 30.0% dropped 50.0%*"])
+    records = json.loads((pytester.path / "r.json").read_text())["results"]
+    assert [r["verdict"] for r in records] == ["regression", "measured"]
+    assert records[0]["baseline"]["regressed"] and records[0]["baseline"]["runs"] == 3
+    assert records[1]["baseline"]["drop"] == pytest.approx(1 - 0.58 / 0.6)
+    result.stdout.fnmatch_lines(["test_k.py::test_a ?len?*regression (min 20%) (-50% vs baseline 60%)*"])
+
+
+def test_baseline_gates_per_test_by_marker_and_yaml(pytester: pytest.Pytester) -> None:
+    _history(pytester)
+    pytester.makefile(".yaml", roofline='thresholds:\n  "*::test_b": {max_drop: 0.6}\n')
+    body = TWO.replace("min=0.2", "min=0.2, max_drop=0.6")
+    result = _run(pytester, "0.3, 0.3", body, "--roofline-baseline=hist", "--roofline-config=roofline.yaml")
+    result.assert_outcomes(passed=2)
+
+
+def test_measure_never_fails_on_a_drop(pytester: pytest.Pytester) -> None:
+    body = "def test_a(roofline):\n    roofline.measure(len, 1)\n"
+    for _ in range(3):
+        _run(pytester, "0.6", body, "--roofline-history=hist").assert_outcomes(passed=1)
+    result = _run(pytester, "0.1", body, "--roofline-baseline=hist", "--roofline-report=r.json")
+    result.assert_outcomes(passed=1)
+    (record,) = json.loads((pytester.path / "r.json").read_text())["results"]
+    assert record["verdict"] == "measured" and record["baseline"]["regressed"]
+
+
+def test_baseline_from_one_report_and_a_new_kernel(pytester: pytest.Pytester) -> None:
+    _run(pytester, "0.6, 0.6", TWO, "--roofline-report=base.json").assert_outcomes(passed=2)
+    body = TWO + "\ndef test_new(roofline):\n    roofline(len, 1)\n"
+    # test_a 0.55: -8.3%, under the one-report floor of 10%; test_b 0.5: -16.7%, fails twice
+    result = _run(pytester, "0.55, 0.5, 0.5, 0.6", body, "--roofline-baseline=base.json", "--roofline-report=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_b: utilization 50.0% dropped 16.7% from the baseline's 60.0% (report "
+                                 "base.json, *), beyond its gate 10.0% (floor 10%; noise 0.0% from the 95% intervals); floor from the "
+                                 "default for a one-run baseline*"])
+    records = json.loads((pytester.path / "r.json").read_text())["results"]
+    assert records[2]["baseline"] == {"missing": "no baseline for this kernel in base.json (a new kernel)"}
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (None, "no such file"),
+    ("{not json", "not a pytest-roofline report (not JSON"),
+    ('{"a": 1}', "not a pytest-roofline report (no schema_version and results)"),
+])
+def test_a_missing_or_foreign_baseline_stops_the_run(pytester: pytest.Pytester, content: str | None,
+                                                     fragment: str) -> None:
+    if content is not None:
+        pytester.makefile(".json", base=content)
+    result = _run(pytester, "0.6", TWO, "--roofline-baseline=base.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --roofline-baseline=base.json on the command line: base.json: {fragment}*"])
+
+
+def test_an_incomplete_report_is_no_baseline(pytester: pytest.Pytester) -> None:
+    _run(pytester, "0.5, 0.5", TWO.replace("min=0.2", "min=0.9"), "-x", "--roofline-report=base.json")
+    result = _run(pytester, "0.6", TWO, "--roofline-baseline=base.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*base.json: this report's run was incomplete (1 of 2 tests ran*); it cannot be "
+                                 "a baseline"])
+
+
+def test_bad_max_drop_values(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, "0.6", TWO, "--roofline-max-drop=1.5")
+    result.stderr.fnmatch_lines(["ERROR: --roofline-max-drop=1.5 on the command line: must be in (0, 1)*"])
+    result = _run(pytester, "0.6", TWO.replace("min=0.2", "max_drop='x'"))
+    result.stderr.fnmatch_lines(["*roofline marker of test_k.py::test_a: max_drop='x': must be a fraction in (0, 1)*"])
