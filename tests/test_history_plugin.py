@@ -143,3 +143,22 @@ def test_bad_max_drop_values(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["ERROR: --roofline-max-drop=1.5 on the command line: must be in (0, 1)*"])
     result = _run(pytester, "0.6", TWO.replace("min=0.2", "max_drop='x'"))
     result.stderr.fnmatch_lines(["*roofline marker of test_k.py::test_a: max_drop='x': must be a fraction in (0, 1)*"])
+
+
+def test_html_report_at_the_end_of_a_run(pytester: pytest.Pytester) -> None:
+    _history(pytester)
+    result = _run(pytester, "0.6, 0.6", TWO, "--roofline-history=hist", "--roofline-html=out/r.html")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["roofline history: this run added as hist/roofline-*.json",
+                                 "roofline HTML report written to out/r.html"])
+    text = (pytester.path / "out" / "r.html").read_text()
+    assert text.count('class="plotly-graph-div"') == 1 + 2  # roofline chart, a sparkline per kernel
+    assert "4 runs" in text  # the history, this run included
+
+
+def test_html_without_plotly_stops_the_run_at_start(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "plotly", None)  # as if not installed
+    result = _run(pytester, "0.6", TWO, "--roofline-html=r.html")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --roofline-html=r.html on the command line: the HTML report needs plotly: "
+                                 "pip install 'pytest-roofline[html]'"])

@@ -23,7 +23,9 @@ def test_help_lists_every_option_and_ini_twin(pytester: pytest.Pytester) -> None
     for flag, ini in (("--roofline-min", "roofline_min"), ("--roofline-hardware", "roofline_hardware"),
                       ("--roofline-config", "roofline_config"), ("--roofline-calibrate", "roofline_calibrate"),
                       ("--roofline-report", "roofline_report"), ("--roofline-warn-only", "roofline_warn_only"),
-                      ("--roofline-ceilings", "roofline_ceilings")):
+                      ("--roofline-ceilings", "roofline_ceilings"), ("--roofline-history", "roofline_history"),
+                      ("--roofline-baseline", "roofline_baseline"), ("--roofline-max-drop", "roofline_max_drop"),
+                      ("--roofline-html", "roofline_html")):
         assert flag in text and ini in text
 
 

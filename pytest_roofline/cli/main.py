@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from . import runs
 from .analyze import CliError, analyze_hlo, analyze_profile
 
 __all__ = ["main"]
@@ -28,7 +29,51 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--hardware-file", metavar="YAML", help="extra hardware entries, as in hardware.yaml")
     analyze.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     analyze.add_argument("--top", type=int, default=10, metavar="N", help="ops shown with --program (default 10)")
+    show = commands.add_parser("show", help="print a JSON report (--roofline-report) as the summary table",
+                               description="Print a report's run (time, commit, pytest exit status, whether "
+                                           "complete) and its roofline summary, worst first.")
+    show.add_argument("report", help="a JSON report written by --roofline-report or --roofline-history")
+    compare = commands.add_parser(
+        "compare", help="compare a report with a baseline; exit 1 on a regression",
+        description="Compare each kernel of CURRENT with BASELINE (a report, or a history directory whose recent "
+                    "complete runs form the baseline) through the noise-aware gate of --roofline-baseline. "
+                    "Exit status 1 when a kernel regressed, 0 otherwise, 2 for a missing or foreign file.")
+    compare.add_argument("baseline", help="a report or a history directory")
+    compare.add_argument("current", help="a report")
+    compare.add_argument("--max-drop", type=_fraction, metavar="FRACTION",
+                         help="the gate's floor (default 0.05 against a history, 0.10 against one report)")
+    hist = commands.add_parser(
+        "history", help="per-kernel series of a history directory, change points, regressions; exit 1 on one",
+        description="Read every report of a --roofline-history directory; per kernel (and hardware, ceilings, "
+                    "model, jax version) show the series, its change points (E-divisive with a t-test) and its "
+                    "minimum detectable drop, and judge the latest run against the runs before it. Incomplete "
+                    "runs are listed and left out. Exit status 1 when a series' latest run is a regression.")
+    hist.add_argument("directory", help="the --roofline-history directory")
+    hist.add_argument("--last", type=int, default=30, metavar="N", help="values shown per sparkline (default 30)")
+    html = commands.add_parser(
+        "html", help="a self-contained HTML report with roofline charts (pip install 'pytest-roofline[html]')",
+        description="Write one HTML file that opens with no network: the sortable summary, the program-level "
+                    "roofline chart, the op-level chart of each failing kernel, the hardware and the sources of "
+                    "its ceilings, links to saved traces, and with --history a sparkline per kernel.")
+    html.add_argument("report", help="a JSON report")
+    html.add_argument("--history", metavar="DIR", help="a --roofline-history directory for the sparklines")
+    html.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    export = commands.add_parser("export", help="a report in another tool's format, on stdout",
+                                 description="github-action-benchmark: a JSON list of {name, unit, value, range, "
+                                             "extra}, utilization in percent (use tool: customBiggerIsBetter).")
+    export.add_argument("report", help="a JSON report")
+    export.add_argument("--format", required=True, choices=["github-action-benchmark"], help="the output format")
     return parser
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1), got {text!r}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,6 +91,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise CliError("analyze needs a PROFILE (.xplane.pb or a directory holding one) or --hlo FILE")
             print(out)
             return 0
+        if args.command == "show":
+            out, status = runs.show(args.report)
+        elif args.command == "compare":
+            out, status = runs.compare(args.baseline, args.current, args.max_drop)
+        elif args.command == "history":
+            out, status = runs.history(args.directory, args.last)
+        elif args.command == "export":
+            out, status = runs.export(args.report, args.format)
+        else:  # html
+            from .html import html_command
+
+            out, status = html_command(args.report, args.history, args.output)
+        print(out)
+        return status
     except CliError as exc:
         print(f"pytest-roofline {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -119,8 +119,10 @@ def load_history(directory: str | Path) -> list[Run]:
     root = Path(directory)
     if not root.is_dir():
         raise ReportError(f"{directory}: " + ("is not a directory" if root.exists() else "no such directory"))
-    runs = [load_run(p) for p in sorted(root.glob(HISTORY_GLOB))]
-    return sorted(runs, key=lambda run: (run.created, run.path))
+    paths = sorted(root.glob(HISTORY_GLOB))
+    order = {str(p): p.stat().st_mtime for p in paths}  # runs made within one second: by when each was written
+    runs = [load_run(p) for p in paths]
+    return sorted(runs, key=lambda run: (run.created, order[run.path], run.path))
 
 
 def history_name(report: Mapping[str, Any]) -> str:

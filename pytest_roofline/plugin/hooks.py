@@ -14,13 +14,14 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ..files import write_text_atomic
 from ..history.baseline import Baseline
-from ..history.reports import ReportError, add_to_history
+from ..history.reports import ReportError
 from ..report.document import build_report, session_block
+from ..report.html import plotly_missing
 from ..report.text import header_line, summary_lines
 from .fixture import RooflineFixture
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
+from .outputs import write_outputs
 from .session import RooflineSession, default_trace_root
 from .settings import OPTIONS, ConfigError, resolve_settings
 
@@ -29,6 +30,7 @@ MARKER_KEY = pytest.StashKey[MarkerSpec]()
 USED_KEY = pytest.StashKey[bool]()
 COLLECTED_KEY = pytest.StashKey[bool]()
 REPORT_ERROR_KEY = pytest.StashKey[str]()
+WRITTEN_KEY = pytest.StashKey[list[str]]()
 RUN_KEY = pytest.StashKey[int]()  # tests that ran to the end (their teardown reported)
 
 
@@ -75,6 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
             return str(cache.mkdir("roofline-traces"))
         return default_trace_root()
 
+    if settings.html is not None and plotly_missing():
+        raise pytest.UsageError(f"{settings.origins['html']}: {plotly_missing()}")
     baseline = None
     if settings.baseline is not None:
         try:
@@ -149,8 +153,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     error = config.stash.get(REPORT_ERROR_KEY, "")
     if error:
         terminalreporter.write_line(f"roofline report NOT written: {error}", red=True)
-    elif state.records and state.settings.report:
-        terminalreporter.write_line(f"roofline report written to {state.settings.report}")
+    for line in config.stash.get(WRITTEN_KEY, []):
+        terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -160,28 +164,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         config.workeroutput["roofline_records"] = json.dumps(state.records, default=str)  # type: ignore[attr-defined]
         return
     used: bool = config.stash.get(USED_KEY, False)
-    targets = [(path, state.settings.origins[name]) for name, path in
-               (("report", state.settings.report), ("history", state.settings.history)) if path]
-    if not targets or not (state.records or used):
+    chosen = state.settings
+    if not (chosen.report or chosen.history or chosen.html) or not (state.records or used):
         return
-    settings = dict(state.settings.origins)
-    if state.settings.min is not None:
-        settings["min_value"] = str(state.settings.min.value)
+    settings = dict(chosen.origins)
+    if chosen.min is not None:
+        settings["min_value"] = str(chosen.min.value)
     run = session_block(int(exitstatus), session.testscollected, config.stash.get(RUN_KEY, 0),
                         str(session.shouldstop or session.shouldfail or ""))
     payload = build_report(state.records, settings, str(config.rootpath), run)
     config.hook.pytest_roofline_report(config=config, report=payload)
-    text = json.dumps(payload, indent=2, default=str) + "\n"
-    errors = []
-    for path, origin in targets:
-        try:
-            if path == state.settings.history:
-                add_to_history(path, payload, text)
-            else:
-                write_text_atomic(path, text)
-        except OSError as exc:  # never lose the summary: say so there, and fail the run
-            errors.append(f"{origin}: {exc.strerror or exc}")
-    if errors:
+    written, errors = write_outputs(chosen, payload)
+    config.stash[WRITTEN_KEY] = written
+    if errors:  # never lose the summary: say so there, and fail the run
         config.stash[REPORT_ERROR_KEY] = "; ".join(errors)
         if session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR

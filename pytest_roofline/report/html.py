@@ -1,0 +1,204 @@
+"""The HTML report: one self-contained file (plotly's script embedded, no request leaves the page) with the
+sortable summary, the roofline chart of each hardware entry, the op-level chart of each failing kernel, a
+sparkline per kernel from a history, the hardware with the source of every ceiling, and links to traces.
+
+plotly is an optional dependency (``pip install 'pytest-roofline[html]'``), imported only here and only when
+a report is made."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..history.baseline import Series
+from ..history.detect import judge_series
+from ..history.reports import Run, record_utilization
+from ..kinds import FAILING_VERDICTS
+from ..units import format_fraction, format_quantity, format_seconds
+from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
+from .runs import run_line
+
+__all__ = ["HtmlUnavailable", "html_report", "plotly_missing"]
+
+NEEDS = "the HTML report needs plotly: pip install 'pytest-roofline[html]'"
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.85em; }
+th, td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
+th.sortable { cursor: pointer; background: #f4f4f4; } th.sortable:hover { background: #e8e8e8; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.wide { overflow-x: auto; }
+.verdict { font-weight: 600; } .meta { color: #555; font-size: 0.9em; } .bad { color: #d62728; }
+.spark { display: flex; align-items: center; gap: 1em; } .spark .name { width: 32em; font-size: 0.85em; }
+"""
+
+SORT_SCRIPT = """
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  table.querySelectorAll("th.sortable").forEach(function (th, column) {
+    th.addEventListener("click", function () {
+      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      var up = th.dataset.order !== "asc"; th.dataset.order = up ? "asc" : "desc";
+      rows.sort(function (a, b) {
+        var x = a.cells[column].dataset.value, y = b.cells[column].dataset.value;
+        var nx = parseFloat(x), ny = parseFloat(y);
+        var c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : String(x).localeCompare(String(y));
+        return up ? c : -c;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+"""
+
+
+class HtmlUnavailable(RuntimeError):
+    """plotly is not installed."""
+
+
+def plotly_missing() -> str | None:
+    """Why the HTML report cannot be made here (None when it can)."""
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        return NEEDS
+    return None
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _cell(text: str, value: Any = None, num: bool = False, attrs: str = "") -> str:
+    sort = _e(value if value is not None else text)
+    return f'<td data-value="{sort}"{" class=num" if num else ""}{attrs}>{text}</td>'
+
+
+def _link(path: str | None, text: str) -> str:
+    if not path:
+        return ""
+    uri = Path(path).resolve().as_uri() if path else ""
+    return f'<a href="{_e(uri)}">{_e(text)}</a>'
+
+
+def _summary(records: Sequence[Mapping[str, Any]]) -> str:
+    head = ["test", "kernel", "bound", "intensity (FLOP/B)", "device time", "roofline time", "utilization",
+            "95% interval", "threshold", "verdict", "vs baseline", "hardware", "trace"]
+    rows = []
+    for rec in sorted(records, key=record_utilization):
+        r = rec["result"]
+        util = record_utilization(rec)
+        interval = r.get("utilization_interval") or []
+        base = rec.get("baseline") or {}
+        change = f"{-base['drop']:+.1%} (gate {base['allowed_drop']:.1%})" if "drop" in base else _e(
+            "new" if base.get("missing") else "")
+        colour = VERDICT_COLOURS.get(rec["verdict"], "#444")
+        trace = " ".join(filter(None, [_link(rec.get("perfetto"), "perfetto"), _link(rec.get("hlo"), "hlo"),
+                                       _link(rec.get("trace_dir"), "dir")]))
+        rows.append("<tr>" + "".join([
+            _cell(_e(rec["nodeid"])), _cell(_e(rec["label"])), _cell(_e(r["bound"])),
+            _cell(f"{r['intensity']:.3g}", r["intensity"], True),
+            _cell(format_seconds(r["device_time_s"]), r["device_time_s"], True),
+            _cell(format_seconds(r["roofline_time_s"]), r["roofline_time_s"], True),
+            _cell(f"{util:.1%}", util, True),
+            _cell(f"{interval[0]:.1%} - {interval[1]:.1%}" if interval else "", interval[0] if interval else "", True),
+            _cell(format_fraction(rec["threshold"]) if rec["threshold"] is not None else "",
+                  rec["threshold"] if rec["threshold"] is not None else -1, True),
+            _cell(f'<span class="verdict" style="color:{colour}">{_e(rec["verdict"])}</span>', rec["verdict"]),
+            _cell(change, base.get("drop", "")), _cell(_e(f"{r['hardware']['name']} [{r['ceilings']}]")),
+            _cell(trace, ""),
+        ]) + "</tr>")
+    header = "".join(f'<th class="sortable" title="click to sort">{_e(h)}</th>' for h in head)
+    return (f'<div class=wide><table class="sortable"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}'
+            '</tbody></table></div>')
+
+
+def _hardware(hardware: Mapping[str, Any], mode: str) -> str:
+    rows = []
+    for dtype, c in hardware["peaks_flops_per_s"].items():
+        rows.append((f"{dtype} peak", format_quantity(c["value"], "FLOP/s"), c))
+    for key, name, unit in (("memory_bandwidth_bytes_per_s", "memory bandwidth", "B/s"),
+                            ("interconnect_bandwidth_bytes_per_s", "interconnect", "B/s"),
+                            ("transcendentals_per_s", "transcendentals", "/s")):
+        if hardware.get(key):
+            rows.append((name, format_quantity(hardware[key]["value"], unit), hardware[key]))
+    body = "".join(f"<tr><td>{_e(n)}</td><td class=num>{_e(v)}</td><td>{_e(c['origin'])}</td><td>{_e(c['source'])}"
+                   f"</td><td>{_e(c.get('date') or '')}</td></tr>" for n, v, c in rows)
+    notes = "".join(f"<li>{_e(n)}</li>" for n in hardware.get("notes") or [])
+    return (f"<h3>{_e(hardware['name'])} ({_e(hardware['platform'])}, {_e(mode)} ceilings)</h3><table><thead><tr>"
+            f"<th>ceiling</th><th>value</th><th>origin</th><th>source</th><th>date</th></tr></thead><tbody>{body}"
+            f"</tbody></table>" + (f"<ul class=meta>{notes}</ul>" if notes else ""))
+
+
+def html_report(run: Run, series: Sequence[Series] = ()) -> str:
+    """The page for one report (and, with ``series`` from a history, a sparkline per kernel)."""
+    try:
+        import plotly.graph_objects as go
+        from plotly.offline import get_plotlyjs
+    except ImportError:
+        raise HtmlUnavailable(NEEDS) from None
+
+    def figure(fig: Any) -> str:
+        return str(fig.to_html(full_html=False, include_plotlyjs=False, config=CONFIG))
+
+    records = run.records
+    groups: dict[str, tuple[Mapping[str, Any], str, list[Mapping[str, Any]]]] = {}
+    for rec in records:
+        hw = rec["result"]["hardware"]
+        groups.setdefault(f"{hw['name']} [{rec['result']['ceilings']}]", (hw, rec["result"]["ceilings"], []))[2].append(rec)
+    parts = [f"<h1>pytest-roofline report</h1><p class=meta>{_e(run_line(run))}</p>"]
+    if not run.complete:
+        parts.append(f"<p class=bad>This run was incomplete: {_e(run.why_incomplete)}. Its figures are not part "
+                     "of the history's series.</p>")
+    parts.append(f"<h2>Summary ({len(records)} kernels; click a column to sort)</h2>{_summary(records)}")
+    parts.append("<h2>Roofline</h2><p class=meta>Each kernel at its arithmetic intensity and achieved FLOP/s "
+                 "(FLOPs / measured device time), against the roofs of the hardware it was measured on: one flat "
+                 "roof per compute dtype, the memory slope (and the interconnect where collectives run). With live "
+                 "ceilings utilization is against the machine's speed during the run, so a point's distance to "
+                 "the calibrated roof is not exactly its utilization. Kernels without FLOPs (copies) are in the "
+                 "table only.</p>")
+    for hw, _, recs in groups.values():
+        parts.append(figure(roofline_figure(go, hw, recs)))
+    failing = [r for r in records if r["verdict"] in FAILING_VERDICTS]
+    if failing:
+        parts.append("<h2>Ops of failing kernels</h2><p class=meta>Ops that do FLOPs, sized by the time each "
+                     "lost against its own roofline; the top ops by time lost are listed below each chart.</p>")
+        for rec in failing:
+            fig = ops_figure(go, rec["result"]["hardware"], rec)
+            parts.append(figure(fig) if fig is not None else
+                         f"<p>{_e(rec['nodeid'])} [{_e(rec['label'])}]: no op with FLOPs to plot.</p>")
+            parts.append(_top_ops(rec))
+    if series:
+        parts.append("<h2>History</h2><p class=meta>Utilization per complete run; dashed lines: change points "
+                     "(E-divisive, Welch's t-test p &lt; 0.001); dotted: the gate below which the next run is a "
+                     "regression.</p>")
+        for s in series:
+            if not s.values:
+                continue
+            finding = judge_series(s.values)
+            status = "regression" if finding.regression else "ok"
+            mdd = finding.minimum_detectable_drop
+            detectable = f"minimum detectable drop {mdd:.1%}" if mdd is not None else "too few runs to judge"
+            parts.append(f'<div class=spark><div class=name><b>{_e(s.key.kernel)}</b><br><span class=meta>'
+                         f'{_e(s.key.context)}; {len(s.values)} runs; {detectable}; <span class='
+                         f'{"bad" if finding.regression else "meta"}>{status}</span></span></div>'
+                         f'<div style="flex:1">{figure(sparkline_figure(go, s, finding))}</div></div>')
+    parts.append("<h2>Hardware</h2>" + "".join(_hardware(hw, mode) for hw, mode, _ in groups.values()))
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>pytest-roofline report</title>"
+            f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>{''.join(parts)}"
+            f"<script>{SORT_SCRIPT}</script></body></html>\n")
+
+
+def _top_ops(record: Mapping[str, Any], count: int = 5) -> str:
+    ops = sorted(record["result"].get("ops") or [], key=lambda op: -(op.get("time_lost_s") or 0.0))[:count]
+    if not ops:
+        return ""
+    rows = "".join(f"<tr><td>{_e(op['name'])}</td><td>{_e(op['opcode'])}</td><td>{_e(op['bound'])}</td>"
+                   f"<td class=num>{format_seconds(op.get('measured_s') or 0.0)}</td><td class=num>"
+                   f"{format_seconds(op['roofline_time_s'])}</td><td class=num>"
+                   f"{format_seconds(op.get('time_lost_s') or 0.0)}</td></tr>" for op in ops)
+    return ("<table><thead><tr><th>op</th><th>opcode</th><th>bound</th><th>measured</th><th>roofline</th>"
+            f"<th>lost</th></tr></thead><tbody>{rows}</tbody></table>")

@@ -1,0 +1,134 @@
+"""Text for reports over time (pure): one report shown, two compared, a history's series judged, and the
+github-action-benchmark export."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..history.baseline import Check, Series
+from ..history.detect import Finding
+from ..history.reports import Run, SeriesKey, record_utilization, series_key
+from .text import summary_lines
+
+__all__ = ["run_line", "show_lines", "compare_lines", "history_lines", "sparkline", "github_benchmark"]
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def run_line(run: Run) -> str:
+    """When and where a report was made and how its pytest run ended."""
+    report = run.report
+    git = report.get("git") or {}
+    commit = f", commit {git['commit'][:12]}{' (dirty)' if git.get('dirty') else ''}" if git.get("commit") else ""
+    session = report.get("session")
+    if session is None:
+        ended = "pytest exit status not recorded (a report from before 0.2)"
+    else:
+        ended = (f"pytest exit status {session['exit_status']} ({session['exit_name']}), "
+                 f"{session['tests_run']} of {session['tests_collected']} tests ran")
+        if not session["complete"]:
+            ended += f"; INCOMPLETE: {session['why_incomplete']}"
+    return f"{run.path}: created {run.created}{commit}; {ended}"
+
+
+def show_lines(run: Run) -> list[str]:
+    versions = run.report.get("versions") or {}
+    lines = [run_line(run), "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v)]
+    if not run.records:
+        return [*lines, "no kernel was measured in this run"]
+    return [*lines, *summary_lines(run.records)]
+
+
+def _table(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(widths[i]) if i < left or i == len(row) - 1 else c.rjust(widths[i])
+                      for i, c in enumerate(row)).rstrip() for row in rows]
+
+
+def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[SeriesKey, Check | str]],
+                  gone: Sequence[SeriesKey]) -> list[str]:
+    """Each kernel of the current run against the baseline; regressions say "REGRESSION"."""
+    lines = [f"baseline: {baseline_path}", f"current:  {run_line(current)}"]
+    rows = [("kernel", "baseline", "current", "change", "gate", "status")]
+    details = []
+    for key, check in checks:
+        if isinstance(check, str):
+            rows.append((key.kernel, "-", "", "", "", "new" if "new kernel" in check else "no comparable baseline"))
+            details.append(f"  {key.kernel}: {check}")
+            continue
+        status = "REGRESSION" if check.regressed else ("improved" if check.drop < -check.gate.allowed_drop else "ok")
+        rows.append((key.kernel, f"{check.baseline:.1%}", f"{check.current:.1%}", f"{-check.drop:+.1%}",
+                     f"{check.gate.allowed_drop:.1%}", status))
+        if check.regressed:
+            details.append(f"  {key.kernel}: regression: {check.message()}")
+    for key in gone:
+        rows.append((key.kernel, "", "-", "", "", "not in the current run"))
+    return [*lines, *_table(rows), *details]
+
+
+def sparkline(values: Sequence[float], marks: Sequence[int] = ()) -> str:
+    """The values as block characters (lowest to highest), a ``|`` before each change point index."""
+    if not values:
+        return ""
+    low, high = min(values), max(values)
+    span = high - low or 1.0
+    out = []
+    for i, v in enumerate(values):
+        if i in marks:
+            out.append("|")
+        out.append(BARS[min(len(BARS) - 1, int((v - low) / span * len(BARS)))])
+    return "".join(out)
+
+
+def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Series, Finding]],
+                  last: int = 30) -> list[str]:
+    """Per series: runs, a sparkline of the last ``last`` values, the latest value, the baseline level, the
+    minimum detectable drop and the status; then the change points and why each regression is one."""
+    complete = [r for r in runs if r.complete]
+    lines = [f"history {directory}: {len(runs)} runs, {len(complete)} complete"]
+    for run in runs:
+        if not run.complete:
+            lines.append(f"  left out (incomplete): {run.path}: {run.why_incomplete}")
+    rows = [("kernel", "runs", f"last {last}", "latest", "baseline", "detectable", "status")]
+    details = []
+    for series, finding in judged:
+        shown = series.values[-last:]
+        offset = len(series.values) - len(shown)
+        marks = [cp.index - offset for cp in finding.change_points if cp.index >= offset]
+        gate = finding.gate
+        status = "regression" if finding.regression else ("too few runs" if gate is None else "ok")
+        rows.append((series.key.kernel, str(len(series.values)), sparkline(shown, marks), f"{finding.latest:.1%}",
+                     f"{gate.baseline:.1%}" if gate else "-",
+                     f"{gate.allowed_drop:.1%}" if gate else "-", status))
+        where = f"  {series.key.kernel} ({series.key.context})"
+        for cp in finding.change_points:
+            run = series.runs[cp.index]
+            details.append(f"{where}: change point at run {cp.index + 1} ({run.short}): {cp.before:.1%} -> "
+                           f"{cp.after:.1%} ({cp.change:+.1%}, p={cp.p:.1g})")
+        for reason in finding.reasons:
+            details.append(f"{where}: REGRESSION: {reason}")
+    lines += _table(rows)
+    if details:
+        lines.append("")
+        lines += details
+    lines.append("detectable: the minimum detectable drop, max(5%, 4 x the noise the history shows); "
+                 "| in the sparkline: a change point")
+    return lines
+
+
+def github_benchmark(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """github-action-benchmark's ``customBiggerIsBetter`` input: utilization in percent per kernel."""
+    out = []
+    for record in report["results"]:
+        key = series_key(record)
+        result = record["result"]
+        interval = result.get("utilization_interval")
+        entry: dict[str, Any] = {"name": key.kernel, "unit": "% of roofline",
+                                 "value": round(100 * record_utilization(record), 3)}
+        if interval and record.get("model") != "ops":
+            entry["range"] = f"{100 * interval[0]:.1f}-{100 * interval[1]:.1f}"
+        entry["extra"] = (f"{result['bound']}-bound; {key.hardware} [{key.ceilings}]; verdict {record['verdict']}; "
+                          f"device {result['device_time_s']:.6g} s, roofline {result['roofline_time_s']:.6g} s")
+        out.append(entry)
+    return out

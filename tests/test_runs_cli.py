@@ -1,0 +1,146 @@
+"""pytest-roofline show / compare / history / export / html on constructed reports (records of fake results,
+tests/fakes.py), run in process through the console script's main()."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import fake_result
+
+from pytest_roofline.cli.main import main
+from pytest_roofline.report.document import report_document, session_block
+from pytest_roofline.report.records import make_record
+
+
+def _report(utils: dict[str, float], day: int, complete: bool = True, commit: str = "c0ffee") -> dict[str, Any]:
+    records = [make_record(f"test_k.py::{name}", "kernel", fake_result(u, name="kernel"), None, "", "measured")
+               for name, u in utils.items()]
+    session = session_block(0 if complete else 2, len(utils), len(utils) if complete else 1)
+    provenance = {"git": {"commit": f"{commit}{day:02d}" + "0" * 30, "dirty": False}, "versions": {"jax": "fake"},
+                  "session": session}
+    return report_document(records, {}, f"2026-11-{day:02d}T03:17:00+00:00", provenance)
+
+
+def _write(path: Path, report: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(report))
+    return path
+
+
+def _history(tmp_path: Path, nights: list[dict[str, float]], partial: dict[str, float] | None = None) -> Path:
+    directory = tmp_path / "hist"
+    directory.mkdir()
+    for day, utils in enumerate(nights, start=1):
+        _write(directory / f"roofline-202611{day:02d}T031700Z-c0ffee.json", _report(utils, day))
+    if partial is not None:
+        _write(directory / "roofline-20261130T031700Z-partial.json", _report(partial, 30, complete=False))
+    return directory
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+STEADY = [{"test_a": 0.60 + 0.01 * (i % 3), "test_b": 0.40 + 0.005 * (i % 2)} for i in range(6)]
+
+
+def test_history_flags_the_slower_kernel_and_no_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = _history(tmp_path, [*STEADY, {"test_a": 0.30, "test_b": 0.40}], partial={"test_a": 0.1, "test_b": 0.1})
+    status, out, _ = _cli(capsys, "history", str(directory))
+    assert status == 1
+    lines = out.splitlines()
+    assert lines[0] == f"history {directory}: 8 runs, 7 complete"
+    assert "left out (incomplete)" in lines[1] and "partial.json: interrupted (exit status 2); 1 of 2 tests ran" in lines[1]
+    (a_row,) = [line for line in lines if line.startswith("test_k.py::test_a [kernel]") and "7" in line]
+    (b_row,) = [line for line in lines if line.startswith("test_k.py::test_b [kernel]")]
+    assert a_row.endswith("regression") and "30.0%" in a_row
+    assert b_row.endswith("ok")
+    assert any("test_a [kernel] (fake CPU [calibrated], model program, jax fake): REGRESSION: latest run 30.0%" in line
+               for line in lines)
+
+
+def test_history_of_a_steady_suite_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _cli(capsys, "history", str(_history(tmp_path, STEADY)))
+    assert status == 0 and "regression" not in out.replace("REGRESSION", "")
+
+
+def test_compare_exits_1_on_a_regression_and_0_otherwise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = _write(tmp_path / "base.json", _report({"test_a": 0.6, "test_b": 0.4}, 1))
+    worse = _write(tmp_path / "worse.json", _report({"test_a": 0.3, "test_b": 0.39, "test_new": 0.5}, 2))
+    same = _write(tmp_path / "same.json", _report({"test_a": 0.58, "test_b": 0.4}, 2))
+    status, out, _ = _cli(capsys, "compare", str(base), str(worse))
+    assert status == 1
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("test_k.py")}
+    assert rows["test_k.py::test_a"].split()[-1] == "REGRESSION" and "-50.0%" in rows["test_k.py::test_a"]
+    assert rows["test_k.py::test_b"].split()[-1] == "ok" and rows["test_k.py::test_new"].endswith("new")
+    assert _cli(capsys, "compare", str(base), str(same))[0] == 0
+    assert _cli(capsys, "compare", "--max-drop", "0.6", str(base), str(worse))[0] == 0
+
+
+def test_compare_against_a_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = _history(tmp_path, STEADY)
+    worse = _write(tmp_path / "worse.json", _report({"test_a": 0.3, "test_b": 0.4}, 9))
+    status, out, _ = _cli(capsys, "compare", str(directory), str(worse))
+    assert status == 1 and "(6 runs in " in out
+
+
+def test_show_prints_the_run_and_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path / "r.json", _report({"test_a": 0.6}, 3, complete=False))
+    status, out, _ = _cli(capsys, "show", str(path))
+    assert status == 0
+    assert out.splitlines()[0] == (f"{path}: created 2026-11-03T03:17:00+00:00, commit c0ffee030000; pytest exit "
+                                   "status 2 (INTERRUPTED), 1 of 1 tests ran; INCOMPLETE: interrupted (exit status 2)")
+    assert "test_k.py::test_a [kernel]" in out and "60.0%" in out
+
+
+def test_export_github_action_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path / "r.json", _report({"test_a": 0.6}, 3))
+    status, out, _ = _cli(capsys, "export", "--format", "github-action-benchmark", str(path))
+    (entry,) = json.loads(out)
+    assert status == 0 and entry["name"] == "test_k.py::test_a [kernel]" and entry["unit"] == "% of roofline"
+    assert entry["value"] == pytest.approx(60.0) and entry["range"] == "60.0-60.0"
+    assert entry["extra"].startswith("memory-bound; fake CPU [calibrated]; verdict measured")
+
+
+@pytest.mark.parametrize("args", [["show", "{missing}"], ["compare", "{missing}", "{foreign}"],
+                                  ["history", "{missing}"], ["export", "--format", "github-action-benchmark",
+                                                              "{foreign}"], ["show", "{foreign}"],
+                                  ["html", "{foreign}", "-o", "{out}"]])
+def test_a_missing_or_foreign_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         args: list[str]) -> None:
+    (tmp_path / "foreign.json").write_text('{"results": 3}')
+    paths = {"missing": str(tmp_path / "missing.json"), "foreign": str(tmp_path / "foreign.json"),
+             "out": str(tmp_path / "o.html")}
+    status, out, err = _cli(capsys, *[a.format(**paths) for a in args])
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"pytest-roofline {args[0]}: error: ")
+    assert "no such" in err or "not a pytest-roofline report" in err
+
+
+def test_html_is_one_self_contained_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = _history(tmp_path, [*STEADY, {"test_a": 0.30, "test_b": 0.40}])
+    report = _report({"test_a": 0.3, "test_b": 0.4}, 9)
+    report["results"][0]["verdict"] = "regression"
+    path = _write(tmp_path / "r.json", report)
+    status, out, _ = _cli(capsys, "html", str(path), "--history", str(directory), "-o", str(tmp_path / "r.html"))
+    text = (tmp_path / "r.html").read_text()
+    assert status == 0 and out.startswith(f"wrote {tmp_path / 'r.html'}")
+    assert "<script src" not in text and "<link" not in text  # nothing to fetch: plotly is inline
+    assert text.count('class="plotly-graph-div"') == 1 + 2  # the roofline chart, two sparklines (no op chart:
+    # the fake results have no ops, said in its place)
+    assert "test_k.py::test_a" in text and "no op with FLOPs to plot" in text and "minimum detectable drop" in text
+
+
+def test_html_without_plotly_says_how_to_get_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "plotly", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)
+    path = _write(tmp_path / "r.json", _report({"test_a": 0.6}, 3))
+    status, _, err = _cli(capsys, "html", str(path), "-o", str(tmp_path / "r.html"))
+    assert status == 2 and "needs plotly: pip install 'pytest-roofline[html]'" in err
+    assert not (tmp_path / "r.html").exists()
