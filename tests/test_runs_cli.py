@@ -144,3 +144,21 @@ def test_html_without_plotly_says_how_to_get_it(tmp_path: Path, capsys: pytest.C
     status, _, err = _cli(capsys, "html", str(path), "-o", str(tmp_path / "r.html"))
     assert status == 2 and "needs plotly: pip install 'pytest-roofline[html]'" in err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_sample_nightly_workflow_uses_real_options_and_commands() -> None:
+    import re
+
+    import yaml
+
+    from pytest_roofline.plugin.settings import OPTIONS
+
+    text = (Path(__file__).parent.parent / "docs" / "nightly-ci.yml").read_text()
+    workflow = yaml.safe_load(text)
+    runs = " ".join(step.get("run", "") for step in workflow["jobs"]["roofline"]["steps"])
+    flags = set(re.findall(r"--roofline-[a-z-]+", runs))
+    assert flags and flags <= {opt.flag for opt in OPTIONS}
+    assert {"--roofline-history", "--roofline-baseline", "--roofline-html"} <= flags
+    for command in re.findall(r"pytest-roofline (\w+)", text):
+        assert command in {"history", "export", "show", "compare", "html", "analyze"}
+    assert "pytest-roofline history roofline-history" in runs

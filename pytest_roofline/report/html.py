@@ -85,8 +85,9 @@ def _link(path: str | None, text: str) -> str:
 
 
 def _summary(records: Sequence[Mapping[str, Any]]) -> str:
+    several = len({(r["result"]["hardware"]["name"], r["result"]["ceilings"]) for r in records}) > 1
     head = ["test", "kernel", "bound", "intensity (FLOP/B)", "device time", "roofline time", "utilization",
-            "95% interval", "threshold", "verdict", "vs baseline", "hardware", "trace"]
+            "95% interval", "threshold", "verdict", "vs baseline", *(["hardware"] if several else []), "trace"]
     rows = []
     for rec in sorted(records, key=record_utilization):
         r = rec["result"]
@@ -108,8 +109,8 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> str:
             _cell(format_fraction(rec["threshold"]) if rec["threshold"] is not None else "",
                   rec["threshold"] if rec["threshold"] is not None else -1, True),
             _cell(f'<span class="verdict" style="color:{colour}">{_e(rec["verdict"])}</span>', rec["verdict"]),
-            _cell(change, base.get("drop", "")), _cell(_e(f"{r['hardware']['name']} [{r['ceilings']}]")),
-            _cell(trace, ""),
+            _cell(change, base.get("drop", "")),
+            *([_cell(_e(f"{r['hardware']['name']} [{r['ceilings']}]"))] if several else []), _cell(trace, ""),
         ]) + "</tr>")
     header = "".join(f'<th class="sortable" title="click to sort">{_e(h)}</th>' for h in head)
     return (f'<div class=wide><table class="sortable"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}'
