@@ -48,7 +48,7 @@ def history(directory: str, last: int) -> tuple[str, int]:
     runs = _read(lambda: load_history(directory))
     if not runs:
         raise CliError(f"{directory}: no reports in this directory (--roofline-history=DIR writes roofline-*.json)")
-    judged = [(s, judge_series(s.values)) for s in build_series(runs) if s.values]
+    judged = [(s, judge_series(s.values)) for s in build_series(runs)]
     regressed = any(f.regression for _, f in judged)
     return "\n".join(history_lines(directory, runs, judged, last)), 1 if regressed else 0
 

@@ -28,23 +28,16 @@ class Series:
     key: SeriesKey
     runs: tuple[Run, ...]  # complete runs that measured this kernel, oldest first
     values: tuple[float, ...]
-    left_out: tuple[Run, ...] = ()  # incomplete runs that measured it: marked, not in the series
 
 
 def build_series(runs: Iterable[Run]) -> list[Series]:
-    """Group the records of ``runs`` (oldest first) into series; incomplete runs are left out of the values."""
+    """Group the records of the complete ``runs`` (oldest first) into series; incomplete runs are left out."""
     points: dict[SeriesKey, list[tuple[Run, float]]] = {}
-    left: dict[SeriesKey, list[Run]] = {}
     for run in runs:
-        for record in run.records:
-            key = series_key(record)
-            if run.complete:
-                points.setdefault(key, []).append((run, record_utilization(record)))
-            else:
-                left.setdefault(key, []).append(run)
-    keys = sorted(set(points) | set(left))
-    return [Series(k, tuple(r for r, _ in points.get(k, [])), tuple(v for _, v in points.get(k, [])),
-                   tuple(left.get(k, []))) for k in keys]
+        if run.complete:
+            for record in run.records:
+                points.setdefault(series_key(record), []).append((run, record_utilization(record)))
+    return [Series(k, tuple(r for r, _ in p), tuple(v for _, v in p)) for k, p in sorted(points.items())]
 
 
 def interval_noise(record: Mapping[str, Any]) -> float:
@@ -101,7 +94,7 @@ class Baseline:
         """A report file, or a history directory (its complete runs; partial ones are left out)."""
         if Path(path).is_dir():
             runs = load_history(path)
-            series = [s for s in build_series(runs) if s.values]
+            series = build_series(runs)
             if not series:
                 raise ReportError(f"{path}: no complete run in this history directory to use as a baseline")
             values = {s.key: s.values for s in series}

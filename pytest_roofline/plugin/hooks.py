@@ -77,8 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
             return str(cache.mkdir("roofline-traces"))
         return default_trace_root()
 
-    if settings.html is not None and plotly_missing():
-        raise pytest.UsageError(f"{settings.origins['html']}: {plotly_missing()}")
+    if settings.html is not None and (missing := plotly_missing()):
+        raise pytest.UsageError(f"{settings.origins['html']}: {missing}")
     baseline = None
     if settings.baseline is not None:
         try:

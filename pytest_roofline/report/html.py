@@ -177,8 +177,6 @@ def html_report(run: Run, series: Sequence[Series] = ()) -> str:
                      "(E-divisive, Welch's t-test p &lt; 0.001); dotted: the gate below which the next run is a "
                      "regression.</p>")
         for s in series:
-            if not s.values:
-                continue
             finding = judge_series(s.values)
             status = "regression" if finding.regression else "ok"
             mdd = finding.minimum_detectable_drop
