@@ -129,3 +129,58 @@ def test_peak_rules() -> None:
     key, _, note = peak_for_class(v5e, "vector")  # no VPU figure: fastest peak, said so
     assert key == "int8" and "understated" in note
     assert peak_for_class(h100, "f16")[0] == "f16"
+
+
+def test_memory_capacity_has_its_source_and_unit() -> None:
+    table = load_shipped_table()
+    h100, v5e, v4 = table["H100 SXM"], table["TPU v5e"], table["TPU v4"]
+    assert h100.memory_capacity is not None and h100.memory_capacity.value == 80e9
+    assert h100.memory_capacity.source == h100.memory_bandwidth.source  # the entry's datasheet
+    assert v5e.memory_capacity is not None and v5e.memory_capacity.value == 16e9
+    assert "v5e docs" in v5e.memory_capacity.source and v5e.memory_capacity.date == "2026-11-23"
+    assert v4.memory_capacity is not None and v4.memory_capacity.value == 32 * 2**30  # stated in GiB
+    assert table["TPU v2"].memory_capacity is None  # no source read: none rather than a guess
+    assert h100.to_dict()["memory_capacity_bytes"]["value"] == 80e9
+
+
+def test_memory_capacity_override_and_its_errors(tmp_path: Path) -> None:
+    good = tmp_path / "hw.yaml"
+    good.write_text("devices:\n  H100 SXM:\n    memory_capacity_gib: {value: 79.1, source: nvidia-smi, read: 2026-11-23}\n")
+    spec = merge_overrides(load_shipped_table(), good)["H100 SXM"]
+    assert spec.memory_capacity is not None and spec.memory_capacity.value == pytest.approx(79.1 * 2**30)
+    assert spec.memory_capacity.origin == "override" and spec.memory_capacity.source == "nvidia-smi"
+    both = tmp_path / "both.yaml"
+    both.write_text("devices:\n  H100 SXM:\n    memory_capacity_gb: 80\n    memory_capacity_gib: 80\n")
+    with pytest.raises(HardwareError, match=r"both.yaml.*memory_capacity_gb or memory_capacity_gib"):
+        merge_overrides(load_shipped_table(), both)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("devices:\n  H100 SXM:\n    memory_capacity_gb: -1\n")
+    with pytest.raises(HardwareError, match=r"bad.yaml: H100 SXM.memory_capacity_gb: must be a positive number"):
+        merge_overrides(load_shipped_table(), bad)
+
+
+MEMINFO = "MemTotal:       24684084 kB\nMemFree:        24385824 kB\n"
+
+
+def test_cpu_memory_is_the_machine_or_its_cgroup_limit(tmp_path: Path) -> None:
+    from pytest_roofline.hardware.cpu import machine_memory
+
+    plain = machine_memory(MEMINFO, "0::/\n", str(tmp_path / "none"), date="2026-11-23")
+    assert plain is not None and plain.value == 24684084 * 1024 and "MemTotal" in plain.source
+    # cgroup v2: memory.max of the process's group ("max" = no limit)
+    group = tmp_path / "v2" / "job"
+    group.mkdir(parents=True)
+    (group / "memory.max").write_text("4294967296\n")
+    limited = machine_memory(MEMINFO, "0::/job\n", str(tmp_path / "v2"))
+    assert limited is not None and limited.value == 4 * 2**30 and "cgroup" in limited.source
+    (group / "memory.max").write_text("max\n")
+    unlimited = machine_memory(MEMINFO, "0::/job\n", str(tmp_path / "v2"))
+    assert unlimited is not None and unlimited.value == 24684084 * 1024
+    # cgroup v1: memory.limit_in_bytes; 2^63 rounded to pages means no limit
+    v1 = tmp_path / "v1" / "memory" / "job"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert machine_memory(MEMINFO, "4:memory:/job\n", str(tmp_path / "v1")).value == 24684084 * 1024  # type: ignore[union-attr]
+    (v1 / "memory.limit_in_bytes").write_text("1073741824\n")
+    assert machine_memory(MEMINFO, "4:memory:/job\n", str(tmp_path / "v1")).value == 2**30  # type: ignore[union-attr]
+    assert machine_memory("", "", str(tmp_path / "none")) is None

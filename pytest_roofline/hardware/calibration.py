@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ..files import write_text_atomic
 from ..quantiles import quantile, relative_iqr
-from .cpu import cpu_info, theoretical_cpu_peak
+from .cpu import cpu_info, machine_memory, theoretical_cpu_peak
 from .spec import PEAK_KEYS, Ceiling, HardwareSpec
 
 __all__ = [
@@ -157,7 +157,7 @@ def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cp
     name = f"CPU {info['model']} x{info['cores']}"
     trans = _transcendental(figures, f"on this machine; {where}")
     return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical, tuple(notes), trans,
-                        dict(figures.get("references", {})))
+                        dict(figures.get("references", {})), memory_capacity=machine_memory())
 
 
 def calibrated_spec_from(base: HardwareSpec, figures: Mapping[str, Any], where: str) -> HardwareSpec:

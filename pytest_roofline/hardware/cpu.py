@@ -3,14 +3,17 @@ theoretical f32 peak those imply. Reads files; no JAX."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import platform as _platform
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .spec import Ceiling
+
 __all__ = ["cpu_info", "theoretical_cpu_peak", "last_level_cache_bytes", "parse_cache_size", "cpu_times",
-           "Contention"]
+           "Contention", "machine_memory"]
 
 
 def cpu_info(cpuinfo_text: str | None = None) -> dict[str, Any]:
@@ -146,3 +149,56 @@ class Contention:
 def _own_cpu_seconds() -> float:
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
+
+
+_NO_LIMIT = 2**60  # cgroup v1 writes "no limit" as a page-rounded 2^63 - 1
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def _cgroup_limit(root: Path, proc_cgroup: str) -> tuple[int, str] | None:
+    """The memory limit of this process's cgroup (v2 ``memory.max``, v1 ``memory.limit_in_bytes``)."""
+    candidates: list[Path] = []
+    for line in proc_cgroup.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        rel = path.lstrip("/")
+        if controllers == "":  # cgroup v2
+            candidates += [root / rel / "memory.max", root / "memory.max"]
+        elif "memory" in controllers.split(","):  # cgroup v1
+            candidates += [root / "memory" / rel / "memory.limit_in_bytes", root / "memory" / "memory.limit_in_bytes"]
+    for file in candidates:
+        text = _read(file)
+        if text and text.isdigit() and 0 < int(text) < _NO_LIMIT:
+            return int(text), str(file)
+    return None
+
+
+def machine_memory(meminfo_text: str | None = None, proc_cgroup: str | None = None,
+                   cgroup_root: str = "/sys/fs/cgroup", date: str = "") -> Ceiling | None:
+    """The memory a CPU program may use: ``MemTotal`` of /proc/meminfo, or this process's cgroup limit where
+    that is lower. None where neither can be read (not Linux)."""
+    if meminfo_text is None:
+        meminfo_text = _read(Path("/proc/meminfo")) or ""
+    if proc_cgroup is None:
+        proc_cgroup = _read(Path("/proc/self/cgroup")) or ""
+    date = date or _dt.date.today().isoformat()
+    total = None
+    for line in meminfo_text.splitlines():
+        if line.startswith("MemTotal:"):
+            fields = line.split()
+            if len(fields) >= 2 and fields[1].isdigit():
+                total = int(fields[1]) * (1024 if fields[2:3] == ["kB"] else 1)
+    limit = _cgroup_limit(Path(cgroup_root), proc_cgroup)
+    if limit is not None and (total is None or limit[0] < total):
+        return Ceiling(float(limit[0]), "measured", f"the cgroup memory limit of this process ({limit[1]})", date)
+    if total is None:
+        return None
+    return Ceiling(float(total), "measured", "MemTotal in /proc/meminfo of this machine", date)

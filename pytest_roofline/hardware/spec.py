@@ -58,10 +58,16 @@ class HardwareSpec:
     # Rates of the reference kernels at calibration, by reference key (empty for datasheet figures): live
     # ceilings divide the rate a reference reaches beside a kernel by these.
     reference_rates: Mapping[str, float] = field(default_factory=dict)
-    # What a profile's device plane says of a GPU (its compute capability, e.g. "9.0", "9.4" for AMD gfx942)
-    # and the device's memory in GB: how a device is found from a profile recorded elsewhere.
+    # What a profile's device plane says of a GPU (its compute capability, e.g. "9.0", "9.4" for AMD gfx942):
+    # how a device is found from a profile recorded elsewhere (with the memory capacity).
     compute_capability: tuple[str, ...] = ()
-    memory_capacity_gb: float | None = None
+    # The memory one device holds, in bytes (HBM of an accelerator; a CPU's RAM or its cgroup limit): what
+    # max_memory= fractions are of. None where no source gives it.
+    memory_capacity: Ceiling | None = None
+
+    @property
+    def memory_capacity_gb(self) -> float | None:
+        return self.memory_capacity.value / 1e9 if self.memory_capacity is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +79,7 @@ class HardwareSpec:
                 self.interconnect_bandwidth.to_dict() if self.interconnect_bandwidth else None
             ),
             "transcendentals_per_s": self.transcendental.to_dict() if self.transcendental else None,
+            "memory_capacity_bytes": self.memory_capacity.to_dict() if self.memory_capacity else None,
             "theoretical": {k: c.to_dict() for k, c in self.theoretical.items()},
             "notes": list(self.notes),
         }

@@ -21,6 +21,7 @@ HARDWARE_FILE_ENV = "PYTEST_ROOFLINE_HARDWARE_FILE"
 SHARED_TOP_LEVEL_KEYS = frozenset({"thresholds", "min", "ceilings", "model"})
 _TERA = 1e12
 _GIGA = 1e9
+_GIB = 2.0**30
 
 
 def _figure(raw: Any, scale: float, where: str, origin: str, source: str, date: str) -> Ceiling:
@@ -44,7 +45,8 @@ def _figure(raw: Any, scale: float, where: str, origin: str, source: str, date: 
 
 
 _DEVICE_KEYS = {"platform", "device_kinds", "source", "read", "peak_tflops", "memory_gbps",
-                "interconnect_gbps", "transcendentals_gps", "notes", "compute_capability", "memory_capacity_gb"}
+                "interconnect_gbps", "transcendentals_gps", "notes", "compute_capability", "memory_capacity_gb",
+                "memory_capacity_gib"}
 
 
 def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSpec | None) -> HardwareSpec:
@@ -91,13 +93,15 @@ def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSp
     caps_raw = raw.get("compute_capability", list(base.compute_capability) if base else [])
     if not isinstance(caps_raw, list) or not all(isinstance(c, (str, int, float)) for c in caps_raw):
         raise HardwareError(f"{where}: device {name!r}: compute_capability must be a list like [\"9.0\"]")
-    capacity = base.memory_capacity_gb if base else None
-    if raw.get("memory_capacity_gb") is not None:
-        capacity = _figure(raw["memory_capacity_gb"], 1.0, f"{where}: {name}.memory_capacity_gb", origin,
-                           source, date).value
+    capacity = base.memory_capacity if base else None
+    if "memory_capacity_gb" in raw and "memory_capacity_gib" in raw:
+        raise HardwareError(f"{where}: device {name!r}: give memory_capacity_gb or memory_capacity_gib, not both")
+    for key, scale in (("memory_capacity_gb", _GIGA), ("memory_capacity_gib", _GIB)):
+        if raw.get(key) is not None:
+            capacity = _figure(raw[key], scale, f"{where}: {name}.{key}", origin, source, date)
     return HardwareSpec(name, platform, peaks, memory, interconnect, tuple(kinds_raw),
                         base.theoretical if base else {}, notes, transcendental,
-                        compute_capability=tuple(str(c) for c in caps_raw), memory_capacity_gb=capacity)
+                        compute_capability=tuple(str(c) for c in caps_raw), memory_capacity=capacity)
 
 
 def load_table(text: str, where: str, origin: str = "datasheet",

@@ -123,7 +123,8 @@ def _hardware(hardware: Mapping[str, Any], mode: str) -> str:
         rows.append((f"{dtype} peak", format_quantity(c["value"], "FLOP/s"), c))
     for key, name, unit in (("memory_bandwidth_bytes_per_s", "memory bandwidth", "B/s"),
                             ("interconnect_bandwidth_bytes_per_s", "interconnect", "B/s"),
-                            ("transcendentals_per_s", "transcendentals", "/s")):
+                            ("transcendentals_per_s", "transcendentals", "/s"),
+                            ("memory_capacity_bytes", "memory capacity", "B")):
         if hardware.get(key):
             rows.append((name, format_quantity(hardware[key]["value"], unit), hardware[key]))
     body = "".join(f"<tr><td>{_e(n)}</td><td class=num>{_e(v)}</td><td>{_e(c['origin'])}</td><td>{_e(c['source'])}"
