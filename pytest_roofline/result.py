@@ -16,6 +16,7 @@ from .analysis.ceilings import CeilingUse
 from .analysis.check import OpsCheck
 from .analysis.counts import Work
 from .analysis.live import Live, Uncertainty, pair_utilizations, uncertainty
+from .analysis.memory import MemoryFootprint
 from .analysis.ops import OpRow, OpsModel
 from .analysis.roofline import IMPOSSIBLE_ABOVE, RooflineEstimate
 from .analysis.runs import Timing
@@ -58,6 +59,7 @@ class Result:
     xspace: bytes = field(default=b"", repr=False, compare=False)  # the serialized profiler trace
     live: Live | None = None  # the reference kernel run beside this one (ceilings="live")
     threshold: float | None = None  # the threshold sampling went on for (while its interval straddled it)
+    memory: MemoryFootprint | None = None  # the compiled program's memory analysis (None: the compiler gave none)
 
     # The work
     @property
@@ -181,6 +183,11 @@ class Result:
     def versions(self) -> Mapping[str, str]:
         return self.program.versions
 
+    @property
+    def peak_memory_bytes(self) -> int | None:
+        """Arguments + outputs + temporaries - aliased, per device (``memory`` has the parts)."""
+        return self.memory.peak_bytes if self.memory is not None else None
+
     # The per-op model
     @property
     def ops(self) -> tuple[OpRow, ...]:
@@ -285,6 +292,8 @@ class Result:
             "ops_check": self.ops_check.to_dict() if self.ops_check else None,
             "hints": list(self.hints),
             "ops": [r.to_dict() for r in self.ops],
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "memory": self.memory.to_dict() if self.memory is not None else None,
         }
 
     def __str__(self) -> str:
@@ -297,6 +306,8 @@ class Result:
             f"measured {format_seconds(self.device_time_s)} +/-{self.spread:.1%} over {self.runs} runs ({timer}); "
             f"utilization {self.utilization:.1%} ({self.uncertainty.describe()})"
         )
+        if self.memory is not None:
+            text += f"; peak memory {self.memory.describe()}"
         if self.live is not None:
             text += (f"; live ceilings: {self.live.describe()}; against the calibration alone "
                      f"{self.utilization_calibrated:.1%}")

@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_roofline.analysis.ceilings import CeilingUse
 from pytest_roofline.analysis.counts import Work
+from pytest_roofline.analysis.memory import MemoryFootprint
 from pytest_roofline.analysis.ops import OpsModel
 from pytest_roofline.analysis.roofline import RooflineEstimate
 from pytest_roofline.analysis.runs import Timing
@@ -16,33 +17,39 @@ from pytest_roofline.kinds import Bound, CeilingsUsed
 from pytest_roofline.result import ProgramInfo, Result
 
 FAKE_CPU = HardwareSpec("fake CPU", "cpu", {"f32": Ceiling(1e11, "calibration", "fake", "2026-11-22")},
-                        Ceiling(1e10, "calibration", "fake", "2026-11-22"))
+                        Ceiling(1e10, "calibration", "fake", "2026-11-22"),
+                        memory_capacity=Ceiling(1e9, "measured", "fake", "2026-11-23"))
+# A fake program footprint: 2 MB of arguments, 1 MB of output, 4 MB of temporaries, nothing aliased (7 MB).
+FAKE_FOOTPRINT = MemoryFootprint(arguments=2_000_000, outputs=1_000_000, temporaries=4_000_000, aliased=0)
 
 
 def fake_result(utilization: float, *, bound: Bound = "memory", name: str = "kernel",
-                ceilings: CeilingsUsed = "calibrated", notes: tuple[str, ...] = ()) -> Result:
+                ceilings: CeilingsUsed = "calibrated", notes: tuple[str, ...] = (),
+                footprint: MemoryFootprint | None = FAKE_FOOTPRINT, hardware: HardwareSpec = FAKE_CPU) -> Result:
     """A Result whose program-level utilization is ``utilization`` (device time 1 ms)."""
     device = 1e-3
     roof = utilization * device
     compute, memory = (roof, roof / 10) if bound == "compute" else (roof / 10, roof)
     flops, nbytes = compute * 1e11, memory * 1e10
     return Result(
-        name=name, hardware=FAKE_CPU, ceilings=ceilings,
+        name=name, hardware=hardware, ceilings=ceilings,
         ceilings_used=(CeilingUse("f32 matrix FLOPs", flops, "f32", FAKE_CPU.peaks["f32"]),
                        CeilingUse("bytes", nbytes, "memory", FAKE_CPU.memory_bandwidth)),
         work=Work(flops, 0.0, nbytes, "compiler", "compiler", {"f32": flops}, False, ()),
         roofline=RooflineEstimate(compute, memory, 1e11, 1e10),
         timing=Timing((device,) * 5, (device * 1.1,) * 5, "profiler", "", "run_id stat"),
         program=ProgramInfo("jit_kernel", "cpu", 0.01, {"jax": "fake"}),
-        ops_model=OpsModel(), notes=notes,
+        ops_model=OpsModel(), notes=notes, memory=footprint,
     )
 
 
 class FakeMeasure:
     """Stands in for pytest_roofline.measure(): returns the next of ``utilizations`` and records each call."""
 
-    def __init__(self, *utilizations: float, bound: Bound = "memory", ceilings: CeilingsUsed = "calibrated") -> None:
+    def __init__(self, *utilizations: float, bound: Bound = "memory", ceilings: CeilingsUsed = "calibrated",
+                 hardware: HardwareSpec = FAKE_CPU) -> None:
         self._next: Iterator[float] = iter(utilizations)
+        self.hardware = hardware
         self.bound = bound
         self.ceilings = ceilings
         self.calls: list[dict[str, Any]] = []
@@ -50,7 +57,7 @@ class FakeMeasure:
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
         self.calls.append(kwargs)
         return fake_result(next(self._next), bound=self.bound, name=kwargs.get("name", "kernel"),
-                           ceilings=self.ceilings)
+                           ceilings=self.ceilings, hardware=self.hardware)
 
 
 # A conftest that swaps the session's measurement and hardware detection for fakes (tests/fakes.py): the

@@ -16,6 +16,7 @@ from ..analysis.counts import CostAnalysisError, Counts, hlo_counts, program_cou
 from ..analysis.hints import busy_time, hints
 from ..analysis.hlo import HloModule, HloParseError, parse_hlo
 from ..analysis.live import Live, bracketing_times, drifts, pair_utilizations, settled
+from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats
 from ..analysis.model import ProgramModel, program_model
 from ..analysis.ops import OpRow, OpsModel, attach_times
 from ..analysis.roofline import RooflineEstimate
@@ -28,7 +29,7 @@ from ..hardware.spec import HardwareSpec
 from ..kinds import CEILINGS_MODES, Timer, choose
 from ..result import ProgramInfo, Result
 from .hardware import resolve_hardware
-from .program import CompiledProgram, compile_program, time_compiled
+from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
 from .references import Reference, reference, reference_key_for
 from .settings import DEFAULT_TIMING, TimingSettings
 from .timing import Beside, Settled, Timed
@@ -93,8 +94,10 @@ def measure(
     plan = _live_plan(spec, used, model, program.platform)
     if plan.reference is None and used == "live":
         used = "calibrated"
+    before = allocator_stats(program.device)
     timed = time_compiled(program, settings, executed_op_count(module), plan.beside,
                           _stopping_rule(model.estimate, plan, threshold, settings.target_spread))
+    memory = _memory(program, before)
     ops_model, busy = _per_op(model.rows, module, program, timed)
     live = _live(plan, timed)
     if plan.reference is not None and live is None:
@@ -112,13 +115,23 @@ def measure(
         program=ProgramInfo(program.module_name, program.device_kind, program.compile_time_s,
                             {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")}),
         ops_model=ops_model,
-        notes=tuple(_notes(model, ops_model, program, timed, spec, plan)),
+        notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory)),
         hints=tuple(_hints(ops_model.rows, module, program, model, timed, busy)),
         hlo_text=program.hlo_text,
         xspace=timed.xspace,
         live=live,
         threshold=threshold,
+        memory=memory,
     )
+
+
+def _memory(program: CompiledProgram, before: dict[str, Any] | None) -> MemoryFootprint | None:
+    """The compiled program's memory analysis, with the allocator's peak during the runs where reported."""
+    if program.raw_memory_analysis is None:
+        return None
+    footprint = footprint_from_stats(program.raw_memory_analysis)
+    peak, note = device_peak(before, allocator_stats(program.device), program.platform)
+    return replace(footprint, device_peak=peak, device_peak_note=note)
 
 
 @dataclass(frozen=True)
@@ -227,8 +240,10 @@ def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
 
 
 def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
-           spec: HardwareSpec, plan: _LivePlan) -> list[str]:
+           spec: HardwareSpec, plan: _LivePlan, memory: MemoryFootprint | None) -> list[str]:
     notes = [u.note for u in model.uses if u.note]
+    if memory is None:
+        notes.append("no peak memory: the compiler gave no memory analysis for this program")
     if plan.why:
         notes.append(plan.why)
     if model.work.transcendentals and spec.transcendental is None:

@@ -15,7 +15,7 @@ from ..errors import MeasureError
 from .settings import TimingSettings
 from .timing import Beside, Settled, Timed, time_program
 
-__all__ = ["CompiledProgram", "compile_program", "time_compiled"]
+__all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats"]
 
 # jax.block_until_ready has no annotations: typed once here.
 _block_until_ready: Callable[[Any], Any] = jax.block_until_ready
@@ -33,6 +33,7 @@ class CompiledProgram:
     donated: list[bool]
     device: Any
     raw_cost_analysis: Any
+    raw_memory_analysis: Any = None  # CompiledMemoryStats, or None where the backend gives none
 
     @property
     def num_devices(self) -> int:
@@ -115,8 +116,22 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         raw_cost = compiled.cost_analysis()
     except Exception as exc:  # noqa: BLE001 - reported as "no cost analysis" by the counting step
         raw_cost = exc
+    try:
+        raw_memory = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001 - the result says the compiler gave no memory analysis
+        raw_memory = None
     return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, placed, treedef, donated,
-                           device, raw_cost)
+                           device, raw_cost, raw_memory)
+
+
+def allocator_stats(device: Any) -> dict[str, Any] | None:
+    """``device.memory_stats()`` (GPU/TPU allocators: ``bytes_in_use``, ``peak_bytes_in_use`` ...); None on a
+    CPU, which reports none."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # noqa: BLE001 - a backend without allocator statistics
+        return None
+    return dict(stats) if stats else None
 
 
 def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_run: int = 1,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NoReturn
 
+from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
 from ..analysis.verdict import Decision, decide
 from ..errors import MeasureError
 from ..history.baseline import Check
@@ -47,10 +48,12 @@ class RooflineFixture:
         return result
 
     def __call__(self, fn: Callable[..., Any], *args: Any, name: str | None = None, min: float | None = None,  # noqa: A002
-                 bound: str | None = None, model: str | None = None, **kwargs: Any) -> Result:
-        """Measure, record, and fail the test when the kernel is below its threshold or of the wrong bound."""
+                 bound: str | None = None, model: str | None = None, max_memory: Any = None, **kwargs: Any) -> Result:
+        """Measure, record, and fail the test when the kernel is below its threshold, of the wrong bound, or
+        needs more memory than ``max_memory``."""
         label = self._label(fn, name)
         threshold, expected, chosen = self._call_settings(min, bound, model)
+        memory_limit = self._memory_limit(max_memory)
         value = threshold.value if threshold else None
         # Sampling goes on while the interval of the program-level utilization straddles the threshold.
         if value is not None and chosen == "program":
@@ -69,7 +72,14 @@ class RooflineFixture:
             regression = check.message() + twice
             decision = (replace(decision, reason=f"{decision.reason}; {regression}") if decision.fails
                         else replace(decision, verdict="regression", reason=regression))
-        record = self._record(label, result, threshold, decision, chosen, expected, first, check)
+        memory = (check_memory(result.memory, memory_limit, result.hardware.memory_capacity, result.hardware.name)
+                  if memory_limit is not None else None)
+        if memory is not None and memory.limit_bytes is None:  # no capacity for a fraction, or no analysis
+            self._fail(f"roofline: kernel {label!r} of {self._nodeid}: {memory.reason}")
+        if memory is not None and not memory.ok and not decision.warning:
+            decision = (replace(decision, reason=f"{decision.reason}; {memory.reason}") if decision.fails
+                        else replace(decision, verdict="over-memory", reason=memory.reason))
+        record = self._record(label, result, threshold, decision, chosen, expected, first, check, memory)
         if decision.warning:
             self._warn(failure_message(record, decision.reason))
         elif decision.fails:
@@ -103,6 +113,17 @@ class RooflineFixture:
                     chosen or (marker.model if marker else None) or self._session.settings.model)
         self._fail(problem)  # outside the except block: the failure shows no chained traceback
 
+    def _memory_limit(self, raw: Any) -> MemoryLimit | None:
+        """``max_memory`` of the call, else of the marker."""
+        if raw is None:
+            return self._marker.max_memory if self._marker else None
+        try:
+            return parse_max_memory(raw, f"roofline(...) in {self._nodeid}",
+                                    f"max_memory= in the roofline() call of {self._nodeid}", ConfigError)
+        except ConfigError as exc:
+            problem = f"roofline: {exc}"
+        self._fail(problem)  # outside the except block: the failure shows no chained traceback
+
     def _measure(self, label: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
         merged = {**(self._marker.measure_kwargs if self._marker else {}), **kwargs, "name": label}
         try:
@@ -124,19 +145,22 @@ class RooflineFixture:
 
     def _record(self, label: str, result: Result, threshold: Threshold | None, decision: Decision, model: Model,
                 expected_bound: ExpectedBound | None = None, first_utilization: float | None = None,
-                check: Check | str | None = None) -> dict[str, Any]:
+                check: Check | str | None = None, memory: MemoryCheck | None = None) -> dict[str, Any]:
         settings = self._session.settings
         record = make_record(self._nodeid, label, result, threshold.value if threshold else None,
                              threshold.origin if threshold else "", decision.verdict, expected_bound,
                              first_utilization, settings.warn_only, model)
         if check is not None:
             record["baseline"] = baseline_record(check)
+        if memory is not None:
+            record["max_memory"] = memory.to_dict()
         if decision.fails or settings.trace_all:
             record.update(self._session.save(result, self._nodeid, label))
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"
-        for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed", "drift"):
+        for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed", "drift",
+                    "peak_memory_bytes"):
             self._add_property(f"{prefix}.{key}", getattr(result, key))
         self._add_property(f"{prefix}.verdict", decision.verdict)
         self._add_property(f"{prefix}.hardware", result.hardware.name)

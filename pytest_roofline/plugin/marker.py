@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.memory import MemoryLimit, parse_max_memory
 from ..kinds import CEILINGS_MODES, EXPECTED_BOUNDS, TIMERS, ExpectedBound, Model, choose
 from ..measurement.settings import TIMING_KEYWORDS, timing_defaults_text
 from .settings import ConfigError, Threshold, parse_max_drop, parse_model, parse_threshold
@@ -15,13 +16,14 @@ __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpe
 
 MARKER_SIGNATURE = (
     f"roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, "
-    f"ceilings=None, max_drop=None, {timing_defaults_text()}): measure this test's kernels "
+    f"ceilings=None, max_drop=None, max_memory=None, {timing_defaults_text()}): measure this test's kernels "
     "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
     "'memory', when a kernel is bound by the other; model='program' (default) or 'ops' picks the roofline the "
     "threshold uses; flops/bytes/transcendentals replace the compiler's counts (analytic model FLOPs give "
     "MFU); ceilings='live'/'calibrated'/'datasheet' overrides --roofline-ceilings; max_drop (a fraction) is the "
-    "smallest drop from the --roofline-baseline that fails; the rest tune the measurement "
-    "(see pytest_roofline.measure)."
+    "smallest drop from the --roofline-baseline that fails; max_memory (bytes, '2 GiB', or a fraction of the "
+    "device's memory such as 0.5 or '50%') fails a kernel whose compiled program needs more; the rest tune "
+    "the measurement (see pytest_roofline.measure)."
 )
 
 
@@ -76,7 +78,7 @@ MEASURE_KEYWORDS: dict[str, Callable[[Any, str], Any]] = {
     "ceilings": _ceilings,
 }
 assert set(TIMING_KEYWORDS) <= set(MEASURE_KEYWORDS)
-MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", *MEASURE_KEYWORDS)
+MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", *MEASURE_KEYWORDS)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class MarkerSpec:
     measure_kwargs: Mapping[str, Any]
     model: Model | None = None
     max_drop: Threshold | None = None
+    max_memory: MemoryLimit | None = None
 
 
 def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) -> MarkerSpec:
@@ -110,9 +113,12 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) ->
     if "max_drop" in values:
         max_drop = Threshold(parse_max_drop(values["max_drop"], f"{where}: max_drop={values['max_drop']!r}"),
                              f"max_drop in the marker of {test}")
+    max_memory = None
+    if "max_memory" in values:
+        max_memory = parse_max_memory(values["max_memory"], where, f"max_memory in the marker of {test}", ConfigError)
     bound = parse_bound(values["bound"], f"{where}: bound={values['bound']!r}") if "bound" in values else None
     checked = {key: parse(values[key], f"{where}: {key}={values[key]!r}")
                for key, parse in MEASURE_KEYWORDS.items() if key in values}
     if "min_runs" in checked and "max_runs" in checked and checked["max_runs"] < checked["min_runs"]:
         raise ConfigError(f"{where}: max_runs={checked['max_runs']} is below min_runs={checked['min_runs']}")
-    return MarkerSpec(threshold, bound, checked, model, max_drop)
+    return MarkerSpec(threshold, bound, checked, model, max_drop, max_memory)

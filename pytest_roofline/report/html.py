@@ -84,10 +84,21 @@ def _link(path: str | None, text: str) -> str:
     return f'<a href="{_e(uri)}">{_e(text)}</a>'
 
 
+def _memory_cell(rec: Mapping[str, Any]) -> str:
+    memory = rec["result"].get("memory")
+    if not memory:
+        return _cell("", -1)
+    limit = rec.get("max_memory")
+    text = format_quantity(memory["peak_bytes"], "B")
+    if limit and limit.get("limit_bytes"):
+        text += f" / max {format_quantity(limit['limit_bytes'], 'B')}"
+    return _cell(_e(text), memory["peak_bytes"], True, f' title="{_e(memory["breakdown"])}"')
+
+
 def _summary(records: Sequence[Mapping[str, Any]]) -> str:
     several = len({(r["result"]["hardware"]["name"], r["result"]["ceilings"]) for r in records}) > 1
     head = ["test", "kernel", "bound", "intensity (FLOP/B)", "device time", "roofline time", "utilization",
-            "95% interval", "threshold", "verdict", "vs baseline", *(["hardware"] if several else []), "trace"]
+            "95% interval", "threshold", "peak memory", "verdict", "vs baseline", *(["hardware"] if several else []), "trace"]
     rows = []
     for rec in sorted(records, key=record_utilization):
         r = rec["result"]
@@ -108,6 +119,7 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> str:
             _cell(f"{interval[0]:.1%} - {interval[1]:.1%}" if interval else "", interval[0] if interval else "", True),
             _cell(format_fraction(rec["threshold"]) if rec["threshold"] is not None else "",
                   rec["threshold"] if rec["threshold"] is not None else -1, True),
+            _memory_cell(rec),
             _cell(f'<span class="verdict" style="color:{colour}">{_e(rec["verdict"])}</span>', rec["verdict"]),
             _cell(change, base.get("drop", "")),
             *([_cell(_e(f"{r['hardware']['name']} [{r['ceilings']}]"))] if several else []), _cell(trace, ""),

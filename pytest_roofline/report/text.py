@@ -29,6 +29,22 @@ def _ceiling_lines(r: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _memory_lines(record: Mapping[str, Any]) -> list[str]:
+    memory = record["result"].get("memory")
+    if not memory:
+        return []
+    line = f"  memory        {format_quantity(memory['peak_bytes'], 'B')} peak ({memory['breakdown']})"
+    limit = record.get("max_memory")
+    if limit and limit.get("limit_bytes") is not None:
+        line += (f" vs max_memory {format_quantity(limit['limit_bytes'], 'B')} ({limit['origin']}): "
+                 f"{'fits' if limit['ok'] else 'TOO MUCH'}")
+    lines = [line]
+    if memory.get("device_peak_bytes") is not None:
+        lines.append(f"                device peak {format_quantity(memory['device_peak_bytes'], 'B')} "
+                     f"({memory['device_peak_note']})")
+    return lines
+
+
 def failure_message(record: Mapping[str, Any], reason: str) -> str:
     """Everything a person needs to act without rerunning: the figures, their sources and the verdict."""
     r = record["result"]
@@ -41,6 +57,7 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
     lines.append(f"  counts        {format_quantity(r['flops'], 'FLOP')} ({r['flops_source']}), "
                  f"{format_quantity(r['bytes_accessed'], 'B')} ({r['bytes_source']}), "
                  f"{format_quantity(r['transcendentals'], 'transcendentals')}{lower}")
+    lines += _memory_lines(record)
     lines.append(f"  intensity     {r['intensity']:.3g} FLOP/B vs critical {r['critical_intensity']:.3g} FLOP/B "
                  f"-> {r['bound']}-bound")
     comms = f", interconnect {format_seconds(r['comms_time_s'])}" if r.get("comms_time_s") else ""
@@ -120,6 +137,17 @@ def _util_cell(r: Mapping[str, Any]) -> str:
     return f"{r['utilization']:.1%} [{interval[0]:.0%}-{interval[1]:.0%}]"
 
 
+def _memory_cell(rec: Mapping[str, Any]) -> str:
+    memory = rec["result"].get("memory")
+    if not memory:
+        return "n/a"
+    limit = rec.get("max_memory")
+    text = format_quantity(memory["peak_bytes"], "B")
+    if limit and limit.get("limit_bytes") is not None:
+        text += f" / {format_quantity(limit['limit_bytes'], 'B')}"
+    return text
+
+
 def _sort_key(record: Mapping[str, Any]) -> tuple[int, float]:
     r = record["result"]
     return (0 if r["impossible"] else 1, r["utilization"])
@@ -129,7 +157,7 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """One table of every measured kernel, worst first (impossible ones on top)."""
     if not records:
         return []
-    rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "verdict")]
+    rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "memory", "verdict")]
     for rec in sorted(records, key=_sort_key):
         r = rec["result"]
         verdict = rec["verdict"]
@@ -142,9 +170,9 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
             verdict += " [warn-only]"
         rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",
                      format_seconds(r["device_time_s"]), format_seconds(r["roofline_time_s"]),
-                     _util_cell(r), verdict + (" [marginal]" if r.get("marginal") else "")))
+                     _util_cell(r), _memory_cell(rec), verdict + (" [marginal]" if r.get("marginal") else "")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 6) else cell.rjust(widths[i]) for i, cell in enumerate(row))
+    out = ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 7) else cell.rjust(widths[i]) for i, cell in enumerate(row))
            for row in rows]
     hardware = sorted({f"{rec['result']['hardware']['name']} [{rec['result']['ceilings']}]" for rec in records})
     out.append(f"hardware: {'; '.join(hardware)}")
@@ -169,10 +197,10 @@ def header_line(hardware: Mapping[str, Any], ceilings: str = "") -> str:
     trans = hardware.get("transcendentals_per_s")
     rate = f"; transcendentals {format_quantity(trans['value'], '/s')}" if trans else ""
     capacity = hardware.get("memory_capacity_bytes")
-    rate += f"; holds {format_quantity(capacity['value'], 'B')}" if capacity else ""
+    holds = f"; holds {format_quantity(capacity['value'], 'B')} ({capacity['source']})" if capacity else ""
     origins = sorted({v["origin"] for v in hardware["peaks_flops_per_s"].values()} | {mem["origin"]})
     mode = f"; ceilings: {ceilings}" if ceilings else ""
     if ceilings == "live":
         mode += " (calibrated, scaled by a reference kernel beside each run)"
     return (f"roofline: {hardware['name']} ({hardware['platform']}): {peaks}; memory "
-            f"{format_quantity(mem['value'], 'B/s')}{rate} [{', '.join(origins)}]{mode}")
+            f"{format_quantity(mem['value'], 'B/s')}{rate} [{', '.join(origins)}]{holds}{mode}")
