@@ -62,7 +62,8 @@ FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "imposs
 Platform = Literal["cpu", "gpu", "tpu"]
 PLATFORMS: tuple[Platform, ...] = get_args(Platform)
 
-CountSource = Literal["compiler", "user", "hlo"]  # hlo: counted by pytest-roofline from the optimized HLO
+# hlo: counted by pytest-roofline from the optimized HLO; cost_estimate: the Pallas kernels' stated work alone
+CountSource = Literal["compiler", "user", "hlo", "cost_estimate"]
 
 T = TypeVar("T", bound=str)
 

@@ -251,7 +251,7 @@ RESULT_KEYS = {
 RESULT_KEYS |= {"transcendental_time_s", "utilization_calibrated", "utilization_interval", "drift", "live",
                 "threshold", "marginal"}
 RESULT_KEYS |= {"uncounted_custom_calls", "counts_lower_bound_reason"}
-RESULT_KEYS |= {"peak_memory_bytes", "memory"}
+RESULT_KEYS |= {"peak_memory_bytes", "memory", "counts_from_cost_estimate"}
 
 
 def test_result_json_keeps_the_schema_1_keys() -> None:

@@ -35,6 +35,8 @@ class OpsCheck:
 def ops_check(module: HloModule, raw_cost_analysis: Any, tolerance: float = 0.02) -> OpsCheck:
     once = computation_cost(module, module.entry_name, multiply_loops=False)
     model = {"flops": once.flops, "transcendentals": once.transcendentals, "bytes_accessed": once.bytes}
+    if once.estimated:  # the compiler does not see a Pallas kernel's cost_estimate: nothing to compare with
+        return OpsCheck(model, {}, tolerance, ())
     try:
         compiler = normalize_cost_analysis(raw_cost_analysis)
     except ValueError as exc:

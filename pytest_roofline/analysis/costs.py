@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 from .hlo import DTYPE_BYTES, Computation, HloModule, Instruction, Shape
+from .kernels import estimate_in_config, pallas_backend
 
 __all__ = [
     "OpCost",
@@ -57,19 +58,23 @@ class OpCost:
     custom_call_flops: float = 0.0
     # Custom calls whose work this model cannot count, as "name (target)": the counts are incomplete.
     uncounted: tuple[str, ...] = ()
+    # Pallas kernels counted from their author's cost_estimate, as "name (backend)".
+    estimated: tuple[str, ...] = ()
 
     def __add__(self, other: OpCost) -> OpCost:
         merged = dict(self.matrix_flops)
         for k, v in other.matrix_flops.items():
             merged[k] = merged.get(k, 0.0) + v
         unknown = self.uncounted + tuple(u for u in other.uncounted if u not in self.uncounted)
+        stated = self.estimated + tuple(e for e in other.estimated if e not in self.estimated)
         return OpCost(self.flops + other.flops, self.transcendentals + other.transcendentals,
-                      self.bytes + other.bytes, merged, self.custom_call_flops + other.custom_call_flops, unknown)
+                      self.bytes + other.bytes, merged, self.custom_call_flops + other.custom_call_flops, unknown,
+                      stated)
 
     def scaled(self, factor: float) -> OpCost:
         return OpCost(self.flops * factor, self.transcendentals * factor, self.bytes * factor,
                       {k: v * factor for k, v in self.matrix_flops.items()}, self.custom_call_flops * factor,
-                      self.uncounted)
+                      self.uncounted, self.estimated)
 
 
 _CLASS_RANK = {"int8": 0, "fp8": 1, "bf16": 2, "f16": 2, "f32": 3, "f64": 4}
@@ -185,10 +190,27 @@ def _custom_call_cost(module: HloModule, comp: Computation, inst: Instruction,
         flops = _conv_custom_flops(comp, inst, target)
     elif target in DATA_MOVEMENT_TARGETS:
         return OpCost(0.0, 0.0, io_bytes)
+    elif pallas_backend(target) is not None:
+        return _pallas_cost(module, comp, inst, target, io_bytes, param_sources)
     if flops is None:
         return OpCost(0.0, 0.0, io_bytes, uncounted=(f"{inst.name} ({target or 'no target'})",))
     dtypes = [source_dtype(module, comp, o, param_sources) for o in inst.operands[:2]]
     return OpCost(flops, 0.0, io_bytes, {compute_class(dtypes): flops}, custom_call_flops=flops)
+
+
+def _pallas_cost(module: HloModule, comp: Computation, inst: Instruction, target: str, io_bytes: float,
+                 param_sources: tuple[str, ...] | None) -> OpCost:
+    """A Pallas kernel: the work its cost_estimate states (in its backend_config, or from the traced program);
+    without one, its operands and result as bytes and its name in ``uncounted``."""
+    backend = pallas_backend(target)
+    est = estimate_in_config(inst) or module.kernel_estimates.get(inst.name)
+    if est is None:
+        return OpCost(0.0, 0.0, io_bytes, uncounted=(f"{inst.name} ({target}: a {backend} Pallas kernel without a "
+                                                      f"cost_estimate)",))
+    dtypes = [source_dtype(module, comp, o, param_sources) for o in inst.operands[:2]]
+    matrix = {compute_class(dtypes): est.flops} if est.matrix and est.flops else {}
+    return OpCost(est.flops, est.transcendentals, est.bytes_accessed, matrix, custom_call_flops=est.flops,
+                  estimated=(f"{inst.name} ({backend})",))
 
 
 def _dot_flops(comp: Computation, inst: Instruction) -> float:
@@ -333,7 +355,7 @@ def _inner_cost(module: HloModule, comp_name: str, multiply_loops: bool,
                 param_sources: tuple[str, ...] | None = None) -> OpCost:
     """FLOPs of a called computation (fusion body, reducer); its internal values are not memory traffic."""
     c = computation_cost(module, comp_name, multiply_loops, param_sources)
-    return OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops, c.custom_call_flops, c.uncounted)
+    return OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops, c.custom_call_flops, c.uncounted, c.estimated)
 
 
 def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
@@ -361,7 +383,7 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
             inner = inner + _inner_cost(module, callee, multiply_loops, sources)
         moved = _fusion_bytes(module, comp, inst) if op == "fusion" else io_bytes
         return OpCost(inner.flops, inner.transcendentals, moved, inner.matrix_flops, inner.custom_call_flops,
-                      inner.uncounted)
+                      inner.uncounted, inner.estimated)
     if op == "dynamic-slice" or op == "slice":
         return OpCost(0.0, 0.0, 2.0 * inst.shape.bytes)  # read the slice, write it
     if op == "dynamic-update-slice" and len(inst.operands) > 1:

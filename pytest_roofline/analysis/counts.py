@@ -16,6 +16,7 @@ from typing import Any
 from ..kinds import CountSource
 from .costs import OpCost, computation_cost
 from .hlo import HloModule, Instruction
+from .kernels import PALLAS_REMEDY
 
 __all__ = ["CostAnalysisError", "Counts", "Work", "normalize_cost_analysis", "program_counts", "hlo_counts",
            "work_of", "incomplete_reasons"]
@@ -70,6 +71,8 @@ class Counts:
     dot_precisions: tuple[str, ...]  # operand_precision values seen on dots ("default" when unset)
     source: CountSource = "compiler"  # "hlo": counted from the HLO here (no usable compiler analysis)
     uncounted: tuple[str, ...] = ()  # custom calls whose work is not in the counts: "name (target)"
+    estimated: tuple[str, ...] = ()  # Pallas kernels counted from their cost_estimate: "name (backend)"
+    lower_bound_why: tuple[str, ...] = ()  # other reasons for lower_bound (work outside interpreted kernels)
 
     @property
     def vector_flops(self) -> float:
@@ -98,6 +101,10 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
     base = normalize_cost_analysis(raw_cost_analysis)
     once = computation_cost(module, module.entry_name, multiply_loops=False)
     full = computation_cost(module, module.entry_name, multiply_loops=True)
+    if full.estimated:
+        # Pallas kernels' stated work is not in the compiler's totals (their bytes would be the call's operands):
+        # count the whole program here, with the kernels' estimates.
+        return hlo_counts(module)
     loops = _while_loops(module)
     lower_bound = any(loop.known_trip_count is None for loop in loops)
     descriptions = tuple(
@@ -142,7 +149,7 @@ def hlo_counts(module: HloModule) -> Counts:
         lower_bound=any(loop.known_trip_count is None for loop in loops) or bool(full.uncounted),
         loops=tuple(f"{loop.name}: trip count {loop.known_trip_count}" if loop.known_trip_count is not None
                     else f"{loop.name}: trip count unknown (body counted once)" for loop in loops),
-        dot_precisions=_dot_precisions(module), source="hlo", uncounted=full.uncounted)
+        dot_precisions=_dot_precisions(module), source="hlo", uncounted=full.uncounted, estimated=full.estimated)
 
 
 
@@ -151,8 +158,9 @@ def incomplete_reasons(uncounted: tuple[str, ...], loops: tuple[str, ...], remed
     """Why counts are a lower bound: custom calls nobody counted (by name), loops of unknown trip count."""
     why = []
     if uncounted:
-        shown = ", ".join(uncounted[:3]) + (f" and {len(uncounted) - 3} more" if len(uncounted) > 3 else "")
-        why.append(f"counts incomplete: the work of custom call {shown} is unknown to pytest-roofline"
+        named = [u if u.startswith("Pallas kernel") else f"custom call {u}" for u in uncounted]
+        shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+        why.append(f"counts incomplete: the work of {shown} is unknown to pytest-roofline"
                    + (f"; {remedy}" if remedy else ""))
     if any("unknown" in loop for loop in loops):
         why.append("a while loop with unknown trip count was counted once")
@@ -173,13 +181,17 @@ class Work:
     loops: tuple[str, ...]
     collective_bytes: float = 0.0  # bytes one device sends over the interconnect (ring model)
     uncounted: tuple[str, ...] = ()  # custom calls whose work is missing from the counts
+    estimated: tuple[str, ...] = ()  # Pallas kernels counted from their cost_estimate
+    lower_bound_why: tuple[str, ...] = ()  # other reasons the counts are a lower bound (e.g. interpret mode)
 
     @property
     def lower_bound_reason(self) -> str:
         """Why the counts are a lower bound ("" when they are not)."""
         if not self.counts_lower_bound:
             return ""
-        return "; ".join(incomplete_reasons(self.uncounted, self.loops, "give flops=/bytes= to the test")) \
+        pallas = any("Pallas kernel" in u for u in self.uncounted)
+        remedy = PALLAS_REMEDY if pallas else "give flops=/bytes= to the test"
+        return "; ".join([*incomplete_reasons(self.uncounted, self.loops, remedy), *self.lower_bound_why]) \
             or "a lower bound"
 
     @property
@@ -192,7 +204,8 @@ class Work:
                 "flops_source": self.flops_source, "bytes_source": self.bytes_source,
                 "matrix_flops": dict(self.matrix_flops), "counts_lower_bound": self.counts_lower_bound,
                 "loops": list(self.loops), "intensity": self.intensity, "collective_bytes": self.collective_bytes,
-                "uncounted_custom_calls": list(self.uncounted), "counts_lower_bound_reason": self.lower_bound_reason}
+                "uncounted_custom_calls": list(self.uncounted), "counts_lower_bound_reason": self.lower_bound_reason,
+                "counts_from_cost_estimate": list(self.estimated)}
 
 
 def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, transcendentals: float | None,
@@ -209,4 +222,6 @@ def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, t
         loops=counts.loops,
         collective_bytes=collective_bytes,
         uncounted=counts.uncounted if (flops is None or bytes_accessed is None) else (),
+        estimated=counts.estimated,
+        lower_bound_why=counts.lower_bound_why if (flops is None or bytes_accessed is None) else (),
     )

@@ -158,6 +158,9 @@ class HloModule:
     name: str
     computations: Mapping[str, Computation]
     entry_name: str
+    # Cost estimates of Pallas custom calls that do not carry their own (GPU), by instruction name: read from the
+    # traced program (:func:`~.kernels.assign_estimates`); values are :class:`~.kernels.KernelEstimate`.
+    kernel_estimates: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def entry(self) -> Computation:
@@ -203,6 +206,23 @@ def _match_close(text: str, start: int) -> int:
                 return i
         i += 1
     raise ValueError(f"no closing bracket for {text[start]!r} at column {start}")
+
+
+def _unclosed(text: str) -> bool:
+    """Whether a bracket opened in ``text`` (outside quoted strings) is still open at its end: an instruction
+    whose text goes on over the next lines (a backend_config JSON printed with newlines, as Mosaic's is)."""
+    depth = 0
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            i = _after_quote(text, i) - 1
+        elif ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        i += 1
+    return depth > 0
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
@@ -348,8 +368,17 @@ def parse_hlo(text: str) -> HloModule:
     current: list[Instruction] | None = None
     current_name = ""
     current_entry = False
+    pending: tuple[int, str] | None = None  # (first line number, text so far) of an instruction that goes on
     for line_no, line in enumerate(lines, start=1):
         stripped = line.strip()
+        if current is not None and pending is not None:
+            joined = pending[1] + "\n" + line
+            if _unclosed(strip_comments(joined)):
+                pending = (pending[0], joined)
+            else:
+                current.append(_parse_instruction(joined, pending[0]))
+                pending = None
+            continue
         if current is None:
             if stripped.startswith("HloModule "):
                 module_name = stripped.split()[1].rstrip(",")
@@ -370,7 +399,12 @@ def parse_hlo(text: str) -> HloModule:
             continue
         if not stripped:
             continue
+        if _unclosed(strip_comments(line)):
+            pending = (line_no, line)
+            continue
         current.append(_parse_instruction(line, line_no))
+    if pending is not None:
+        raise HloParseError(pending[0], pending[1].splitlines()[0], "the instruction's brackets are never closed")
     if current is not None:
         raise HloParseError(len(lines), lines[-1] if lines else "", f"computation {current_name} is not closed")
     if not module_name:

@@ -14,6 +14,7 @@ from typing import Any
 from ..hardware.spec import HardwareSpec
 from .counts import Counts, hlo_counts, incomplete_reasons
 from .hlo import HloModule
+from .kernels import PALLAS_REMEDY
 from .model import program_model
 from .ops import OpRow, attach_times, op_rows
 from .trace import ProgramKey, TraceEvent, run_times
@@ -75,6 +76,7 @@ class ProgramSummary:
             "matrix_flops": dict(c.matrix_flops) if c else None,
             "bytes_accessed": c.bytes_accessed if c else None,
             "counts_incomplete": list(c.uncounted) if c else None,
+            "counts_from_cost_estimate": list(c.estimated) if c else None,
             "hardware": self.hardware, "roofline_time_s": self.roofline_time_s, "bound": self.bound,
             "utilization": self.utilization, "trace_method": self.method, "notes": list(self.notes), "ops": ops,
         }
@@ -98,7 +100,11 @@ def counts_summary(module: HloModule, spec: HardwareSpec | None, name: str = "")
 
 
 def _count_notes(counts: Counts) -> list[str]:
-    return incomplete_reasons(counts.uncounted, counts.loops)
+    pallas = any("Pallas kernel" in u for u in counts.uncounted)
+    notes = incomplete_reasons(counts.uncounted, counts.loops, PALLAS_REMEDY if pallas else "")
+    if counts.estimated:
+        notes.append(f"counts from the kernel's cost_estimate: {', '.join(counts.estimated)}")
+    return notes
 
 
 def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramKey,

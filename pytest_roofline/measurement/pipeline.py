@@ -15,6 +15,8 @@ from ..analysis.check import ops_check
 from ..analysis.counts import CostAnalysisError, Counts, hlo_counts, program_counts
 from ..analysis.hints import busy_time, hints
 from ..analysis.hlo import HloModule, HloParseError, parse_hlo
+from ..analysis.interpret import INTERPRET_NOTE, interpret_counts
+from ..analysis.kernels import assign_estimates
 from ..analysis.live import Live, bracketing_times, drifts, pair_utilizations, settled
 from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats
 from ..analysis.model import ProgramModel, program_model
@@ -163,6 +165,12 @@ def _read_program(program: CompiledProgram, label: str, given: _Given) -> tuple[
     except HloParseError as exc:
         raise MeasureError(f"{label}: pytest-roofline cannot read this program's optimized HLO (please report "
                            f"it with the line below): {exc}") from None
+    kernels = program.traced.kernels
+    if kernels:
+        module = replace(module, kernel_estimates=assign_estimates(module, kernels))
+        interpreted = interpret_counts(kernels, program.traced.outside)
+        if interpreted is not None:
+            return module, interpreted
     try:
         if isinstance(program.raw_cost_analysis, Exception):
             raise CostAnalysisError(f"the compiler gave no cost analysis ({program.raw_cost_analysis})")
@@ -261,7 +269,13 @@ def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, t
     if "hlo" in (model.work.flops_source, model.work.bytes_source):
         notes.append("counts from the optimized HLO, by pytest-roofline: the compiler's cost analysis was "
                      "unusable or left library calls (cuBLAS gemms, cuDNN convolutions) out")
-    if model.work.uncounted:
+    interpreted = [k.name for k in program.traced.kernels if k.interpret]
+    if interpreted:
+        names = ", ".join(repr(n) for n in dict.fromkeys(interpreted))
+        notes.append(INTERPRET_NOTE.format(names=names, platform=program.platform.upper()))
+    if model.work.estimated:
+        notes.append(f"counts from the kernel's cost_estimate: {', '.join(model.work.estimated)}")
+    if model.work.uncounted or model.work.lower_bound_why:
         notes.append(model.work.lower_bound_reason)
     if timed.events is not None:
         notes.extend(timed.events.notes)

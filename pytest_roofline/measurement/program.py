@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from ..errors import MeasureError
+from .pallas import TracedProgram, traced_program
 from .settings import TimingSettings
 from .timing import Beside, Settled, Timed, time_program
 
@@ -34,6 +35,7 @@ class CompiledProgram:
     device: Any
     raw_cost_analysis: Any
     raw_memory_analysis: Any = None  # CompiledMemoryStats, or None where the backend gives none
+    traced: TracedProgram = TracedProgram()  # its Pallas kernels, from the traced program
 
     @property
     def num_devices(self) -> int:
@@ -86,7 +88,11 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
     t0 = time.perf_counter()
     try:
-        lowered = jitted.lower(*args, **kwargs)
+        if hasattr(jitted, "trace"):
+            stage = jitted.trace(*args, **kwargs)
+            traced, lowered = traced_program(stage), stage.lower()
+        else:
+            traced, lowered = TracedProgram(), jitted.lower(*args, **kwargs)
     except TypeError as exc:
         bad = [f"argument {i} ({_describe(a)})" for i, a in enumerate(args)
                if not _is_array(a) and not isinstance(a, (int, float, bool, complex, tuple, list, dict))]
@@ -121,7 +127,7 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     except Exception:  # noqa: BLE001 - the result says the compiler gave no memory analysis
         raw_memory = None
     return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, placed, treedef, donated,
-                           device, raw_cost, raw_memory)
+                           device, raw_cost, raw_memory, traced)
 
 
 def allocator_stats(device: Any) -> dict[str, Any] | None:
