@@ -62,8 +62,9 @@ FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "imposs
 Platform = Literal["cpu", "gpu", "tpu"]
 PLATFORMS: tuple[Platform, ...] = get_args(Platform)
 
-# hlo: counted by pytest-roofline from the optimized HLO; cost_estimate: the Pallas kernels' stated work alone
-CountSource = Literal["compiler", "user", "hlo", "cost_estimate"]
+# hlo: counted by pytest-roofline from the optimized HLO; cost_estimate: the Pallas kernels' stated work alone;
+# kernel_io: interpret-mode Pallas kernels without a cost_estimate, their operand and result bytes alone
+CountSource = Literal["compiler", "user", "hlo", "cost_estimate", "kernel_io"]
 
 T = TypeVar("T", bound=str)
 

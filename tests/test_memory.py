@@ -57,6 +57,7 @@ def test_a_large_temporary_is_counted() -> None:
     assert f.compiler_peak is not None and f.compiler_peak < f.peak_bytes
 
 
+@pytest.mark.slow  # runs a kernel (its counts are asserted, not its time)
 def test_measure_reports_the_footprint() -> None:
     jnp = pytest.importorskip("jax.numpy")
     from pytest_roofline import measure

@@ -65,6 +65,18 @@ def test_tpu_custom_call_carries_the_estimate_and_it_is_read_back_exactly() -> N
     assert counts.estimated == (f"{call.name} (TPU Mosaic)",) and counts.uncounted == () and not counts.lower_bound
 
 
+def test_the_traced_program_tells_whether_a_kernels_flops_are_matrix_work() -> None:
+    from dataclasses import replace
+
+    from pytest_roofline.measurement.pallas import traced_program
+
+    module = parse_hlo(tpu_hlo(add, X, X))
+    assert hlo_counts(module).matrix_flops == {"f32": FLOPS}  # from the HLO alone: taken as matrix work
+    kernels = traced_program(jax.jit(add).trace(X, X)).kernels  # the body has no dot: vector work
+    counts = hlo_counts(replace(module, kernel_estimates=assign_estimates(module, kernels)))
+    assert counts.flops == FLOPS and counts.matrix_flops == {}
+
+
 def test_tpu_kernel_without_an_estimate_is_named_with_the_remedy() -> None:
     module = parse_hlo(tpu_hlo(lambda x, y: add(x, y, estimate=False), X, X))
     counts = hlo_counts(module)
@@ -141,6 +153,7 @@ def test_interpret_mode_counts_are_the_estimates_times_their_runs() -> None:
     assert elementwise.kernels[0].estimate == EST and elementwise.outside == ()
 
 
+@pytest.mark.slow  # runs a kernel (its counts are asserted, not its time)
 def test_measure_reports_the_estimate_not_the_interpreters_work() -> None:
     from pytest_roofline import measure
 
@@ -154,11 +167,13 @@ def test_measure_reports_the_estimate_not_the_interpreters_work() -> None:
     bare = measure(lambda x, y: add(x, y, estimate=False, interpret=True), X, X, hardware=FAKE_CPU, min_runs=3,
                    max_runs=3, warmup=1)
     assert bare.flops == 0 and bare.counts_lower_bound and bare.bytes_accessed == 3 * M * N * 4
+    assert bare.flops_source == "kernel_io"
     assert ("the work of Pallas kernel 'add_kernel' (interpret mode, no cost_estimate) is unknown to pytest-roofline; "
             "give the Pallas kernel cost_estimate=pl.CostEstimate(") in bare.work.lower_bound_reason
     assert bare.to_dict()["uncounted_custom_calls"] == ["Pallas kernel 'add_kernel' (interpret mode, no cost_estimate)"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(jax.devices()[0].platform != "gpu", reason="needs a GPU jaxlib and a GPU: run on a lent device")
 def test_real_gpu_pallas_kernel_gets_its_estimate() -> None:  # pragma: no cover - GPU only
     from pytest_roofline import measure

@@ -134,6 +134,9 @@ def test_html_is_one_self_contained_file(tmp_path: Path, capsys: pytest.CaptureF
     assert text.count('class="plotly-graph-div"') == 1 + 2  # the roofline chart, two sparklines (no op chart:
     # the fake results have no ops, said in its place)
     assert "test_k.py::test_a" in text and "no op with FLOPs to plot" in text and "minimum detectable drop" in text
+    # the fake footprint (7 MB, tests/fakes.py) in the peak-memory column, its breakdown on hover
+    assert "<th class=\"sortable\" title=\"click to sort\">peak memory</th>" in text
+    assert 'title="arguments 2 MB + outputs 1 MB + temporaries 4 MB - aliased 0 B">7 MB</td>' in text
 
 
 def test_html_without_plotly_says_how_to_get_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],

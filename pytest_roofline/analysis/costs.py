@@ -203,7 +203,9 @@ def _pallas_cost(module: HloModule, comp: Computation, inst: Instruction, target
     """A Pallas kernel: the work its cost_estimate states (in its backend_config, or from the traced program);
     without one, its operands and result as bytes and its name in ``uncounted``."""
     backend = pallas_backend(target)
-    est = estimate_in_config(inst) or module.kernel_estimates.get(inst.name)
+    stated, traced = estimate_in_config(inst), module.kernel_estimates.get(inst.name)
+    # The traced program's estimate knows whether the body does matrix work; the call's own numbers win.
+    est = traced if traced is not None and (stated is None or stated.numbers == traced.numbers) else stated
     if est is None:
         return OpCost(0.0, 0.0, io_bytes, uncounted=(f"{inst.name} ({target}: a {backend} Pallas kernel without a "
                                                       f"cost_estimate)",))

@@ -12,8 +12,8 @@ from .kernels import TracedKernel
 __all__ = ["INTERPRET_NOTE", "interpret_counts"]
 
 INTERPRET_NOTE = ("Pallas kernel(s) {names} ran in interpret mode: these timings measure the Pallas interpreter on "
-                  "this {platform}, and say nothing about the kernel's speed on an accelerator; the per-op rows are "
-                  "the interpreter's HLO ops")
+                  "this {platform}, and say nothing about the kernel's speed on an accelerator; the per-op rows and the "
+                  "peak memory are the interpreter's program")
 
 
 def interpret_counts(kernels: Sequence[TracedKernel], outside: Sequence[str]) -> Counts | None:
@@ -47,5 +47,5 @@ def interpret_counts(kernels: Sequence[TracedKernel], outside: Sequence[str]) ->
     if outside:
         shown = ", ".join(outside[:6]) + (", ..." if len(outside) > 6 else "")
         why.append(f"the work outside the interpret-mode Pallas kernels ({shown}) is not counted")
-    return Counts(flops, transcendentals, nbytes, matrix, bool(uncounted or why), (), (), "cost_estimate",
-                  tuple(uncounted), tuple(estimated), tuple(why))
+    return Counts(flops, transcendentals, nbytes, matrix, bool(uncounted or why), (), (),
+                  "cost_estimate" if estimated else "kernel_io", tuple(uncounted), tuple(estimated), tuple(why))

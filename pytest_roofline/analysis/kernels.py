@@ -51,6 +51,10 @@ class KernelEstimate:
     # it), else assumed, so that the FLOPs meet the fast peak (a ceiling too fast understates, never flatters).
     matrix: bool = True
 
+    @property
+    def numbers(self) -> tuple[float, float, float]:
+        return (self.flops, self.transcendentals, self.bytes_accessed)
+
     def to_dict(self) -> dict[str, Any]:
         return {"flops": self.flops, "transcendentals": self.transcendentals, "bytes_accessed": self.bytes_accessed,
                 "matrix": self.matrix}
@@ -108,9 +112,9 @@ def _sanitized(name: str) -> str:
 
 
 def assign_estimates(module: HloModule, kernels: Sequence[TracedKernel]) -> dict[str, KernelEstimate]:
-    """Estimates from the traced program for the compiled Pallas custom calls that carry none, by HLO
-    instruction name: by kernel name where the call states one, else the one estimate all compiled kernels
-    share. A call that cannot be told apart gets none (and stays uncounted)."""
+    """Estimates from the traced program for the compiled Pallas custom calls, by HLO instruction name: by kernel
+    name where the call states one, else the one estimate all compiled kernels share. A call that cannot be told
+    apart gets none (and stays uncounted unless it carries its own, as TPU calls do)."""
     compiled = [(k.name, k.estimate) for k in kernels if not k.interpret and k.estimate is not None]
     if not compiled:
         return {}
@@ -121,7 +125,7 @@ def assign_estimates(module: HloModule, kernels: Sequence[TracedKernel]) -> dict
     for comp in module.computations.values():
         for inst in comp.instructions:
             target = inst.attrs.get("custom_call_target", "").strip('"')
-            if inst.opcode != "custom-call" or pallas_backend(target) is None or estimate_in_config(inst):
+            if inst.opcode != "custom-call" or pallas_backend(target) is None:
                 continue
             name = kernel_name(inst)
             named = {est for kname, est in compiled if name and _sanitized(kname) == name}
