@@ -179,7 +179,7 @@ def test_report_that_fails_at_the_end_keeps_the_summary_and_fails_the_run(pytest
                         "    os.mkdir('report.json')\n")
     result = pytester.runpytest("--roofline-report=report.json")
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR
-    result.stdout.fnmatch_lines(["roofline: fake CPU (cpu): f32 100 GFLOP/s; memory 10 GB/s [calibration]; holds 1 GB (fake); "
+    result.stdout.fnmatch_lines(["roofline: fake CPU (cpu): f32 100 GFLOP/s; memory 10 GB/s [calibration]; holds 1 GB; "
                                  "ceilings: calibrated",
                                  "*roofline summary (worst first)*", "test_*.py::test_a ?len?*50.0%*measured",
                                  "roofline report NOT written: --roofline-report=report.json on the "

@@ -276,7 +276,7 @@ def test_mm(roofline):
     assert r.hardware.name == "H100 SXM" and r.ceilings == "datasheet"
 """)
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["roofline: H100 SXM (gpu): bf16 989 TFLOP/s*?datasheet?; ceilings: datasheet"])
+    result.stdout.fnmatch_lines(["roofline: H100 SXM (gpu): bf16 989 TFLOP/s*?datasheet?; holds 80 GB; ceilings: datasheet"])
     assert report(pytester, "r.json")["results"][0]["result"]["hardware"]["name"] == "H100 SXM"
 
 

@@ -197,7 +197,7 @@ def header_line(hardware: Mapping[str, Any], ceilings: str = "") -> str:
     trans = hardware.get("transcendentals_per_s")
     rate = f"; transcendentals {format_quantity(trans['value'], '/s')}" if trans else ""
     capacity = hardware.get("memory_capacity_bytes")
-    holds = f"; holds {format_quantity(capacity['value'], 'B')} ({capacity['source']})" if capacity else ""
+    holds = f"; holds {format_quantity(capacity['value'], 'B')}" if capacity else ""
     origins = sorted({v["origin"] for v in hardware["peaks_flops_per_s"].values()} | {mem["origin"]})
     mode = f"; ceilings: {ceilings}" if ceilings else ""
     if ceilings == "live":
