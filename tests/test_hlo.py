@@ -123,3 +123,15 @@ def test_comments_inside_quoted_strings_are_kept() -> None:
 
     line = '%c = f32[] custom-call(/*index=0*/%a), custom_call_target="x/*y*/z"'
     assert strip_comments(line) == '%c = f32[] custom-call(%a), custom_call_target="x/*y*/z"'
+
+
+def test_an_instruction_over_several_lines_is_read_and_an_unclosed_one_is_an_error() -> None:
+    # Constructed: a backend_config JSON printed with newlines, as Mosaic TPU custom calls print theirs.
+    text = ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+            '  ROOT c = f32[4]{0} custom-call(p), custom_call_target="x", backend_config={"a": {\n"b":1,\n"s":"}{"\n}}\n'
+            "}\n")
+    call = parse_hlo(text).entry.root
+    assert call.backend_config == {"a": {"b": 1, "s": "}{"}} and call.line_no == 5
+    broken = text.replace('"s":"}{"\n}}\n}\n', '"s":"}{"\n')
+    with pytest.raises(HloParseError, match="cannot read HLO line 5: the instruction's brackets are never closed"):
+        parse_hlo(broken)

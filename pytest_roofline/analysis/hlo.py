@@ -187,16 +187,23 @@ def _after_quote(text: str, start: int) -> int:
     return i + 1
 
 
+def _unquoted(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """``(index, character)`` of ``text`` from ``start``, skipping quoted strings (backslash escapes inside)."""
+    i = start
+    while i < len(text):
+        if text[i] == '"':
+            i = _after_quote(text, i)
+            continue
+        yield i, text[i]
+        i += 1
+
+
 def _match_close(text: str, start: int) -> int:
     """Index of the bracket closing the one at ``text[start]``, skipping quoted strings."""
     pairs = {"(": ")", "{": "}", "[": "]"}
     stack = [pairs[text[start]]]
-    i = start + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            i = _after_quote(text, i) - 1
-        elif ch in pairs:
+    for i, ch in _unquoted(text, start + 1):
+        if ch in pairs:
             stack.append(pairs[ch])
         elif ch in ")}]":
             if not stack or ch != stack[-1]:
@@ -204,24 +211,13 @@ def _match_close(text: str, start: int) -> int:
             stack.pop()
             if not stack:
                 return i
-        i += 1
     raise ValueError(f"no closing bracket for {text[start]!r} at column {start}")
 
 
 def _unclosed(text: str) -> bool:
     """Whether a bracket opened in ``text`` (outside quoted strings) is still open at its end: an instruction
     whose text goes on over the next lines (a backend_config JSON printed with newlines, as Mosaic's is)."""
-    depth = 0
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            i = _after_quote(text, i) - 1
-        elif ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-        i += 1
+    depth = sum(1 if ch in "({[" else -1 for _, ch in _unquoted(text) if ch in "({[)}]")
     return depth > 0
 
 
