@@ -161,3 +161,13 @@ def test_bad_max_memory_in_a_marker_names_the_test() -> None:
     with pytest.raises(ConfigError, match=r"roofline marker of t.py::x: max_memory must be bytes"):
         parse_marker((), {"max_memory": "huge"}, "t.py::x")
     assert parse_marker((), {"max_memory": "1 GiB"}, "t.py::x").max_memory.value == 2**30  # type: ignore[union-attr]
+
+
+def test_measure_only_records_the_memory_check_and_warns() -> None:
+    h = Harness(0.9, 0.9)
+    h.fixture.measure(kernel, 1, max_memory="6 MB")  # the fake footprint is 7 MB
+    assert h.records[0]["verdict"] == "measured" and h.records[0]["max_memory"]["ok"] is False
+    (warning,) = h.warnings
+    assert warning.startswith("roofline: kernel 'kernel' of test_k.py::test_a: needs 7 MB of device memory")
+    h.fixture.measure(kernel, 1, max_memory="8 MB")
+    assert h.records[1]["max_memory"]["ok"] is True and len(h.warnings) == 1

@@ -37,14 +37,21 @@ class RooflineFixture:
         self._labels: dict[str, int] = {}
         self.results: list[Result] = []
 
-    def measure(self, fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Result:
-        """Measure and record, never fail (a kernel that cannot be measured still fails the test)."""
+    def measure(self, fn: Callable[..., Any], *args: Any, name: str | None = None, max_memory: Any = None,
+                **kwargs: Any) -> Result:
+        """Measure and record, never fail (a kernel that cannot be measured still fails the test); a kernel over
+        ``max_memory`` is recorded with the check and warned about."""
         label = self._label(fn, name)
+        limit = self._memory_limit(max_memory)
         result = self._measure(label, fn, args, kwargs)
         decision = decide(result.figures, None)
-        record = self._record(label, result, None, decision, "program", check=self._check(label, result, "program"))
+        memory = self._memory_check(label, result, limit)
+        record = self._record(label, result, None, decision, "program", check=self._check(label, result, "program"),
+                              memory=memory)
         if decision.warning:  # an impossible result is never a silent pass
             self._warn(failure_message(record, decision.reason))
+        elif memory is not None and not memory.ok:
+            self._warn(failure_message(record, memory.reason))
         return result
 
     def __call__(self, fn: Callable[..., Any], *args: Any, name: str | None = None, min: float | None = None,  # noqa: A002
@@ -72,10 +79,7 @@ class RooflineFixture:
             regression = check.message() + twice
             decision = (replace(decision, reason=f"{decision.reason}; {regression}") if decision.fails
                         else replace(decision, verdict="regression", reason=regression))
-        memory = (check_memory(result.memory, memory_limit, result.hardware.memory_capacity, result.hardware.name)
-                  if memory_limit is not None else None)
-        if memory is not None and memory.limit_bytes is None:  # no capacity for a fraction, or no analysis
-            self._fail(f"roofline: kernel {label!r} of {self._nodeid}: {memory.reason}")
+        memory = self._memory_check(label, result, memory_limit)
         if memory is not None and not memory.ok and not decision.warning:
             decision = (replace(decision, reason=f"{decision.reason}; {memory.reason}") if decision.fails
                         else replace(decision, verdict="over-memory", reason=memory.reason))
@@ -112,6 +116,15 @@ class RooflineFixture:
             return (threshold, expected or (marker.bound if marker else None),
                     chosen or (marker.model if marker else None) or self._session.settings.model)
         self._fail(problem)  # outside the except block: the failure shows no chained traceback
+
+    def _memory_check(self, label: str, result: Result, limit: MemoryLimit | None) -> MemoryCheck | None:
+        """The program's footprint against ``limit``; a limit that cannot be resolved fails the test."""
+        if limit is None:
+            return None
+        check = check_memory(result.memory, limit, result.hardware.memory_capacity, result.hardware.name)
+        if check.limit_bytes is None:  # a fraction without a capacity, or no memory analysis
+            self._fail(f"roofline: kernel {label!r} of {self._nodeid}: {check.reason}")
+        return check
 
     def _memory_limit(self, raw: Any) -> MemoryLimit | None:
         """``max_memory`` of the call, else of the marker."""
