@@ -18,6 +18,8 @@ __all__ = [
     "EXPECTED_BOUNDS",
     "Model",
     "MODELS",
+    "FirstTouchMode",
+    "FIRST_TOUCH_MODES",
     "CeilingsMode",
     "CEILINGS_MODES",
     "CeilingsUsed",
@@ -46,6 +48,12 @@ EXPECTED_BOUNDS: tuple[ExpectedBound, ...] = get_args(ExpectedBound)
 Model = Literal["program", "ops"]
 """Which roofline a threshold is checked against: one max() over the program, or the sum over its ops."""
 MODELS: tuple[Model, ...] = get_args(Model)
+
+FirstTouchMode = Literal["include", "exclude"]
+"""Whether the roofline a threshold is checked against includes the first touch of the program's fresh pages
+(a CPU's page faults on new output buffers; no term on accelerators): "include" holds a kernel to what the
+machine can do with the buffers it allocates, "exclude" to main memory and compute alone."""
+FIRST_TOUCH_MODES: tuple[FirstTouchMode, ...] = get_args(FirstTouchMode)
 
 CeilingsMode = Literal["auto", "datasheet", "calibrated", "live"]
 """Which ceilings to ask for: "auto" is live on a CPU and the datasheet on accelerators."""

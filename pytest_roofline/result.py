@@ -9,12 +9,13 @@ the compiled program's facts and the per-op model. The flat attributes (``flops`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .analysis.ceilings import CeilingUse
 from .analysis.check import OpsCheck
 from .analysis.counts import Work
+from .analysis.first_touch import FirstTouch
 from .analysis.live import Live, Uncertainty, pair_utilizations, uncertainty
 from .analysis.memory import MemoryFootprint
 from .analysis.ops import OpRow, OpsModel
@@ -22,7 +23,7 @@ from .analysis.roofline import IMPOSSIBLE_ABOVE, RooflineEstimate
 from .analysis.runs import Timing
 from .analysis.verdict import Figures, suspect
 from .hardware.spec import HardwareSpec
-from .kinds import Bound, CeilingsUsed, CountSource, Model, TimerUsed
+from .kinds import Bound, CeilingsUsed, CountSource, FirstTouchMode, Model, TimerUsed
 from .units import format_fraction, format_quantity, format_seconds
 
 __all__ = ["ProgramInfo", "Result", "CeilingUse"]
@@ -60,6 +61,8 @@ class Result:
     live: Live | None = None  # the reference kernel run beside this one (ceilings="live")
     threshold: float | None = None  # the threshold sampling went on for (while its interval straddled it)
     memory: MemoryFootprint | None = None  # the compiled program's memory analysis (None: the compiler gave none)
+    first_touch: FirstTouch | None = None  # a CPU's first touch of the program's fresh pages (None: no such term)
+    first_touch_mode: FirstTouchMode = "include"  # whether the roofline charges it (where there is one)
 
     # The work
     @property
@@ -222,6 +225,28 @@ class Result:
         return self.roofline_time_s / self.device_time_s
 
     @property
+    def first_touch_charged(self) -> bool:
+        """Whether the roofline (and so ``utilization``) includes the first touch of fresh pages."""
+        return self.first_touch is not None and self.first_touch_mode == "include"
+
+    def _utilization_with(self, touch_s: float) -> float:
+        live = self.live
+        roof = replace(self.roofline, first_touch_time_s=touch_s)
+        per_run = pair_utilizations(roof, self.per_run_s, live.resource if live else None,
+                                    live.drift_per_run if live else None)
+        return uncertainty(per_run).utilization if live else roof.roofline_time_s / self.device_time_s
+
+    @property
+    def utilization_with_first_touch(self) -> float:
+        """Against the roofline plus the first touch of the fresh pages (= ``utilization`` where charged)."""
+        return self._utilization_with(self.first_touch.time_s if self.first_touch else 0.0)
+
+    @property
+    def utilization_without_first_touch(self) -> float:
+        """Against main memory and compute alone, the page faults of fresh buffers counted as lost time."""
+        return self._utilization_with(0.0)
+
+    @property
     def drift(self) -> float | None:
         """Reference rate during the runs / at calibration (median over pairs); None without live ceilings."""
         return self.live.drift if self.live is not None else None
@@ -294,7 +319,27 @@ class Result:
             "ops": [r.to_dict() for r in self.ops],
             "peak_memory_bytes": self.peak_memory_bytes,
             "memory": self.memory.to_dict() if self.memory is not None else None,
+            "first_touch": ({**self.first_touch.to_dict(), "text": self.first_touch_text()}
+                            if self.first_touch is not None else None),
+            "first_touch_charged": self.first_touch_charged,
+            "utilization_with_first_touch": self.utilization_with_first_touch,
+            "utilization_without_first_touch": self.utilization_without_first_touch,
         }
+
+    def first_touch_text(self) -> str:
+        """The first-touch term: faults expected and counted, the split of the time, both utilizations."""
+        touch = self.first_touch
+        if touch is None:
+            return ""
+        if not touch.fresh_bytes and not touch.counted_faults:
+            return "first touch: no fresh pages (no faults expected or counted)"
+        which = "included in the roofline" if self.first_touch_charged else "not in the roofline (first_touch='exclude')"
+        text = (f"first touch {which}: {touch.faults_text()}; "
+                f"{touch.split(self.device_time_s, self.roofline.core_time_s)}; utilization "
+                f"{self.utilization_with_first_touch:.1%} with first touch, {self.utilization_without_first_touch:.1%} "
+                f"without")
+        saving = touch.saving_text()
+        return text + (f"; {saving}" if saving else "")
 
     def __str__(self) -> str:
         timer = self.timer if not self.timer_fallback_reason else f"{self.timer}: {self.timer_fallback_reason}"
@@ -308,6 +353,8 @@ class Result:
         )
         if self.memory is not None:
             text += f"; peak memory {self.memory.describe()}"
+        if self.first_touch is not None:
+            text += f"; {self.first_touch_text()}"
         if self.live is not None:
             text += (f"; live ceilings: {self.live.describe()}; against the calibration alone "
                      f"{self.utilization_calibrated:.1%}")

@@ -50,7 +50,13 @@ def test_matmul_result_fields() -> None:
     assert r.compile_time_s > 0
     uses = {u.work: u for u in r.ceilings_used}
     assert uses["f32 matrix FLOPs"].key == "f32" and uses["f32 matrix FLOPs"].ceiling.origin == "calibration"
-    assert uses["bytes"].ceiling == r.hardware.memory_bandwidth
+    # Its 3 MiB working set fits the last-level cache: its bytes meet the cache's measured bandwidth, and say so.
+    llc = r.hardware.cache_bytes
+    if llc is not None and r.hardware.cache_bandwidth is not None and 3 * 2**20 <= llc / 2:
+        assert uses["bytes"].key == "cache" and uses["bytes"].ceiling == r.hardware.cache_bandwidth
+        assert "fits the" in uses["bytes"].note and uses["bytes"].note in r.notes
+    else:
+        assert uses["bytes"].ceiling == r.hardware.memory_bandwidth
     data = json.loads(json.dumps(r.to_dict()))
     assert data["utilization"] == r.utilization and data["hardware"]["platform"] == "cpu"
     assert data["ceilings"] == "live" and data["drift"] == r.drift and data["marginal"] is False

@@ -71,7 +71,7 @@ def test_tiny(roofline):
         "*roofline: kernel 'tiny_scale' of test_kernels.py::test_tiny: utilization *%, 95% interval *% is below its threshold 90% (measured twice: *%, then *%)*",
         "*hardware      CPU * (cpu, live ceilings, device_kind 'cpu')",
         "*f32 peak *GFLOP/s*calibration: *matmul*",
-        "*memory *GB/s*calibration: donated f32 scale*",
+        "*memory *GB/s*calibration: *donated f32 scale*",
         "*counts        * (compiler), * (compiler), *",
         "*intensity     * FLOP/B vs critical * FLOP/B -> memory-bound",
         "*roofline      * (compute *, memory *)",

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline.analysis.runs import relative_iqr
+from pytest_roofline.hardware.cpu import minor_page_faults
 from pytest_roofline.measurement import timing
 from pytest_roofline.measurement.settings import TimingSettings
 
@@ -36,7 +37,7 @@ class FakeClock:
 def runs_with(monkeypatch: pytest.MonkeyPatch, durations: list[float], **settings: Any) -> int:
     clock = FakeClock(durations)
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)  # the module measurement.timing uses
-    return len(timing._run_adaptively(lambda: None, clock.run, TimingSettings(**settings))[0])
+    return len(timing._run_adaptively(lambda: None, clock.run, TimingSettings(**settings)).walls)
 
 
 def test_steady_kernel_stops_once_min_runs_and_min_time_are_reached(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,10 +54,30 @@ def test_reference_runs_alternate_with_the_kernel_and_count_against_the_budget(m
     clock = FakeClock([0.01])
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
     beside = timing.Beside("jit_reference", lambda: None, clock.run)
-    walls, refs = timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
-                                         beside=beside)
-    assert len(refs) == len(walls) + 1  # reference, kernel, reference, ..., reference
-    assert len(walls) == 10  # 0.2 s of minimum time: 10 pairs of 10 ms + 10 ms
+    runs = timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
+                                  beside=beside)
+    assert len(runs.refs) == len(runs.walls) + 1  # reference, kernel, reference, ..., reference
+    assert len(runs.walls) == 10  # 0.2 s of minimum time: 10 pairs of 10 ms + 10 ms
+    # The operating system's page-fault count is kept for every run where it exists (Linux, macOS).
+    if minor_page_faults() is not None:
+        assert len(runs.kernel_faults()) == 10 and len(runs.ref_faults) == 11
+        assert all(f >= 0 for f in runs.faults)
+
+
+def test_page_faults_of_a_run_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that touches 64 fresh pages (a new bytearray written page by page) takes at least 64 faults."""
+    if minor_page_faults() is None:
+        pytest.skip("this operating system does not count page faults")
+    import mmap
+
+    def touch(_args: Any) -> Any:
+        buf = mmap.mmap(-1, 64 * mmap.PAGESIZE)
+        for page in range(64):
+            buf[page * mmap.PAGESIZE] = 1
+        buf.close()
+
+    _, faults = timing._timed(lambda: None, touch)
+    assert faults is not None and 64 <= faults < 64 + 200
 
 
 def test_sampling_goes_on_while_the_interval_straddles_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,7 +92,7 @@ def test_sampling_goes_on_while_the_interval_straddles_the_threshold(monkeypatch
         clock = FakeClock([0.0095, 0.0105])
         monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
         settings = TimingSettings(min_runs=5, min_time_s=0.0, budget_s=0.5, target_spread=0.02)
-        return len(timing._run_adaptively(lambda: None, clock.run, settings, settled=rule(threshold))[0])
+        return len(timing._run_adaptively(lambda: None, clock.run, settings, settled=rule(threshold)).walls)
 
     assert runs(0.5) == 5
     assert runs(1.0) == 50  # 0.5 s budget / 10 ms

@@ -8,9 +8,14 @@ from typing import Any
 
 from ..hardware.peaks import peak_for_class
 from ..hardware.spec import Ceiling, HardwareSpec
+from ..units import format_quantity
 from .counts import Counts
 
-__all__ = ["CeilingUse", "dot_precision", "compute_ceilings"]
+__all__ = ["CeilingUse", "dot_precision", "compute_ceilings", "MemoryLevel", "memory_level", "CACHE_SIDE_MAX"]
+
+# A last-level cache larger than this, as a VM reports it, is the host's and shared with other tenants (480 MiB
+# on one Xeon VM, where a 128 MiB stream already ran at DRAM speed): only this much of it counts as the VM's.
+CACHE_SIDE_MAX = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -58,3 +63,32 @@ def compute_ceilings(spec: HardwareSpec, counts: Counts, flops: float, user_flop
         key, ceiling, note = peak_for_class(spec, "vector")
         uses.append(CeilingUse("vector FLOPs", vector, key, ceiling, note))
     return uses
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    """Which bandwidth a program's bytes meet: the last-level cache's where its working set fits half of it
+    (and at most :data:`CACHE_SIDE_MAX`), else main memory; ``note`` says which and why."""
+
+    ceiling: Ceiling
+    in_cache: bool
+    note: str = ""
+
+
+def memory_level(spec: HardwareSpec, working_set: float | None) -> MemoryLevel:
+    """The memory ceiling for a program whose buffers (arguments, outputs, temporaries) take ``working_set``
+    bytes. Between half the cache and the whole cache a working set is partly cache-resident: it is held to
+    main memory, and the note says the DRAM roofline may not bound it."""
+    dram = spec.memory_bandwidth
+    llc, cache = spec.cache_bytes, spec.cache_bandwidth
+    if working_set is None or llc is None or cache is None:
+        return MemoryLevel(dram, False)
+    size = format_quantity(working_set, "B")
+    llc_text = format_quantity(llc, "B")
+    if working_set <= min(llc, CACHE_SIDE_MAX) / 2:
+        return MemoryLevel(cache, True, f"working set {size} fits the {llc_text} last-level cache: bytes held to "
+                                        f"its measured bandwidth {format_quantity(cache.value, 'B/s')}")
+    if working_set <= llc:
+        return MemoryLevel(dram, False, f"working set {size} may stay partly in the {llc_text} last-level cache: "
+                                        f"the DRAM roofline may not bound it")
+    return MemoryLevel(dram, False)

@@ -30,10 +30,19 @@ __all__ = [
     "Uncertainty",
     "uncertainty",
     "settled",
+    "MAX_PLAUSIBLE_DRIFT",
+    "implausible_drift",
 ]
 
 CONFIDENCE = 0.95
-Resource = Literal["compute", "memory", "transcendental"]
+Resource = Literal["compute", "memory", "transcendental", "first-touch"]
+"""The ceiling a reference shares with the kernel; "first-touch": memory bandwidth and first touch together (a
+reference that writes a fresh output, beside a kernel whose output is fresh)."""
+
+# A calibration is a robust high rate of a quiet machine: a reference that runs faster than this beside a kernel
+# is not measuring the machine (it kept its data in a cache the kernel does not have, or the calibration was
+# slowed by a neighbour), so its drift must not scale a verdict.
+MAX_PLAUSIBLE_DRIFT = 1.25
 
 
 def _binomial_cdf(k: int, n: int) -> float:
@@ -87,13 +96,15 @@ def scaled_roofline_time(roof: RooflineEstimate, resource: Resource, drift: floa
     """The roofline time when the ceiling of ``resource`` runs at ``drift`` times its calibrated level (the other
     terms keep their ceilings: only the resource the reference shares is measured live)."""
     compute, memory, transcendental = roof.compute_time_s, roof.memory_time_s, roof.transcendental_time_s
+    touch = roof.first_touch_time_s
     if resource == "compute":
         compute /= drift
-    elif resource == "memory":
+    elif resource in ("memory", "first-touch"):
         memory /= drift
+        touch = touch / drift if resource == "first-touch" else touch
     else:
         transcendental /= drift
-    return max(compute, memory, transcendental, roof.comms_time_s)
+    return max(compute, memory, transcendental, roof.comms_time_s) + touch
 
 
 def pair_utilizations(roof: RooflineEstimate, kernel_s: Sequence[float], resource: Resource | None,
@@ -102,6 +113,19 @@ def pair_utilizations(roof: RooflineEstimate, kernel_s: Sequence[float], resourc
     if resource is None or drift_per_run is None:
         return [roof.roofline_time_s / t for t in kernel_s]
     return [scaled_roofline_time(roof, resource, d) / t for t, d in zip(kernel_s, drift_per_run, strict=True)]
+
+
+def implausible_drift(drift: float, contended_calibration: bool = False) -> str:
+    """Why a median drift cannot be the machine's ("" when it can): no machine runs well above a robust high
+    quantile of its own quiet calibration."""
+    if drift <= MAX_PLAUSIBLE_DRIFT:
+        return ""
+    cause = ("the calibration ran while other processes were busy, so its rates are low (recalibrate on a quiet "
+             "machine)" if contended_calibration else
+             "the reference did not meet the ceiling it was calibrated on (its data stayed in a cache, or its "
+             "buffers were reused)")
+    return (f"the reference ran at {drift:.0%} of its calibrated rate, above the {MAX_PLAUSIBLE_DRIFT:.0%} no "
+            f"machine reaches: {cause}; calibrated ceilings used")
 
 
 @dataclass(frozen=True)

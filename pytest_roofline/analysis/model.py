@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..hardware.peaks import peak_for_class
 from ..hardware.spec import HardwareSpec
-from .ceilings import CeilingUse, compute_ceilings, dot_precision
+from .ceilings import CeilingUse, MemoryLevel, compute_ceilings, dot_precision, memory_level
 from .counts import Counts, Work, work_of
 from .hlo import HloModule
 from .ops import OpRow, op_rows
@@ -24,12 +24,15 @@ class ProgramModel:
     uses: list[CeilingUse]
     estimate: RooflineEstimate
     rows: list[OpRow]
+    memory: MemoryLevel  # the bandwidth its bytes meet (last-level cache or main memory)
 
 
 def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices: int,
                   flops: float | None = None, bytes_accessed: float | None = None,
-                  transcendentals: float | None = None) -> ProgramModel:
-    """The model of ``module`` on ``spec``; analytic counts given by the user replace the compiler's."""
+                  transcendentals: float | None = None, working_set: float | None = None) -> ProgramModel:
+    """The model of ``module`` on ``spec``; analytic counts given by the user replace the compiler's.
+    ``working_set``: the bytes of the program's buffers, which decide whether its bytes meet the last-level
+    cache's bandwidth or main memory's (:func:`~.ceilings.memory_level`)."""
     precision = dot_precision(counts)
     interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
     rows = op_rows(module, lambda cls: peak_for_class(spec, cls, precision)[1].value,
@@ -39,12 +42,14 @@ def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices
     work = work_of(counts, flops, bytes_accessed, transcendentals, collective)
     uses = compute_ceilings(spec, counts, work.flops, flops is not None)
     trans = spec.transcendental
+    level = memory_level(spec, working_set)
     roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, work.bytes_accessed,
-                    spec.memory_bandwidth.value, collective, interconnect, work.transcendentals,
+                    level.ceiling.value, collective, interconnect, work.transcendentals,
                     trans.value if trans else None)
     if work.transcendentals and trans is not None:
         uses.append(CeilingUse("transcendentals", work.transcendentals, "transcendental", trans))
-    uses.append(CeilingUse("bytes", work.bytes_accessed, "memory", spec.memory_bandwidth))
+    uses.append(CeilingUse("bytes", work.bytes_accessed, "cache" if level.in_cache else "memory", level.ceiling,
+                           level.note))
     if collective and spec.interconnect_bandwidth is not None:
         uses.append(CeilingUse("collective bytes", collective, "interconnect", spec.interconnect_bandwidth))
-    return ProgramModel(work, uses, roof, rows)
+    return ProgramModel(work, uses, roof, rows, level)

@@ -22,6 +22,12 @@ class Timing:
     timer: TimerUsed
     fallback_reason: str = ""
     method: str = ""  # how the trace told the runs apart
+    # Minor page faults the process took during each run (the OS's count, all threads); () where none is kept
+    faults_per_run: tuple[int, ...] = ()
+
+    @property
+    def median_faults(self) -> float | None:
+        return median(self.faults_per_run) if self.faults_per_run else None
 
     @property
     def runs(self) -> int:
@@ -47,4 +53,5 @@ class Timing:
         return {"device_time_s": self.median_s, "per_run_s": list(self.per_run_s), "min_s": self.min_s,
                 "spread": self.spread, "runs": self.runs, "timer": self.timer,
                 "timer_fallback_reason": self.fallback_reason, "trace_method": self.method,
-                "wall_min_s": self.wall_min_s, "wall_per_run_s": list(self.wall_per_run_s)}
+                "wall_min_s": self.wall_min_s, "wall_per_run_s": list(self.wall_per_run_s),
+                "faults_per_run": list(self.faults_per_run)}

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 CACHE_DIR_ENV = "PYTEST_ROOFLINE_CACHE_DIR"
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 # The rate of this quantile of the run times is the ceiling: high, but not the one luckiest run.
 CEILING_QUANTILE = 0.2
 # A calibration during which other processes (or other VMs, as steal time) used more than this share of the
@@ -156,8 +156,19 @@ def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cp
                          f"({derived[0] / 1e9:.0f} GFLOP/s): the CPU runs faster than that clock")
     name = f"CPU {info['model']} x{info['cores']}"
     trans = _transcendental(figures, f"on this machine; {where}")
+    touch = figures.get("first_touch")
+    cache = figures.get("cache_memory")
     return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical, tuple(notes), trans,
-                        dict(figures.get("references", {})), memory_capacity=machine_memory())
+                        dict(figures.get("references", {})), memory_capacity=machine_memory(),
+                        first_touch=_measured(figures, "first_touch", where) if touch else None,
+                        bytes_per_fault=float(figures["bytes_per_fault"]) if touch else None,
+                        cache_bandwidth=_measured(figures, "cache_memory", where) if cache else None,
+                        cache_bytes=int(figures["cache_bytes"]) if cache else None)
+
+
+def _measured(figures: Mapping[str, Any], name: str, where: str) -> Ceiling:
+    return Ceiling(float(figures[name]), "calibration", f"{figures['details'][name]} on this machine; {where}",
+                   figures["date"])
 
 
 def calibrated_spec_from(base: HardwareSpec, figures: Mapping[str, Any], where: str) -> HardwareSpec:

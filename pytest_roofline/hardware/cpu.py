@@ -13,7 +13,7 @@ from typing import Any
 from .spec import Ceiling
 
 __all__ = ["cpu_info", "theoretical_cpu_peak", "last_level_cache_bytes", "parse_cache_size", "cpu_times",
-           "Contention", "machine_memory"]
+           "Contention", "machine_memory", "minor_page_faults", "page_size"]
 
 
 def cpu_info(cpuinfo_text: str | None = None) -> dict[str, Any]:
@@ -202,3 +202,21 @@ def machine_memory(meminfo_text: str | None = None, proc_cgroup: str | None = No
     if total is None:
         return None
     return Ceiling(float(total), "measured", "MemTotal in /proc/meminfo of this machine", date)
+
+
+def minor_page_faults() -> int | None:
+    """Minor page faults of this process so far (``getrusage``: every thread, XLA's workers included); None
+    where the operating system does not count them (no ``resource`` module, as on Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+
+
+def page_size() -> int:
+    """The base page size of this machine in bytes (4096 where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return 4096

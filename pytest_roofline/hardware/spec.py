@@ -64,6 +64,14 @@ class HardwareSpec:
     # The memory one device holds, in bytes (HBM of an accelerator; a CPU's RAM or its cgroup limit): what
     # max_memory= fractions are of. None where no source gives it.
     memory_capacity: Ceiling | None = None
+    # A CPU's first touch of fresh pages, in bytes per second, and the bytes one page fault maps (calibrated;
+    # None on accelerators and where no cost was measurable): see analysis/first_touch.py.
+    first_touch: Ceiling | None = None
+    bytes_per_fault: float | None = None
+    # The bandwidth a stream reaches in the last-level cache (calibrated on a CPU), and that cache's size as the
+    # system reports it: a working set that fits it is held to it (analysis/ceilings.py: memory_ceiling).
+    cache_bandwidth: Ceiling | None = None
+    cache_bytes: int | None = None
 
     @property
     def memory_capacity_gb(self) -> float | None:
@@ -80,6 +88,10 @@ class HardwareSpec:
             ),
             "transcendentals_per_s": self.transcendental.to_dict() if self.transcendental else None,
             "memory_capacity_bytes": self.memory_capacity.to_dict() if self.memory_capacity else None,
+            "first_touch_bytes_per_s": self.first_touch.to_dict() if self.first_touch else None,
+            "bytes_per_fault": self.bytes_per_fault,
+            "cache_bandwidth_bytes_per_s": self.cache_bandwidth.to_dict() if self.cache_bandwidth else None,
+            "cache_bytes": self.cache_bytes,
             "theoretical": {k: c.to_dict() for k, c in self.theoretical.items()},
             "notes": list(self.notes),
         }

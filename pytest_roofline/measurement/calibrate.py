@@ -22,6 +22,7 @@ import jaxlib
 
 from ..hardware.calibration import (
     CACHE_VERSION,
+    CEILING_QUANTILE,
     Refresh,
     calibrated_spec_from,
     calibration_figures,
@@ -30,7 +31,7 @@ from ..hardware.calibration import (
 )
 from ..hardware.cpu import Contention, cpu_info, last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
-from ..quantiles import relative_iqr
+from ..quantiles import quantile, relative_iqr
 from .program import compile_program, time_compiled
 from .references import REFERENCE_KEYS, REFERENCES_VERSION, reference
 from .settings import TimingSettings
@@ -39,9 +40,15 @@ from .timing import Timed, time_program
 __all__ = ["machine_key", "measure_ceilings", "cpu_spec", "calibrated_spec"]
 
 _MIB = 2**20
-# Matmul sizes per platform: which size runs best differs between machines, so each is measured and the higher
-# robust rate kept (a property of the kernel's size, not a maximum over noise: each size's rate is a quantile).
-_MATMUL = {"cpu": (1024, 2048), "default": (4096, 8192)}
+# Matmul shapes (m, k, n) per platform: which shape runs best differs between machines and dtypes (on a 2-core
+# Zen 4 VM a 1024x4096x1024 f32 matmul beat the 1024^3 one by 4%, a 512^3 bf16 one the 2048^3 one by 15%), so
+# each is measured and the highest robust rate kept: a property of the kernel's shape, not a maximum over
+# noise (each shape's rate is a quantile). Cache-resident sizes are included: a ceiling that a plain matmul of
+# another size beats is not the machine's ceiling.
+_MATMUL: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "cpu": ((256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (1024, 4096, 1024)),
+    "default": ((4096, 4096, 4096), (8192, 8192, 8192)),
+}
 _RUNS = TimingSettings(warmup=2, min_runs=15, max_runs=15, budget_s=4.0, target_spread=0.0, timer="auto")
 _REFERENCE_RUNS = TimingSettings(warmup=2, min_runs=20, max_runs=20, budget_s=2.0, target_spread=0.0)
 
@@ -88,84 +95,169 @@ def measure_ceilings(platform: str, progress: Callable[[str], None] = _progress)
     return figures
 
 
-def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[str, Any]:
-    sizes = _MATMUL.get(platform, _MATMUL["default"])
-    stream, stream_how = _stream_bytes(platform)
-    progress(f"calibrating this machine's ceilings once (f32 and bf16 matmuls of {' and '.join(map(str, sizes))}, "
-             f"a {stream // _MIB} MiB "
-             f"memory stream, exp/tanh chains, {len(REFERENCE_KEYS)} reference kernels; about 10-20 s); "
-             f"later runs read the cache")
-    key = jax.random.key(0)
-    figures: dict[str, Any] = {"peaks": {}, "details": {}, "spread": {}, "references": {}}
+class _Figures:
+    """The calibration's figures as they are measured: what each is and how it was measured."""
 
-    def record(name: str, spread: float, how: str) -> None:
-        figures["details"][name] = how
-        figures["spread"][name] = spread
+    def __init__(self, platform: str) -> None:
+        self.platform = platform
+        self.data: dict[str, Any] = {"peaks": {}, "details": {}, "spread": {}, "references": {}}
 
-    # Each reference kernel runs beside the calibration kernel of its ceiling, as it will run beside a kernel
-    # under test: its calibrated rate is its median in that setting (for the stream: with the caches flushed by
-    # the large calibration stream, not warm from its own previous run).
-    def reference_rate(ref_key: str, timed: list[Timed]) -> None:
-        ref = reference(platform, ref_key)
+    def record(self, name: str, spread: float, how: str) -> None:
+        self.data["details"][name] = how
+        self.data["spread"][name] = spread
+
+    def reference_rate(self, ref_key: str, timed: list[Timed]) -> None:
+        """Each reference kernel runs beside the calibration kernel of its ceiling, as it will run beside a
+        kernel under test: its calibrated rate is its median in that setting (for the stream: with the caches
+        flushed by the large calibration stream, not warm from its own previous run)."""
+        ref = reference(self.platform, ref_key)
         times = [t for one in timed for t in one.reference_s]
-        figures["references"][ref_key] = ref.work / median(times)
-        record(f"reference {ref_key}", relative_iqr(times), f"{ref.name}, median of {len(times)} runs beside "
-               f"the calibration kernel")
+        self.data["references"][ref_key] = ref.work / median(times)
+        self.record(f"reference {ref_key}", relative_iqr(times), f"{ref.name}, median of {len(times)} runs "
+                    f"beside the calibration kernel")
 
+    def reference_alone(self, ref_key: str) -> Timed:
+        """A reference that works in cache, timed on its own: its setting matters little."""
+        ref = reference(self.platform, ref_key)
+        alone = time_program(ref.prepare, ref.execute, ref.module_name, self.platform, _REFERENCE_RUNS)
+        self.data["references"][ref_key] = ref.work / median(alone.timing.per_run_s)
+        self.record(f"reference {ref_key}", alone.timing.spread,
+                    f"{ref.name}, median of {alone.timing.runs} runs ({alone.timing.timer})")
+        return alone
+
+
+def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[str, Any]:
+    shapes = _MATMUL.get(platform, _MATMUL["default"])
+    stream, stream_how = _stream_bytes(platform)
+    progress(f"calibrating this machine's ceilings once (f32 and bf16 matmuls of {len(shapes)} shapes, "
+             f"a {stream // _MIB} MiB memory stream donated and into fresh pages, an in-cache stream, exp/tanh, "
+             f"{len(REFERENCE_KEYS)} reference kernels; about 20-40 s); later runs read the cache")
+    figures = _Figures(platform)
     for dtype_name, dtype in (("f32", jnp.float32), ("bf16", jnp.bfloat16)):
-        ref_timed: list[Timed] = []
-        for n in sizes:
-            a = jax.random.normal(key, (n, n), dtype)
-            b = jax.random.normal(jax.random.fold_in(key, 1), (n, n), dtype)
-            program = compile_program(jnp.matmul, (a, b), {}, f"calibration matmul {dtype_name}")
-            timed = time_compiled(program, _RUNS, beside=reference(platform, f"matmul-{dtype_name}").beside())
-            ref_timed.append(timed)
-            timing = timed.timing
-            rate, spread = robust_rate(2.0 * n**3, timing.per_run_s)
-            if rate > figures["peaks"].get(dtype_name, 0.0):
-                figures["peaks"][dtype_name] = rate
-                record(dtype_name, spread, f"{n}x{n}x{n} {dtype_name} matmul (the faster of sizes "
-                       f"{list(sizes)}), 80th-percentile rate of {timing.runs} runs ({timing.timer}, spread "
-                       f"{spread:.1%})")
-            del a, b, program
-        reference_rate(f"matmul-{dtype_name}", ref_timed)
+        _matmul_peak(figures, dtype_name, dtype, shapes)
+    donated_s = _memory(figures, stream, stream_how)
+    if platform == "cpu":
+        _first_touch(figures, stream, donated_s)
+        _cache(figures)
+    else:
+        figures.reference_rate("stream-fresh", [time_compiled(
+            compile_program(jax.jit(lambda v: v * 1.0001), (jnp.ones((stream // 4,), jnp.float32),), {},
+                            "calibration fresh stream"), _RUNS, beside=reference(platform, "stream-fresh").beside())])
+        figures.reference_alone("stream-cache")
+    figures.data["transcendental"], spread, how = _transcendental_rate(platform)
+    figures.record("transcendental", spread, how)
+    for ref_key in ("vector", "transcendental"):
+        figures.reference_alone(ref_key)
+    assert set(figures.data["references"]) == set(REFERENCE_KEYS)
+    return figures.data
 
+
+def _matmul_peak(figures: _Figures, dtype_name: str, dtype: Any, shapes: tuple[tuple[int, int, int], ...]) -> None:
+    key = jax.random.key(0)
+    peaks = figures.data["peaks"]
+    ref_timed: list[Timed] = []
+    for m, k, n in shapes:
+        a = jax.random.normal(key, (m, k), dtype)
+        b = jax.random.normal(jax.random.fold_in(key, 1), (k, n), dtype)
+        program = compile_program(jnp.matmul, (a, b), {}, f"calibration matmul {dtype_name}")
+        timed = time_compiled(program, _RUNS, beside=reference(figures.platform, f"matmul-{dtype_name}").beside())
+        ref_timed.append(timed)
+        timing = timed.timing
+        rate, spread = robust_rate(2.0 * m * k * n, timing.per_run_s)
+        if rate > peaks.get(dtype_name, 0.0):
+            peaks[dtype_name] = rate
+            figures.record(dtype_name, spread, f"{m}x{k}x{n} {dtype_name} matmul{_converts(program.hlo_text)} (the "
+                           f"fastest of {len(shapes)} shapes, {shapes[0][0]} to {max(max(s) for s in shapes)} on a "
+                           f"side), 80th-percentile rate of {timing.runs} runs ({timing.timer}, spread {spread:.1%})")
+        del a, b, program
+    figures.reference_rate(f"matmul-{dtype_name}", ref_timed)
+
+
+def _memory(figures: _Figures, stream: int, stream_how: str) -> float:
+    """The DRAM bandwidth (a donated stream); returns its robust time per run."""
     x = jnp.ones((stream // 4,), jnp.float32)
     scale = jax.jit(lambda v: v * 1.0001, donate_argnums=0)
-    timed = time_compiled(compile_program(scale, (x,), {}, "calibration stream"), _RUNS, beside=reference(platform, "stream").beside())
-    reference_rate("stream", [timed])
+    timed = time_compiled(compile_program(scale, (x,), {}, "calibration stream"), _RUNS,
+                          beside=reference(figures.platform, "stream").beside())
+    figures.reference_rate("stream", [timed])
     timing = timed.timing
     del x
-    figures["memory"], spread = robust_rate(2.0 * stream, timing.per_run_s)
-    record("memory", spread, f"donated f32 scale over {stream_how} (read + write), "
-           f"80th-percentile rate of {timing.runs} runs ({timing.timer}, spread {spread:.1%})")
+    figures.data["memory"], spread = robust_rate(2.0 * stream, timing.per_run_s)
+    figures.record("memory", spread, f"donated f32 scale over {stream_how} (read + write), "
+                   f"80th-percentile rate of {timing.runs} runs ({timing.timer}, spread {spread:.1%})")
+    return quantile(timing.per_run_s, CEILING_QUANTILE)
 
-    # Transcendentals: the faster of exp and tanh chains over a cache-resident array (a lower bound on time).
-    elements = (16 if platform != "cpu" else 1) * _MIB // 4
-    y = jnp.full((elements,), 0.5, jnp.float32)
+
+def _first_touch(figures: _Figures, stream: int, donated_s: float) -> None:
+    """The first-touch rate: the same stream writing a fresh output, against the donated one; and the bytes one
+    page fault maps (from the operating system's count). None where no cost shows (huge pages everywhere)."""
+    x = jnp.ones((stream // 4,), jnp.float32)
+    timed = time_compiled(compile_program(jax.jit(lambda v: v * 1.0001), (x,), {}, "calibration fresh stream"),
+                          _RUNS, beside=reference(figures.platform, "stream-fresh").beside())
+    del x
+    figures.reference_rate("stream-fresh", [timed])
+    timing = timed.timing
+    fresh_s = quantile(timing.per_run_s, CEILING_QUANTILE)
+    faults = timing.median_faults
+    if not faults or fresh_s - donated_s <= 0.02 * fresh_s:
+        figures.record("first_touch", timing.spread, f"no first-touch cost measured: a fresh {stream // _MIB} MiB "
+                       f"output took {fresh_s * 1e3:.1f} ms, donated {donated_s * 1e3:.1f} ms, "
+                       f"{faults or 0:.0f} page faults per run")
+        return
+    figures.data["first_touch"] = stream / (fresh_s - donated_s)
+    figures.data["bytes_per_fault"] = stream / faults
+    figures.record("first_touch", timing.spread, f"f32 scale over {stream // _MIB} MiB into a fresh output "
+                   f"({faults:,.0f} page faults per run, {stream / faults:,.0f} bytes each): "
+                   f"{fresh_s * 1e3:.1f} ms against {donated_s * 1e3:.1f} ms donated (80th-percentile times of "
+                   f"{timing.runs} runs each)")
+
+
+def _cache(figures: _Figures) -> None:
+    """The last-level cache's bandwidth: the in-cache stream reference's robust rate."""
+    llc = last_level_cache_bytes()
+    alone = figures.reference_alone("stream-cache")
+    if not llc:
+        return
+    ref = reference(figures.platform, "stream-cache")
+    figures.data["cache_memory"], spread = robust_rate(ref.work, alone.timing.per_run_s)
+    figures.data["cache_bytes"] = llc
+    figures.record("cache_memory", spread, f"{ref.name}, read + write, 80th-percentile rate of "
+                   f"{alone.timing.runs} runs; last-level cache {llc // _MIB} MiB as the system reports it")
+
+
+def _converts(hlo_text: str) -> str:
+    """How XLA ran a low-precision matmul: converted to f32 around an f32 dot, or kept."""
+    return " (converted to f32 around the dot)" if " convert(" in hlo_text or "convert_" in hlo_text else ""
+
+
+def _transcendental_rate(platform: str) -> tuple[float, float, str]:
+    """The fastest of four transcendental kernels: 16 chained exp or tanh over a cache-resident array, and one
+    exp or tanh over a larger donated array (on XLA:CPU one exp per element runs ~4x faster than a chain of 16,
+    so a chain alone gave a ceiling that a plain exp beat)."""
+    chained = (16 if platform != "cpu" else 1) * _MIB // 4
+    single = (64 if platform != "cpu" else 16) * _MIB // 4
     best = (0.0, 0.0, "")
     for fn_name, fn in (("exp", jnp.exp), ("tanh", jnp.tanh)):
         def chain(v: Any, fn: Any = fn) -> Any:
             for _ in range(16):
                 v = fn(v * 0.5)
             return v
-        timing = time_compiled(compile_program(chain, (y,), {}, f"calibration {fn_name} chain"), _RUNS).timing
-        rate, spread = robust_rate(16.0 * elements, timing.per_run_s)
-        if rate > best[0]:
-            best = (rate, spread, f"16 chained {fn_name} over {elements * 4 // _MIB} MiB of f32 (the faster of "
-                                  f"exp and tanh), 80th-percentile rate of {timing.runs} runs")
-    figures["transcendental"] = best[0]
-    record("transcendental", best[1], best[2])
 
-    # The vector and transcendental references work in cache: their setting matters little; timed on their own.
-    for ref_key in ("vector", "transcendental"):
-        ref = reference(platform, ref_key)
-        alone = time_program(ref.prepare, ref.execute, ref.module_name, platform, _REFERENCE_RUNS)
-        figures["references"][ref_key] = ref.work / median(alone.timing.per_run_s)
-        record(f"reference {ref_key}", alone.timing.spread,
-               f"{ref.name}, median of {alone.timing.runs} runs ({alone.timing.timer})")
-    assert set(figures["references"]) == set(REFERENCE_KEYS)
-    return figures
+        def one(v: Any, fn: Any = fn) -> Any:
+            return fn(v * 0.5)
+
+        variants = ((f"16 chained {fn_name} over {chained * 4 // _MIB} MiB of f32", chain, chained, 16.0),
+                    (f"one {fn_name} over {single * 4 // _MIB} MiB of f32, donated", one, single, 1.0))
+        for what, kernel, elements, per_element in variants:
+            y = jnp.full((elements,), 0.5, jnp.float32)
+            jitted = jax.jit(kernel, donate_argnums=0) if per_element == 1.0 else kernel
+            timing = time_compiled(compile_program(jitted, (y,), {}, f"calibration {fn_name}"), _RUNS).timing
+            rate, spread = robust_rate(per_element * elements, timing.per_run_s)
+            if rate > best[0]:
+                best = (rate, spread, f"{what} (the fastest of exp and tanh, chained and single), "
+                                      f"80th-percentile rate of {timing.runs} runs")
+            del y
+    return best
 
 
 def cpu_spec(device_kind: str = "cpu", refresh: Refresh = "cached") -> HardwareSpec:

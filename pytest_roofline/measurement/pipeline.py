@@ -13,11 +13,12 @@ import jaxlib
 
 from ..analysis.check import ops_check
 from ..analysis.counts import CostAnalysisError, Counts, hlo_counts, program_counts
+from ..analysis.first_touch import FirstTouch, first_touch
 from ..analysis.hints import busy_time, hints
 from ..analysis.hlo import HloModule, HloParseError, parse_hlo
 from ..analysis.interpret import INTERPRET_NOTE, interpret_counts
 from ..analysis.kernels import assign_estimates
-from ..analysis.live import Live, bracketing_times, drifts, pair_utilizations, settled
+from ..analysis.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
 from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats
 from ..analysis.model import ProgramModel, program_model
 from ..analysis.ops import OpRow, OpsModel, attach_times
@@ -28,7 +29,7 @@ from ..errors import MeasureError
 from ..hardware.calibration import refresh_mode
 from ..hardware.cpu import last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
-from ..kinds import CEILINGS_MODES, Timer, choose
+from ..kinds import CEILINGS_MODES, FIRST_TOUCH_MODES, Timer, choose
 from ..result import ProgramInfo, Result
 from .hardware import resolve_hardware
 from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
@@ -60,6 +61,7 @@ def measure(
     timer: Timer = _D.timer,
     min_time_s: float = _D.min_time_s,
     threshold: float | None = None,
+    first_touch: str = "include",
     **kwargs: Any,
 ) -> Result:
     """Measure ``fn(*args, **kwargs)`` against the roofline of the device it runs on.
@@ -79,10 +81,13 @@ def measure(
     ``min_time_s`` seconds, or when ``budget_s`` seconds of runs are spent; ``timer`` is "auto", "profiler" or
     "wallclock". ``threshold``: the utilization a test compares with; runs go on (within the budget) while the
     confidence interval of the utilization straddles it, and the result says whether it is ``marginal``.
+    ``first_touch``: "include" (the roofline adds the first touch of the program's fresh pages, on a CPU) or
+    "exclude" (main memory and compute alone); the result carries both utilizations.
     """
     label = name or getattr(fn, "__name__", None) or type(fn).__name__
     given = _given_counts(flops, bytes, transcendentals)
     mode = choose(ceilings, CEILINGS_MODES, "ceilings")
+    touch_mode = choose(first_touch, FIRST_TOUCH_MODES, "first_touch")
     refresh = refresh_mode(recalibrate)
     settings = TimingSettings(warmup, min_runs, max_runs, budget_s, target_spread, timer, min_time_s=min_time_s)
 
@@ -91,47 +96,80 @@ def measure(
     program = compile_program(fn, args, kwargs, label)
     module, counts = _read_program(program, label, given)
     spec, used = resolve_hardware(program.platform, program.device_kind, hardware, hardware_file, mode, refresh)
+    footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
     model = program_model(spec, counts, module, program.num_devices, given.flops, given.bytes,
-                          given.transcendentals)
-    plan = _live_plan(spec, used, model, program.platform)
+                          given.transcendentals, working_set=_working_set(module, footprint))
+    touch = _first_touch(spec, footprint, program.platform)
+    charged = touch is not None and touch_mode == "include"
+    plan = _live_plan(spec, used, model, program.platform, _planned_touch_s(touch) if charged else 0.0)
     if plan.reference is None and used == "live":
         used = "calibrated"
     before = allocator_stats(program.device)
+    planned = replace(model.estimate, first_touch_time_s=_planned_touch_s(touch) if charged else 0.0)
     timed = time_compiled(program, settings, executed_op_count(module), plan.beside,
-                          _stopping_rule(model.estimate, plan, threshold, settings.target_spread))
-    memory = _memory(program, before)
+                          _stopping_rule(planned, plan, threshold, settings.target_spread))
+    memory = _memory(program, footprint, before)
     ops_model, busy = _per_op(model.rows, module, program, timed)
-    live = _live(plan, timed)
+    if touch is not None:
+        touch = replace(touch, counted_faults=timed.timing.median_faults)
+    live, why = _live(plan, timed, spec)
     if plan.reference is not None and live is None:
         used = "calibrated"
-        plan = replace(plan, why=f"the reference kernel's runs could not be read ({len(timed.reference_s)} for "
-                                 f"{timed.timing.runs} kernel runs): calibrated ceilings used")
+        plan = replace(plan, why=why)
     return Result(
         name=label,
         hardware=spec,
         ceilings=used,
         ceilings_used=tuple(model.uses),
         work=model.work,
-        roofline=model.estimate,
+        roofline=replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0),
         timing=timed.timing,
         program=ProgramInfo(program.module_name, program.device_kind, program.compile_time_s,
                             {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")}),
         ops_model=ops_model,
         notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory)),
-        hints=tuple(_hints(ops_model.rows, module, program, model, timed, busy)),
+        hints=tuple(_hints(ops_model.rows, module, program, model, timed, busy, spec.cache_bandwidth is not None)),
         hlo_text=program.hlo_text,
         xspace=timed.xspace,
         live=live,
         threshold=threshold,
         memory=memory,
+        first_touch=touch,
+        first_touch_mode=touch_mode,
     )
 
 
-def _memory(program: CompiledProgram, before: dict[str, Any] | None) -> MemoryFootprint | None:
-    """The compiled program's memory analysis, with the allocator's peak during the runs where reported."""
-    if program.raw_memory_analysis is None:
+def _working_set(module: HloModule, footprint: MemoryFootprint | None) -> float:
+    """The bytes of a program's buffers: its memory analysis where there is one, else its parameters and result."""
+    if footprint is not None:
+        return float(footprint.peak_bytes)
+    root = module.entry.root
+    return float(sum(i.shape.bytes for i in module.entry.instructions if i.opcode == "parameter") + root.shape.bytes)
+
+
+def _first_touch(spec: HardwareSpec, footprint: MemoryFootprint | None, platform: str) -> FirstTouch | None:
+    """The first-touch term the model expects (faults not yet counted); None off a CPU or without a rate."""
+    if platform != "cpu" or footprint is None:
         return None
-    footprint = footprint_from_stats(program.raw_memory_analysis)
+    return first_touch(footprint.outputs, footprint.temporaries, footprint.aliased, spec.first_touch,
+                       spec.bytes_per_fault, None)
+
+
+# Fresh buffers smaller than this are often reused by the allocator (a 4 MiB output took no fault per run on
+# the development VMs): they do not decide which reference a kernel is paired with.
+_PLANNED_TOUCH_MIN = 16 * 2**20
+
+
+def _planned_touch_s(touch: FirstTouch | None) -> float:
+    """The first touch the model expects before any fault is counted, for choosing the reference."""
+    return touch.time_s if touch is not None and touch.fresh_bytes >= _PLANNED_TOUCH_MIN else 0.0
+
+
+def _memory(program: CompiledProgram, footprint: MemoryFootprint | None,
+            before: dict[str, Any] | None) -> MemoryFootprint | None:
+    """The compiled program's memory analysis, with the allocator's peak during the runs where reported."""
+    if footprint is None:
+        return None
     peak, note = device_peak(before, allocator_stats(program.device), program.platform)
     return replace(footprint, device_peak=peak, device_peak_note=note)
 
@@ -194,10 +232,10 @@ class _LivePlan:
         return self.reference.beside() if self.reference is not None else None
 
 
-def _live_plan(spec: HardwareSpec, used: str, model: ProgramModel, platform: str) -> _LivePlan:
+def _live_plan(spec: HardwareSpec, used: str, model: ProgramModel, platform: str, touch_s: float) -> _LivePlan:
     if used != "live":
         return _LivePlan()
-    key = reference_key_for(model.estimate, model.uses)
+    key = reference_key_for(model.estimate, model.uses, touch_s, model.memory.in_cache)
     if key is None:
         return _LivePlan(why=f"no reference kernel for a {model.estimate.bound}-bound program: calibrated "
                              f"ceilings used")
@@ -224,14 +262,20 @@ def _stopping_rule(roof: RooflineEstimate, plan: _LivePlan, threshold: float | N
     return rule
 
 
-def _live(plan: _LivePlan, timed: Timed) -> Live | None:
+def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec) -> tuple[Live | None, str]:
+    """The live ceilings the reference's runs give; or None and why not (unreadable runs, implausible drift)."""
     ref = plan.reference
-    if ref is None or len(timed.reference_s) != timed.timing.runs + 1:
-        return None
+    if ref is None:
+        return None, ""
+    if len(timed.reference_s) != timed.timing.runs + 1:
+        return None, (f"the reference kernel's runs could not be read ({len(timed.reference_s)} for "
+                      f"{timed.timing.runs} kernel runs): calibrated ceilings used")
     around = bracketing_times(timed.reference_s, timed.timing.runs)
     name = ref.name + ("" if timed.reference_timer == "profiler" else f" ({timed.reference_timer})")
-    return Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
+    live = Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
                 tuple(drifts(around, ref.work, plan.calibrated_rate)))
+    why = implausible_drift(live.drift, "measured while other processes used" in spec.memory_bandwidth.source)
+    return (None, why) if why else (live, "")
 
 
 def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
@@ -283,10 +327,12 @@ def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, t
 
 
 def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, model: ProgramModel, timed: Timed,
-           busy: float | None) -> list[str]:
+           busy: float | None, cache_known: bool = False) -> list[str]:
+    """``cache_known``: the model already held the bytes to the cache level the working set fits (its note
+    says so), so no cache hint."""
     root = module.entry.root
     working_set = sum(i.shape.bytes for i in module.entry.instructions if i.opcode == "parameter") + root.shape.bytes
     return hints(rows, platform=program.platform, device_time_s=timed.timing.median_s, bound=model.estimate.bound,
                  donated=any(program.donated), output_bytes=root.shape.bytes, working_set_bytes=working_set,
                  has_loops=bool(model.work.loops), busy_s=busy,
-                 cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None)
+                 cache_bytes=last_level_cache_bytes() if program.platform == "cpu" and not cache_known else None)

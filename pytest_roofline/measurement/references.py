@@ -10,7 +10,15 @@ key                       program (CPU sizes; accelerators use larger ones)     
 ``transcendental``        8 chained exp over 4 MiB of f32                         transcendental rate
 ``stream``                donated f32 scale over 2x the last-level cache,         memory bandwidth
                           64-128 MiB (each run's output is the next run's input)
+``stream-fresh``          f32 scale over 32 MiB writing a fresh output            memory bandwidth and first
+                                                                                   touch of fresh pages
+``stream-cache``          a loop of donated f32 scales over a quarter of the      last-level cache bandwidth
+                          last-level cache, at most 8 MiB
 ========================  =====================================================  ============================
+
+A kernel is paired with the reference that shares its conditions (:func:`reference_key_for`): the stream
+that writes fresh pages where the first touch of its own fresh pages is the larger part of its roofline, the
+in-cache stream where its working set fits the last-level cache, the donated stream beyond it.
 
 On a CPU they take 5-10 ms each: short enough that a pair (reference, kernel) sees the same moment of the
 machine, long enough to span several scheduler time slices (shorter references, 1-3 ms, scattered more
@@ -38,9 +46,9 @@ from .timing import Beside
 
 __all__ = ["Reference", "REFERENCE_KEYS", "REFERENCES_VERSION", "reference", "reference_key_for"]
 
-REFERENCE_KEYS = ("matmul-f32", "matmul-bf16", "vector", "transcendental", "stream")
+REFERENCE_KEYS = ("matmul-f32", "matmul-bf16", "vector", "transcendental", "stream", "stream-fresh", "stream-cache")
 # Part of the calibration cache key: change it whenever a reference kernel changes (its rate is calibrated).
-REFERENCES_VERSION = 2
+REFERENCES_VERSION = 3
 _MIB = 2**20
 
 _block: Callable[[Any], Any] = jax.block_until_ready
@@ -88,6 +96,26 @@ def _roofline_reference_stream(x: Any) -> Any:
     return x * 1.0001
 
 
+def _roofline_reference_fresh(x: Any) -> Any:
+    return x * 1.0001
+
+
+def cache_stream_bytes(platform: str) -> tuple[int, int]:
+    """Working set of the in-cache stream (a quarter of the last-level cache, 1-8 MiB) and its passes per run
+    (about 512 MiB of traffic: 5-10 ms on a CPU)."""
+    if platform != "cpu":
+        return 8 * _MIB, 64
+    llc = last_level_cache_bytes() or 4 * _MIB
+    size = min(max(llc // 4, _MIB), 8 * _MIB)
+    return size, max(512 * _MIB // (2 * size), 1)
+
+
+def _cache_loop(passes: int) -> Callable[[Any], Any]:
+    def _roofline_reference_cache(x: Any) -> Any:
+        return jax.lax.fori_loop(0, passes, lambda i, v: v * 1.0001, x)
+    return _roofline_reference_cache
+
+
 @functools.cache
 def reference(platform: str, key: str) -> Reference:
     """The reference kernel ``key`` (see :data:`REFERENCE_KEYS`) for the default device, compiled once."""
@@ -110,20 +138,31 @@ def reference(platform: str, key: str) -> Reference:
                       _roofline_reference_exp, (x,))
     if key == "stream":
         size = _stream_bytes(platform)
+        return _donated(key, f"donated f32 scale over {size // _MIB} MiB", _roofline_reference_stream, size, 2.0 * size)
+    if key == "stream-cache":
+        size, passes = cache_stream_bytes(platform)
+        return _donated(key, f"{passes} passes of a donated f32 scale over {size // _MIB} MiB (in cache)",
+                        _cache_loop(passes), size, 2.0 * size * passes)
+    if key == "stream-fresh":
+        size = (32 if platform == "cpu" else 512) * _MIB
         x = jnp.ones((size // 4,), jnp.float32)
-        program = compile_program(jax.jit(_roofline_reference_stream, donate_argnums=0), (x,), {},
-                                  "reference stream")
-        compiled = program.compiled
-        state = {"x": program.leaves[0]}
-
-        def execute(_: Any) -> Any:
-            out = _block(compiled(state["x"]))  # donated: the output is the next run's input, no copy
-            state["x"] = out
-            return out
-
-        return Reference(key, f"donated f32 scale over {size // _MIB} MiB", "memory", 2.0 * size,
-                         program.module_name, lambda: None, execute)
+        return _plain(key, f"f32 scale over {size // _MIB} MiB into a fresh output", "first-touch", 2.0 * size,
+                      _roofline_reference_fresh, (x,))
     raise ValueError(f"unknown reference kernel {key!r}; known: {', '.join(REFERENCE_KEYS)}")
+
+
+def _donated(key: str, name: str, fn: Callable[[Any], Any], size: int, work: float) -> Reference:
+    x = jnp.ones((size // 4,), jnp.float32)
+    program = compile_program(jax.jit(fn, donate_argnums=0), (x,), {}, f"reference {key}")
+    compiled = program.compiled
+    state = {"x": program.leaves[0]}
+
+    def execute(_: Any) -> Any:
+        out = _block(compiled(state["x"]))  # donated: the output is the next run's input, no copy
+        state["x"] = out
+        return out
+
+    return Reference(key, name, "memory", work, program.module_name, lambda: None, execute)
 
 
 def _plain(key: str, name: str, resource: Resource, work: float, fn: Callable[..., Any],
@@ -138,11 +177,17 @@ def _plain(key: str, name: str, resource: Resource, work: float, fn: Callable[..
     return Reference(key, name, resource, work, program.module_name, lambda: None, execute)
 
 
-def reference_key_for(roof: RooflineEstimate, uses: list[CeilingUse]) -> str | None:
-    """The reference that meets the ceiling bounding this kernel; None for interconnect-bound kernels."""
+def reference_key_for(roof: RooflineEstimate, uses: list[CeilingUse], fresh_touch_s: float = 0.0,
+                      in_cache: bool = False) -> str | None:
+    """The reference that meets the ceiling bounding this kernel, in the kernel's conditions; None for
+    interconnect-bound kernels. ``fresh_touch_s``: the first touch of the kernel's fresh pages the model expects
+    (where it is the larger part, the reference writes fresh pages too); ``in_cache``: its working set fits the
+    last-level cache."""
     bound = roof.bound
+    if fresh_touch_s > roof.core_time_s:
+        return "stream-fresh"
     if bound == "memory":
-        return "stream"
+        return "stream-cache" if in_cache else "stream"
     if bound == "transcendental":
         return "transcendental"
     if bound != "compute":

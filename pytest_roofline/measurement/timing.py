@@ -19,6 +19,7 @@ from typing import Any
 
 from ..analysis.runs import Timing, relative_iqr
 from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, RunTimes, TraceError, flatten, run_times
+from ..hardware.cpu import minor_page_faults
 from .settings import TimingSettings
 
 __all__ = ["Timed", "time_program"]
@@ -34,6 +35,7 @@ class Timed:
     events: RunTimes | None = None
     reference_s: tuple[float, ...] = ()  # the reference kernel's runs (one more than the kernel's), if any
     reference_timer: str = ""
+    reference_faults: tuple[int, ...] = ()  # minor page faults of each reference run (where counted)
 
 
 @dataclass(frozen=True)
@@ -49,34 +51,55 @@ class Beside:
 Settled = Callable[[Sequence[float], Sequence[float]], bool]
 
 
+@dataclass
+class _Runs:
+    """What the loop recorded: wall clock and page faults of each kernel run and each reference run."""
+
+    walls: list[float]
+    refs: list[float]
+    faults: list[int]
+    ref_faults: list[int]
+
+    def add(self, reference: bool, wall: float, faults: int | None) -> None:
+        (self.refs if reference else self.walls).append(wall)
+        if faults is not None:
+            (self.ref_faults if reference else self.faults).append(faults)
+
+    def kernel_faults(self) -> tuple[int, ...]:
+        return tuple(self.faults) if len(self.faults) == len(self.walls) else ()
+
+
 def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: str = KERNEL_RUN_MARKER,
-           run: int = 0) -> float:
+           run: int = 0) -> tuple[float, int | None]:
+    """Wall clock and minor page faults (None where not counted) of one run."""
     from jax.profiler import TraceAnnotation
 
     args = prepare()
     # Our own host event around the run (outside the prepare step), carrying the run number: the trace reader
     # keeps only the device work launched inside these windows, and tells the runs apart by them.
     with TraceAnnotation(marker, run=run):
+        faults = minor_page_faults()
         t0 = time.perf_counter()
         outputs = execute(args)
         wall = time.perf_counter() - t0
+        after = minor_page_faults()
     # Freeing a large output (munmap on a CPU) is host work of the harness: keep it out of the clock.
     del outputs, args
-    return wall
+    return wall, (after - faults if after is not None and faults is not None else None)
 
 
 def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
                     max_runs: int | None = None, beside: Beside | None = None,
-                    settled: Settled | None = None) -> tuple[list[float], list[float]]:
-    walls: list[float] = []
-    ref_walls: list[float] = []
+                    settled: Settled | None = None) -> _Runs:
+    runs = _Runs([], [], [], [])
+    walls, ref_walls = runs.walls, runs.refs
     started = time.perf_counter()
     if beside is not None:
-        ref_walls.append(_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, 0))
+        runs.add(True, *_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, 0))
     while len(walls) < (max_runs or settings.max_runs):
-        walls.append(_timed(prepare, execute, KERNEL_RUN_MARKER, len(walls)))
+        runs.add(False, *_timed(prepare, execute, KERNEL_RUN_MARKER, len(walls)))
         if beside is not None:
-            ref_walls.append(_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
+            runs.add(True, *_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
         # The budget counts everything the loop spends, fresh donated copies and references included.
         spent = time.perf_counter() - started
         if len(walls) >= settings.min_runs:
@@ -86,7 +109,7 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
                 done = relative_iqr(walls) <= settings.target_spread
             if spent >= settings.budget_s or (spent >= settings.min_time_s and done):
                 break
-    return walls, ref_walls
+    return runs
 
 
 def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], module_name: str,
@@ -102,8 +125,8 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         if beside is not None:
             beside.execute(beside.prepare())
     if settings.timer == "wallclock":
-        walls, refs = _run_adaptively(prepare, execute, settings, None, beside, settled)
-        return _wallclock(walls, "wall clock requested (timer='wallclock')", refs)
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled),
+                          "wall clock requested (timer='wallclock')")
 
     from .profiler import ProfilerSession, ProfilerUnavailable
 
@@ -112,10 +135,9 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
-        walls, refs = _run_adaptively(prepare, execute, settings, None, beside, settled)
-        return _wallclock(walls, str(exc), refs)
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled), str(exc))
     try:
-        walls, refs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled)
+        runs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled)
     except BaseException:
         session.discard()  # never leave a profiler session open, also when the kernel raises
         raise
@@ -124,8 +146,9 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
-        return _wallclock(walls, str(exc), refs)
+        return _wallclock(runs, str(exc))
 
+    walls, refs = runs.walls, runs.refs
     try:
         from jax.profiler import ProfileData
 
@@ -134,17 +157,19 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     except TraceError as exc:
         if settings.timer == "profiler":
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
-        return _wallclock(walls, f"trace unusable: {exc}", refs)
-    timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method)
+        return _wallclock(runs, f"trace unusable: {exc}")
+    timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, runs.kernel_faults())
     if beside is None:
         return Timed(timing, xspace, found)
     try:
         reference = run_times(events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER).per_run_s
-        return Timed(timing, xspace, found, reference, "profiler")
+        return Timed(timing, xspace, found, reference, "profiler", tuple(runs.ref_faults))
     except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
-        return Timed(timing, xspace, found, tuple(refs), "wallclock")
+        return Timed(timing, xspace, found, tuple(refs), "wallclock", tuple(runs.ref_faults))
 
 
-def _wallclock(walls: list[float], reason: str, refs: list[float]) -> Timed:
-    return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason), reference_s=tuple(refs),
-                 reference_timer="wallclock" if refs else "")
+def _wallclock(runs: _Runs, reason: str) -> Timed:
+    walls, refs = runs.walls, runs.refs
+    return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason, faults_per_run=runs.kernel_faults()),
+                 reference_s=tuple(refs), reference_timer="wallclock" if refs else "",
+                 reference_faults=tuple(runs.ref_faults))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.memory import MemoryLimit, parse_max_memory
-from ..kinds import CEILINGS_MODES, EXPECTED_BOUNDS, TIMERS, ExpectedBound, Model, choose
+from ..kinds import CEILINGS_MODES, EXPECTED_BOUNDS, FIRST_TOUCH_MODES, TIMERS, ExpectedBound, Model, choose
 from ..measurement.settings import TIMING_KEYWORDS, timing_defaults_text
 from .settings import ConfigError, Threshold, parse_max_drop, parse_model, parse_threshold
 
@@ -16,11 +16,13 @@ __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpe
 
 MARKER_SIGNATURE = (
     f"roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, "
-    f"ceilings=None, max_drop=None, max_memory=None, {timing_defaults_text()}): measure this test's kernels "
+    f"ceilings=None, first_touch=None, max_drop=None, max_memory=None, {timing_defaults_text()}): measure this "
+    "test's kernels "
     "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
     "'memory', when a kernel is bound by the other; model='program' (default) or 'ops' picks the roofline the "
     "threshold uses; flops/bytes/transcendentals replace the compiler's counts (analytic model FLOPs give "
-    "MFU); ceilings='live'/'calibrated'/'datasheet' overrides --roofline-ceilings; max_drop (a fraction) is the "
+    "MFU); ceilings='live'/'calibrated'/'datasheet' overrides --roofline-ceilings; first_touch='include'/'exclude' "
+    "overrides --roofline-first-touch (whether the roofline includes the first touch of fresh pages); max_drop (a fraction) is the "
     "smallest drop from the --roofline-baseline that fails; max_memory (bytes, '2 GiB', or a fraction of the "
     "device's memory such as 0.5 or '50%') fails a kernel whose compiled program needs more; the rest tune "
     "the measurement (see pytest_roofline.measure)."
@@ -63,6 +65,10 @@ def _ceilings(raw: Any, where: str) -> str:
     return choose(raw, CEILINGS_MODES, where, ConfigError)
 
 
+def _first_touch(raw: Any, where: str) -> str:
+    return choose(raw, FIRST_TOUCH_MODES, where, ConfigError)
+
+
 # Keywords handed to measure() as they are, with their checks.
 MEASURE_KEYWORDS: dict[str, Callable[[Any, str], Any]] = {
     "flops": _count,
@@ -76,6 +82,7 @@ MEASURE_KEYWORDS: dict[str, Callable[[Any, str], Any]] = {
     "min_time_s": _count,
     "timer": _timer,
     "ceilings": _ceilings,
+    "first_touch": _first_touch,
 }
 assert set(TIMING_KEYWORDS) <= set(MEASURE_KEYWORDS)
 MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", *MEASURE_KEYWORDS)

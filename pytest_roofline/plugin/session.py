@@ -72,7 +72,8 @@ class RooflineSession:
     def measure(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
         recalibrate, self._recalibrate = self._recalibrate, False
         options = {"hardware": self.settings.hardware, "hardware_file": self.settings.hardware_file,
-                   "ceilings": self.settings.ceilings, "recalibrate": recalibrate, **kwargs}
+                   "ceilings": self.settings.ceilings, "first_touch": self.settings.first_touch,
+                   "recalibrate": recalibrate, **kwargs}
         with device_lock():
             return self._measure(fn, *args, **options)
 

@@ -19,7 +19,7 @@ from typing import Any
 from ..files import check_writable, read_yaml_mapping
 from ..hardware.spec import HardwareError
 from ..hardware.table import load_shipped_table, merge_overrides
-from ..kinds import CEILINGS_MODES, MODELS, CeilingsMode, Model, choose
+from ..kinds import CEILINGS_MODES, FIRST_TOUCH_MODES, MODELS, CeilingsMode, FirstTouchMode, Model, choose
 
 __all__ = [
     "ConfigError",
@@ -94,6 +94,10 @@ def parse_model(raw: Any, where: str) -> Model:
     return choose(raw, MODELS, where, ConfigError)
 
 
+def parse_first_touch(raw: Any, where: str) -> FirstTouchMode:
+    return choose(raw, FIRST_TOUCH_MODES, where, ConfigError)
+
+
 def _parse_ceilings(raw: Any, where: str) -> CeilingsMode:
     return choose(raw, CEILINGS_MODES, where, ConfigError)
 
@@ -136,6 +140,10 @@ OPTIONS: tuple[Option, ...] = (
            "which roofline the threshold is checked against: program (one max() over the whole program, "
            "default) or ops (the sum of per-op roofline times, tighter for ops that run one after another)",
            parse_model, "MODEL"),
+    Option("first_touch", "--roofline-first-touch", "roofline_first_touch", "PYTEST_ROOFLINE_FIRST_TOUCH", "str",
+           "whether the roofline includes the first touch of each kernel's fresh pages (a CPU's page faults on "
+           "new output buffers, calibrated on the machine): include (default) or exclude (main memory and "
+           "compute alone); both utilizations are reported", parse_first_touch, "MODE"),
     Option("trace_dir", "--roofline-trace-dir", "roofline_trace_dir", "PYTEST_ROOFLINE_TRACE_DIR", "path",
            "where to save the trace (Perfetto, TensorBoard/XProf) and optimized HLO of failing kernels "
            "(default: .pytest_cache/d/roofline-traces, or a temporary directory)", _parse_path, "PATH"),
@@ -172,6 +180,7 @@ class Settings:
     warn_only: bool = False
     ceilings: CeilingsMode = "auto"
     model: Model = "program"
+    first_touch: FirstTouchMode = "include"
     trace_dir: str | None = None
     trace_all: bool = False
     history: str | None = None
@@ -205,7 +214,7 @@ class Settings:
         return self.config
 
 
-_CONFIG_KEYS = {"min", "max_drop", "thresholds", "devices", "ceilings", "model"}
+_CONFIG_KEYS = {"min", "max_drop", "thresholds", "devices", "ceilings", "model", "first_touch"}
 _PATTERN_KEYS = {"min", "max_drop"}
 
 
@@ -267,6 +276,9 @@ def resolve_settings(
             values["ceilings"] = _parse_ceilings(data["ceilings"], f"ceilings: {data['ceilings']} in {config_path}")
         if "model" in data and "model" not in values:
             values["model"] = parse_model(data["model"], f"model: {data['model']} in {config_path}")
+        if "first_touch" in data and "first_touch" not in values:
+            values["first_touch"] = parse_first_touch(data["first_touch"],
+                                                      f"first_touch: {data['first_touch']} in {config_path}")
         if "max_drop" in data and "max_drop" not in values:
             where = f"max_drop: {data['max_drop']} in {config_path}"
             values["max_drop"] = Threshold(parse_max_drop(data["max_drop"], where), where)

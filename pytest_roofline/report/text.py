@@ -63,8 +63,13 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
     comms = f", interconnect {format_seconds(r['comms_time_s'])}" if r.get("comms_time_s") else ""
     trans = (f", transcendental {format_seconds(r['transcendental_time_s'])}"
              if r.get("transcendental_time_s") else "")
+    touch_s = f", + first touch {format_seconds(r['first_touch_time_s'])}" if r.get("first_touch_time_s") else ""
     lines.append(f"  roofline      {format_seconds(r['roofline_time_s'])} (compute "
-                 f"{format_seconds(r['compute_time_s'])}, memory {format_seconds(r['memory_time_s'])}{trans}{comms})")
+                 f"{format_seconds(r['compute_time_s'])}, memory {format_seconds(r['memory_time_s'])}{trans}{comms}"
+                 f"{touch_s})")
+    touch = r.get("first_touch")
+    if touch and (touch["charged_bytes"] or touch["expected_faults"] >= 1):
+        lines.append(f"  first touch   {touch['text']}")
     timer = r["timer"] + (f": {r['timer_fallback_reason']}" if r["timer_fallback_reason"] else "")
     lines.append(f"  measured      {format_seconds(r['device_time_s'])} median, min {format_seconds(r['min_s'])}, "
                  f"spread {r['spread']:.1%} (IQR/median), {r['runs']} runs ({timer}); compile "
@@ -137,6 +142,16 @@ def _util_cell(r: Mapping[str, Any]) -> str:
     return f"{r['utilization']:.1%} [{interval[0]:.0%}-{interval[1]:.0%}]"
 
 
+def _other_util_cell(r: Mapping[str, Any]) -> str:
+    """The utilization the threshold does not use: without first touch where it is charged, with it where not."""
+    touch = r.get("first_touch")
+    if not touch or not touch.get("charged_bytes"):
+        return "-"
+    if r.get("first_touch_charged"):
+        return f"{r['utilization_without_first_touch']:.1%} w/o"
+    return f"{r['utilization_with_first_touch']:.1%} with"
+
+
 def _memory_cell(rec: Mapping[str, Any]) -> str:
     memory = rec["result"].get("memory")
     if not memory:
@@ -157,7 +172,7 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """One table of every measured kernel, worst first (impossible ones on top)."""
     if not records:
         return []
-    rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "memory", "verdict")]
+    rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "first touch", "memory", "verdict")]
     for rec in sorted(records, key=_sort_key):
         r = rec["result"]
         verdict = rec["verdict"]
@@ -170,9 +185,10 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
             verdict += " [warn-only]"
         rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",
                      format_seconds(r["device_time_s"]), format_seconds(r["roofline_time_s"]),
-                     _util_cell(r), _memory_cell(rec), verdict + (" [marginal]" if r.get("marginal") else "")))
+                     _util_cell(r), _other_util_cell(r), _memory_cell(rec),
+                     verdict + (" [marginal]" if r.get("marginal") else "")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 7) else cell.rjust(widths[i]) for i, cell in enumerate(row))
+    out = ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 8) else cell.rjust(widths[i]) for i, cell in enumerate(row))
            for row in rows]
     hardware = sorted({f"{rec['result']['hardware']['name']} [{rec['result']['ceilings']}]" for rec in records})
     out.append(f"hardware: {'; '.join(hardware)}")
@@ -180,6 +196,9 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     if drifts:
         out.append(f"live ceilings: the machine ran at {min(drifts):.0%}-{max(drifts):.0%} of its calibrated speed "
                    f"during these measurements; util is against that speed, [low-high] its 95% interval")
+    if any(row[6] != "-" for row in rows[1:]):
+        out.append("first touch: util includes the first touch of each kernel's fresh pages (page faults of new "
+                   "buffers) unless first_touch='exclude'; the column gives the other figure")
     failing = [rec for rec in sorted(records, key=_sort_key)
                if rec["verdict"] in FAILING_VERDICTS and rec["result"].get("ops")]
     for rec in failing:
@@ -202,5 +221,10 @@ def header_line(hardware: Mapping[str, Any], ceilings: str = "") -> str:
     mode = f"; ceilings: {ceilings}" if ceilings else ""
     if ceilings == "live":
         mode += " (calibrated, scaled by a reference kernel beside each run)"
+    cache = hardware.get("cache_bandwidth_bytes_per_s")
+    in_cache = (f" ({format_quantity(cache['value'], 'B/s')} in the {format_quantity(hardware['cache_bytes'], 'B')} "
+                f"last-level cache)" if cache and hardware.get("cache_bytes") else "")
+    touch = hardware.get("first_touch_bytes_per_s")
+    first = f"; first touch {format_quantity(touch['value'], 'B/s')}" if touch else ""
     return (f"roofline: {hardware['name']} ({hardware['platform']}): {peaks}; memory "
-            f"{format_quantity(mem['value'], 'B/s')}{rate} [{', '.join(origins)}]{holds}{mode}")
+            f"{format_quantity(mem['value'], 'B/s')}{in_cache}{rate}{first} [{', '.join(origins)}]{holds}{mode}")
