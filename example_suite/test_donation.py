@@ -18,16 +18,17 @@ def scale(x):
     return x * 1.5 + 0.25
 
 
-# Donated: the output reuses the input's pages; close to the calibrated streaming bandwidth
-# (73.7 / 81.2 / 93.0% on the development VM; thresholds here are 0.7x the median, see test_matmul.py).
-@pytest.mark.roofline(min=0.57, bound="memory")
+# Donated: the output reuses the input's pages: a stream, roofline reachable (medians 81% Xeon, 94% Zen 4;
+# thresholds are half the lower median, see test_matmul.py).
+@pytest.mark.roofline(min=0.4, bound="memory")
 def test_donated_update(roofline):
     roofline(jax.jit(scale, donate_argnums=0), jnp.ones((N,), jnp.float32), name="scale_donated")
 
 
-# Not donated: a new 256 MiB output per call, page faults included (16.4 / 21.2 / 32.6%; quiet runs 16-17-24%,
-# threshold 0.7x that): the kernel zeroes every fresh page on its first write, about 30 ms per 128 MiB here,
-# 6x the time of the traffic itself.
-@pytest.mark.roofline(min=0.12, bound="memory")
+# Not donated: a new 256 MiB output per call. The kernel zeroes every fresh page on its first write, about
+# 30 ms per 128 MiB, 6x the time of the traffic itself; with that first touch in the roofline a stream reaches
+# it (about 90% on Zen 4; 16-17% of the roofline without first touch on the Xeon). The failure message says what
+# donating would save.
+@pytest.mark.roofline(min=0.45, bound="memory")
 def test_update_without_donation(roofline):
     roofline(jax.jit(scale), jnp.ones((N,), jnp.float32), name="scale_fresh_output")

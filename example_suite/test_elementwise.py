@@ -25,36 +25,37 @@ def gelu_chain(x):
 
 
 # Read x once, write once; the row statistics stay in registers: a streaming kernel. On a CPU each call
-# page-faults a fresh 128 MiB output inside the op (see test_donation.py), so these reach only
-# 13.8 / 14.6 / 19.1% (RMS norm) and 12.3 / 13.6 / 19.2% (layer norm) on the development VM.
-# Thresholds here are 0.7x the median (see test_matmul.py).
-@pytest.mark.roofline(min=0.11, bound="memory")
+# page-faults a fresh 128 MiB output inside the op (see test_donation.py): with that first touch in the
+# roofline (the default) a single pass reaches it (medians 90% RMS norm, 87% layer norm on Zen 4; 13-15% of the
+# roofline without first touch on both CPUs). Thresholds: half the lower median (see test_matmul.py).
+@pytest.mark.roofline(min=0.45, bound="memory")
 def test_rms_norm(roofline, key):
     roofline(rms_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)))
 
 
-@pytest.mark.roofline(min=0.1, bound="memory")
+@pytest.mark.roofline(min=0.43, bound="memory")
 def test_layer_norm(roofline, key):
     roofline(layer_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)), jnp.zeros((COLS,)))
 
 
-# Softmax reads its input twice (max, then exp-sum) unless fused in one pass; one exp per element. On a CPU
-# the exp throughput, not memory, bounds it (the calibrated transcendental rate); on GPUs, whose table has no
-# transcendental rate, it is memory-bound: no bound= here. 55.3 / 65.8 / 102.1% (live ceilings overshoot
-# beside a neighbour: the exp reference slows more than this kernel; quiet runs 55-59-63%, threshold 0.7x that).
-@pytest.mark.roofline(min=0.41)
+# Softmax reads its input twice (max, then exp-sum) unless fused in one pass; one exp per element and a fresh
+# 128 MiB output. On a CPU the first touch of that output is the largest term, then the exp throughput (the
+# calibrated transcendental rate); on GPUs, whose table has no transcendental rate, it is memory-bound: no
+# bound= here. Median 83% on Zen 4 with first touch.
+@pytest.mark.roofline(min=0.4)
 def test_softmax(roofline, key):
     roofline(lambda x: jax.nn.softmax(x, axis=-1), normal(key, (ROWS, COLS)), name="softmax")
 
 
-# A reduction reads 128 MiB and writes 32 KiB, no big output to fault in: 40.8 / 44.8 / 61.6%.
-@pytest.mark.roofline(min=0.32, bound="memory")
+# A reduction reads 128 MiB and writes 32 KiB, no big output to fault in; the roofline is reachable, but
+# XLA:CPU's row reduction does not stream at the copy's rate (medians 44.8% Xeon, 46% Zen 4).
+@pytest.mark.roofline(min=0.22, bound="memory")
 def test_row_sum(roofline, key):
     roofline(lambda x: x.sum(axis=-1), normal(key, (ROWS, COLS)), name="row_sum")
 
 
-# Five elementwise ops fuse into one loop: one read, one write, no temporaries in memory; one tanh per element
-# (transcendental-bound on a CPU, like softmax): 36.1 / 49.1 / 66.8%; quiet runs 36-39-50%, threshold 0.7x that.
-@pytest.mark.roofline(min=0.27)
+# Five elementwise ops fuse into one loop: one read, one write into a fresh output, no temporaries in memory;
+# one tanh per element (first touch, then tanh, bound it on a CPU, like softmax): median 73% on Zen 4.
+@pytest.mark.roofline(min=0.35)
 def test_fused_elementwise_chain(roofline, key):
     roofline(gelu_chain, normal(key, (ROWS, COLS)))

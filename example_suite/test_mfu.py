@@ -22,9 +22,9 @@ train_step = jax.jit(jax.grad(mlp_loss))
 MODEL_FLOPS = 6 * BATCH * WIDTH * WIDTH * DEPTH
 
 
-# The gradient step is three matmuls per layer (MFU 69.9 / 87.6 / 106.3% on the development VM: live ceilings
-# can overshoot 100% a little beside a neighbour); >0.5 is "excellent". Threshold: 0.7x the median.
-@pytest.mark.roofline(min=0.62, flops=MODEL_FLOPS, bound="compute")
+# The gradient step is three matmuls per layer (MFU medians 87.6% Xeon, about 100% Zen 4); >0.5 is
+# "excellent". Threshold: half the lower median (see test_matmul.py).
+@pytest.mark.roofline(min=0.43, flops=MODEL_FLOPS, bound="compute")
 def test_mlp_train_step_mfu(roofline, key):
     params = [normal(jax.random.fold_in(key, i), (WIDTH, WIDTH)) * 0.03 for i in range(DEPTH)]
     x = normal(key, (BATCH, WIDTH))

@@ -15,8 +15,8 @@ def gated_mlp(x, w_up, w_gate, w_down):
 
 
 # Three large matmuls dominate (6·T·D·H FLOPs); the elementwise gate is fused and nearly free
-# (78.1 / 82.6 / 94.6% on the development VM; thresholds here are 0.7x the median, see test_matmul.py).
-@pytest.mark.roofline(min=0.58, bound="compute")
+# (medians 82.6% Xeon, 90% Zen 4; thresholds are half the lower median, see test_matmul.py).
+@pytest.mark.roofline(min=0.41, bound="compute")
 def test_gated_mlp_block(roofline, key):
     x = normal(key, (TOKENS, MODEL))
     w_up, w_gate = normal(key, (MODEL, HIDDEN)), normal(key, (MODEL, HIDDEN))
@@ -38,14 +38,14 @@ def qkv(key):
 
 
 # The score matrix (B·H·S·S floats) goes to memory and back around the softmax: well below the roofline
-# (18.8 / 25.2 / 28.7%).
-@pytest.mark.roofline(min=0.18)
+# (medians 25.2% Xeon, 43% Zen 4 with the first touch of the score matrix).
+@pytest.mark.roofline(min=0.12)
 def test_naive_attention(roofline, key):
     roofline(naive_attention, *qkv(key))
 
 
 # jax.nn.dot_product_attention picks XLA's fused implementation where one exists (cuDNN on GPU); on a
-# CPU it is the generic path with an extra transpose (12.1 / 17.2 / 19.5%).
-@pytest.mark.roofline(min=0.12)
+# CPU it is the generic path with an extra transpose (medians 17.2% Xeon, 56% Zen 4).
+@pytest.mark.roofline(min=0.08)
 def test_dot_product_attention(roofline, key):
     roofline(jax.nn.dot_product_attention, *qkv(key))
