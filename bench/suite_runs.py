@@ -3,7 +3,7 @@
 Run: python bench/suite_runs.py [--runs 10] [--calibrate]   (prints a table; nothing here is asserted)
 
 Each run is ``pytest example_suite --roofline-report=...`` in a subprocess (``--roofline-calibrate`` too with
-``--calibrate``: a fresh calibration every run, as issue 10 asked). During every second run a neighbour process
+``--calibrate``: a fresh calibration every run). During every second run a neighbour process
 is busy (bench/neighbours.py: a busy loop and a memory-copy loop, alternately). Per kernel: min / median / max
 utilization over all runs (and min-median-max of the quiet runs and of those beside a neighbour), its
 threshold, threshold / median, and how many runs failed it. Each run's line shows its calibrated f32 and memory

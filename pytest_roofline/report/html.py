@@ -98,7 +98,7 @@ def _memory_cell(rec: Mapping[str, Any]) -> str:
 def _summary(records: Sequence[Mapping[str, Any]]) -> str:
     several = len({(r["result"]["hardware"]["name"], r["result"]["ceilings"]) for r in records}) > 1
     head = ["test", "kernel", "bound", "intensity (FLOP/B)", "device time", "roofline time", "utilization",
-            "95% interval", "threshold", "peak memory", "verdict", "vs baseline", *(["hardware"] if several else []), "trace"]
+            "95% interval", "first touch", "threshold", "peak memory", "verdict", "vs baseline", *(["hardware"] if several else []), "trace"]
     rows = []
     for rec in sorted(records, key=record_utilization):
         r = rec["result"]
@@ -117,6 +117,7 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> str:
             _cell(format_seconds(r["roofline_time_s"]), r["roofline_time_s"], True),
             _cell(f"{util:.1%}", util, True),
             _cell(f"{interval[0]:.1%} - {interval[1]:.1%}" if interval else "", interval[0] if interval else "", True),
+            _first_touch_cell(r),
             _cell(format_fraction(rec["threshold"]) if rec["threshold"] is not None else "",
                   rec["threshold"] if rec["threshold"] is not None else -1, True),
             _memory_cell(rec),
@@ -129,13 +130,26 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> str:
             '</tbody></table></div>')
 
 
+def _first_touch_cell(r: Mapping[str, Any]) -> str:
+    """The other utilization (with or without first touch) and the term's details on hover."""
+    touch = r.get("first_touch")
+    if not touch or not touch.get("charged_bytes"):
+        return _cell("", "")
+    key = "utilization_without_first_touch" if r.get("first_touch_charged") else "utilization_with_first_touch"
+    label = "without" if r.get("first_touch_charged") else "with"
+    return _cell(f"{r[key]:.1%} {label} ({format_seconds(touch['time_s'])})", r[key], True,
+                 f' title="{_e(touch.get("text", ""))}"')
+
+
 def _hardware(hardware: Mapping[str, Any], mode: str) -> str:
     rows = []
     for dtype, c in hardware["peaks_flops_per_s"].items():
         rows.append((f"{dtype} peak", format_quantity(c["value"], "FLOP/s"), c))
     for key, name, unit in (("memory_bandwidth_bytes_per_s", "memory bandwidth", "B/s"),
                             ("interconnect_bandwidth_bytes_per_s", "interconnect", "B/s"),
+                            ("cache_bandwidth_bytes_per_s", "last-level cache bandwidth", "B/s"),
                             ("transcendentals_per_s", "transcendentals", "/s"),
+                            ("first_touch_bytes_per_s", "first touch of fresh pages", "B/s"),
                             ("memory_capacity_bytes", "memory capacity", "B")):
         if hardware.get(key):
             rows.append((name, format_quantity(hardware[key]["value"], unit), hardware[key]))
