@@ -209,3 +209,15 @@ def test_fail(roofline):
     data = json.loads((pytester.path / "r.json").read_text())
     assert [(r["label"], r["verdict"]) for r in data["results"]] == [("len", "pass"), ("len", "fail")]
     assert data["schema_version"] == 1 and data["results"][1]["trace_dir"] == "t"
+
+
+def test_bad_first_touch_values(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("--roofline-first-touch=sometimes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--roofline-first-touch=sometimes on the command line: must be one of 'include', "
+                                 "'exclude', got 'sometimes'*"])
+    pytester.makepyfile(test_bad_marker=MARKED.format(args="first_touch='maybe'"))
+    result = pytester.runpytest("test_bad_marker.py")
+    result.stderr.fnmatch_lines(["*roofline marker of test_bad_marker.py::test_a: first_touch='maybe': must be one "
+                                 "of 'include', 'exclude', got 'maybe'*"])

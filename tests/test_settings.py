@@ -98,3 +98,14 @@ def test_marker_signature_shows_the_timing_defaults() -> None:
     assert f"warmup={DEFAULT_TIMING.warmup}, min_runs={DEFAULT_TIMING.min_runs}" in MARKER_SIGNATURE
     assert f"min_time_s={DEFAULT_TIMING.min_time_s}, timer='auto'" in MARKER_SIGNATURE
     assert "ceilings=None" in MARKER_SIGNATURE
+
+
+def test_first_touch_from_the_ini_and_the_yaml_config(tmp_path: Path) -> None:
+    assert resolve().first_touch == "include"
+    assert resolve({}, {}, {"first_touch": "Exclude"}).first_touch == "exclude"
+    config = tmp_path / "roofline.yaml"
+    config.write_text("first_touch: exclude\n")
+    assert resolve({"config": str(config)}).first_touch == "exclude"
+    config.write_text("first_touch: never\n")
+    with pytest.raises(ConfigError, match="first_touch: never in .*roofline.yaml: must be one of 'include', 'exclude'"):
+        resolve({"config": str(config)})
