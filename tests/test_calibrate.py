@@ -166,3 +166,20 @@ def test_a_contended_calibration_does_not_replace_a_quiet_one(tmp_path: Path, mo
     figures, where = calibration.calibration_figures(key, "replace", lambda: dict(busy), notices.append)
     assert figures["peaks"]["f32"] == 6e10 and "measured while other processes used 40% of the CPUs" in where
     assert "its ceilings are low" in notices[-1]
+
+
+def test_bf16_converted_around_the_dot_meets_the_f32_ceiling() -> None:
+    """Made-up figures: where XLA converted bf16 to f32 around the dot, the bf16 ceiling is the faster one."""
+    pytest.importorskip("jax")
+    from pytest_roofline.measurement.calibrate import _converted_bf16, _Figures
+
+    figures = _Figures("cpu")
+    figures.data["peaks"] = {"f32": 2e11, "bf16": 1.5e11}
+    figures.data["details"] = {"f32": "made up", "bf16": "1024x1024x1024 bf16 matmul (converted to f32 around the dot)"}
+    _converted_bf16(figures)
+    assert figures.data["peaks"]["bf16"] == 2e11 and "run on the f32 dot" in figures.data["details"]["bf16"]
+    kept = _Figures("gpu")
+    kept.data["peaks"] = {"f32": 2e11, "bf16": 8e11}
+    kept.data["details"] = {"f32": "made up", "bf16": "made up, no converts"}
+    _converted_bf16(kept)
+    assert kept.data["peaks"]["bf16"] == 8e11
