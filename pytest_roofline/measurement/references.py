@@ -97,6 +97,7 @@ def _roofline_reference_stream(x: Any) -> Any:
 
 
 def _roofline_reference_fresh(x: Any) -> Any:
+    # The same work as the stream, under its own name: the trace tells programs apart by module name.
     return x * 1.0001
 
 
