@@ -137,14 +137,8 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
         _matmul_peak(figures, dtype_name, dtype, shapes)
     _converted_bf16(figures)
     donated_s = _memory(figures, stream, stream_how)
-    if platform == "cpu":
-        _first_touch(figures, stream, donated_s)
-        _cache(figures)
-    else:
-        figures.reference_rate("stream-fresh", [time_compiled(
-            compile_program(jax.jit(lambda v: v * 1.0001), (jnp.ones((stream // 4,), jnp.float32),), {},
-                            "calibration fresh stream"), _RUNS, beside=reference(platform, "stream-fresh").beside())])
-        figures.reference_alone("stream-cache")
+    _first_touch(figures, stream, donated_s)
+    _cache(figures)
     figures.data["transcendental"], spread, how = _transcendental_rate(platform)
     figures.record("transcendental", spread, how)
     for ref_key in ("vector", "transcendental"):
@@ -208,6 +202,8 @@ def _first_touch(figures: _Figures, stream: int, donated_s: float) -> None:
                           _RUNS, beside=reference(figures.platform, "stream-fresh").beside())
     del x
     figures.reference_rate("stream-fresh", [timed])
+    if figures.platform != "cpu":
+        return  # accelerators map no pages on first touch: the reference's rate is all that is needed
     timing = timed.timing
     fresh_s = quantile(timing.per_run_s, CEILING_QUANTILE)
     faults = timing.median_faults
@@ -226,8 +222,8 @@ def _first_touch(figures: _Figures, stream: int, donated_s: float) -> None:
 
 def _cache(figures: _Figures) -> None:
     """The last-level cache's bandwidth: the in-cache stream reference's robust rate."""
-    llc = last_level_cache_bytes()
     alone = figures.reference_alone("stream-cache")
+    llc = last_level_cache_bytes() if figures.platform == "cpu" else None  # the host CPU's, not a device's
     if not llc:
         return
     ref = reference(figures.platform, "stream-cache")
