@@ -29,6 +29,11 @@ from .units import format_fraction, format_quantity, format_seconds
 __all__ = ["ProgramInfo", "Result", "CeilingUse"]
 
 
+FIRST_TOUCH_BEATEN = ("first touch cheaper than calibrated: above 105% only with the page-fault term, within the "
+                      "traffic and compute ceilings without it; the cost of a fault moves with the host "
+                      "(--roofline-calibrate re-measures it)")
+
+
 @dataclass(frozen=True)
 class ProgramInfo:
     """Facts of the compiled program: its HLO module name, the device it ran on, compile time, versions."""
@@ -229,12 +234,16 @@ class Result:
         """Whether the roofline (and so ``utilization``) includes the first touch of fresh pages."""
         return self.first_touch is not None and self.first_touch_mode == "include"
 
-    def _utilization_with(self, touch_s: float) -> float:
+    def _uncertainty_with(self, touch_s: float) -> Uncertainty:
         live = self.live
         roof = replace(self.roofline, first_touch_time_s=touch_s)
-        per_run = pair_utilizations(roof, self.per_run_s, live.resource if live else None,
-                                    live.drift_per_run if live else None)
-        return uncertainty(per_run).utilization if live else roof.roofline_time_s / self.device_time_s
+        return uncertainty(pair_utilizations(roof, self.per_run_s, live.resource if live else None,
+                                             live.drift_per_run if live else None))
+
+    def _utilization_with(self, touch_s: float) -> float:
+        if self.live:
+            return self._uncertainty_with(touch_s).utilization
+        return replace(self.roofline, first_touch_time_s=touch_s).roofline_time_s / self.device_time_s
 
     @property
     def utilization_with_first_touch(self) -> float:
@@ -278,8 +287,9 @@ class Result:
     @property
     def figures(self) -> Figures:
         """What the pass/fail rule reads (:func:`pytest_roofline.analysis.verdict.decide`)."""
+        core_low = self._uncertainty_with(0.0).low if self.first_touch_charged else None
         return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity,
-                       self.utilization_interval)
+                       self.utilization_interval, core_low)
 
     @property
     def impossible(self) -> bool:
@@ -324,6 +334,7 @@ class Result:
             "first_touch_charged": self.first_touch_charged,
             "utilization_with_first_touch": self.utilization_with_first_touch,
             "utilization_without_first_touch": self.utilization_without_first_touch,
+            "first_touch_beaten": self.first_touch_beaten,
         }
 
     def first_touch_text(self) -> str:
@@ -364,4 +375,11 @@ class Result:
             text += f" [counts are a lower bound: {self.work.lower_bound_reason}]"
         if self.impossible:
             text += f" IMPOSSIBLE (> {format_fraction(IMPOSSIBLE_ABOVE)}): suspect {self.suspect}"
+        elif self.first_touch_beaten:
+            text += f" [{FIRST_TOUCH_BEATEN}]"
         return text
+
+    @property
+    def first_touch_beaten(self) -> bool:
+        """Above 105% with the first touch, not without it: the page faults cost less than calibrated."""
+        return self.figures.first_touch_beaten

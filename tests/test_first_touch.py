@@ -110,3 +110,44 @@ def test_the_memory_level_follows_the_working_set() -> None:
     assert not memory_level(vm, 128 * MIB).in_cache and "may not bound it" in memory_level(vm, 128 * MIB).note
     # No calibrated cache (an accelerator's datasheet): main memory, nothing said.
     assert memory_level(made_up_cpu(None), MIB).ceiling.value == 50e9
+
+
+def test_per_op_rows_meet_the_same_bandwidth_as_the_program() -> None:
+    # A real compiled elementwise kernel on a made-up CPU (fake figures): an 8 MiB working set fits half the
+    # 32 MiB cache, so every op's memory time is its bytes over the cache's 200 GB/s, as the program's is.
+    import jax.numpy as jnp
+    from helpers import compile_counts
+
+    from pytest_roofline.analysis.model import program_model
+
+    x = jnp.ones((MIB,), jnp.float32)  # 4 MiB in, 4 MiB out
+    counts, module, _ = compile_counts(lambda v: v * 2.0 + 1.0, x)
+    cpu = made_up_cpu()
+    for working_set, bandwidth in ((8 * MIB, 200e9), (512 * MIB, 50e9)):
+        model = program_model(cpu, counts, module, 1, working_set=working_set)
+        moving = [row for row in model.rows if row.bytes > 0]
+        assert moving and model.memory.ceiling.value == bandwidth
+        assert all(row.memory_time_s == pytest.approx(row.bytes / bandwidth) for row in moving)
+
+
+def test_a_first_touch_cheaper_than_calibrated_is_said_not_failed() -> None:
+    # Made-up result (fakes): the calibrated page faults (about 33.6 ms for 128 MiB at 4 GB/s) against 25 ms
+    # measured reads 136% with the term, 2% without it. Page faults are a cost that moves with the host, not a
+    # ceiling: the result passes with a note, and only traffic and compute above 105% stay impossible.
+    from pytest_roofline.analysis.verdict import decide
+
+    touch = first_touch(128 * MIB, 0, 0, TOUCH, 4096.0, 32768)
+    assert touch is not None
+    base = fake_result(0.5)  # roofline 0.5 ms, measured 1 ms
+    slow = replace(base.timing, per_run_s=(25e-3,) * 5)
+    result = replace(base, roofline=replace(base.roofline, first_touch_time_s=touch.time_s), first_touch=touch,
+                     timing=slow)
+    assert result.utilization > 1.3 and not result.impossible and result.first_touch_beaten
+    assert "first touch cheaper than calibrated" in str(result) and result.to_dict()["first_touch_beaten"]
+    assert decide(result.figures, 0.8).verdict == "pass"
+    # Beating traffic and compute alone is still impossible, first touch or not.
+    fast = replace(result, timing=replace(base.timing, per_run_s=(0.4e-3,) * 5))
+    assert fast.impossible and not fast.first_touch_beaten
+    assert decide(fast.figures, 0.8).verdict == "impossible"
+    # Excluded from the roofline, the term plays no part in the verdict.
+    assert not replace(result, first_touch_mode="exclude").first_touch_beaten

@@ -35,14 +35,14 @@ def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices
     cache's bandwidth or main memory's (:func:`~.ceilings.memory_level`)."""
     precision = dot_precision(counts)
     interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
+    level = memory_level(spec, working_set)  # the per-op rows meet the same bandwidth as the whole program
     rows = op_rows(module, lambda cls: peak_for_class(spec, cls, precision)[1].value,
-                   peak_for_class(spec, "vector")[1].value, spec.memory_bandwidth.value, interconnect,
+                   peak_for_class(spec, "vector")[1].value, level.ceiling.value, interconnect,
                    devices=devices)
     collective = sum(r.collective_bytes for r in rows)
     work = work_of(counts, flops, bytes_accessed, transcendentals, collective)
     uses = compute_ceilings(spec, counts, work.flops, flops is not None)
     trans = spec.transcendental
-    level = memory_level(spec, working_set)
     roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, work.bytes_accessed,
                     level.ceiling.value, collective, interconnect, work.transcendentals,
                     trans.value if trans else None)
