@@ -29,13 +29,14 @@ def kernels() -> list[tuple[str, Any, tuple[Any, ...]]]:
     key = jax.random.key(0)
     x = jax.random.normal(key, (8192, 4096), jnp.float32)  # 128 MiB
     flat = x.reshape(-1)
+    other = flat + 1.0  # a second array: passed the same array twice, a*x+y reads it once but its count says twice
     w = jax.random.normal(key, (4096, 8192), jnp.bfloat16)
     v = jax.random.normal(key, (1, 4096), jnp.bfloat16)
     small = jax.random.normal(key, (512, 512), jnp.float32)
     return [
         ("scale 128 MiB, fresh output", lambda a: a * 1.5 + 0.25, (x,)),
         ("scale 128 MiB, donated", jax.jit(lambda a: a * 1.5 + 0.25, donate_argnums=0), (x,)),
-        ("a*x+y 32M f32, fresh output", lambda a, b: 1.5 * a + b, (flat, flat)),
+        ("a*x+y 32M f32, fresh output", lambda a, b: 1.5 * a + b, (flat, other)),
         ("layer norm 8192x4096", lambda a: (a - a.mean(-1, keepdims=True)) * jax.lax.rsqrt(a.var(-1, keepdims=True) + 1e-5), (x,)),
         ("softmax 8192x4096", lambda a: jax.nn.softmax(a, axis=-1), (x,)),
         ("row sum 8192x4096", lambda a: a.sum(axis=-1), (x,)),

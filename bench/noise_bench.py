@@ -1,15 +1,18 @@
 """Noise benchmark: does a kernel get the same utilization on a quiet machine and beside a busy neighbour?
 
-Run: python bench/noise_bench.py [--repeats 10] [--only NAME]   (prints two tables; nothing here is asserted)
+Run: python bench/noise_bench.py [--repeats 8] [--beside 3] [--only NAME]   (prints two tables; nothing here is
+asserted)
 
 For a compute-bound matmul, a memory-bound reduction, softmax, naive attention, and kernels that write a fresh
 64-256 MiB output (an a*x+y, a layer norm, an RMS norm), each measured
 
-* quiet, beside a busy-loop neighbour, and beside a memory-copy neighbour (bench/neighbours.py starts and
-  stops them; each is time-limited): utilization with live ceilings, utilization against the calibration alone,
-  and a pytest-benchmark-style figure (roofline time / median wall clock of the kernel alone, 20 runs), with the
-  shift of each from quiet;
-* ``--repeats`` times back to back on the quiet machine: (max - min) / median of each figure.
+* ``--repeats`` times in a row on the quiet machine, then ``--beside`` times in a row beside a busy-loop
+  neighbour and beside a memory-copy neighbour (bench/neighbours.py starts and stops them; each is
+  time-limited): utilization with live ceilings, utilization against the calibration alone, and a
+  pytest-benchmark-style figure (roofline time / median wall clock of the kernel alone, 20 runs); the median of
+  each condition, and its shift from the quiet median (one quiet measurement is itself noisy: a shift from it
+  mixes the neighbour's effect with the noise of one sample);
+* the quiet measurements' (max - min) / median of each figure: their back-to-back spread.
 
 "live" is the default (the roofline includes the first touch of fresh pages, each run paired with a reference
 in the kernel's conditions); "excl" is the same measurement with ``first_touch="exclude"``: main memory and
@@ -48,12 +51,13 @@ def kernels() -> list[tuple[str, Any, tuple[Any, ...]]]:
     logits = jax.random.normal(key, (8192, 4096), jnp.float32)  # 128 MiB
     q = jax.random.normal(key, (4, 1024, 8, 64), jnp.float32)
     x32 = jax.random.normal(key, (32 * 2**20,), jnp.float32)  # 128 MiB
+    y32 = x32 + 1.0  # not x32 again: the same array twice is read once, but its count says twice
     return [
         ("matmul 256x4096x8192 f32", lambda x, y: x @ y, (a, b)),
         ("row sum 256 MiB", lambda x: x.sum(axis=-1), (rows,)),
         ("softmax 8192x4096", lambda x: jax.nn.softmax(x, axis=-1), (logits,)),
         ("naive attention 4x1024x8x64", naive_attention, (q, q, q)),
-        ("a*x+y 32M f32, fresh output", lambda x, y: 1.5 * x + y, (x32, x32)),
+        ("a*x+y 32M f32, fresh output", lambda x, y: 1.5 * x + y, (x32, y32)),
         ("layer norm 8192x4096, fresh", layer_norm, (logits,)),
         ("rms norm 16384x4096, fresh", rms_norm, (rows,)),
     ]
@@ -81,7 +85,10 @@ def wall_utilization(fn: Any, args: tuple[Any, ...], roofline_s: float, runs: in
     return roofline_s / statistics.median(times)
 
 
-def figures(name: str, fn: Any, args: tuple[Any, ...]) -> tuple[float, float, float, float, float, float]:
+Figures = tuple[float, float, float, float, float, float]  # live, excl, calib, wall, drift, seconds taken
+
+
+def figures(name: str, fn: Any, args: tuple[Any, ...]) -> Figures:
     t0 = time.perf_counter()
     r = measure(fn, *args, name=name, ceilings="live")
     took = time.perf_counter() - t0
@@ -94,42 +101,67 @@ def shift(value: float, quiet: float) -> str:
     return f"{(value - quiet) / quiet:+.1%}"
 
 
+def series(name: str, fn: Any, args: tuple[Any, ...], count: int, kind: str | None) -> list[Figures]:
+    """``count`` measurements in a row, on the quiet machine or beside a neighbour of ``kind``."""
+    if kind is None:
+        return [figures(name, fn, args) for _ in range(count)]
+    with neighbour(kind, seconds=120):
+        time.sleep(0.5)  # let the neighbour get going
+        return [figures(name, fn, args) for _ in range(count)]
+
+
+def medians(rows: list[Figures]) -> list[float]:
+    return [statistics.median(r[i] for r in rows) for i in range(len(rows[0]))]
+
+
+def print_shifts(name: str, by_condition: dict[str, list[Figures]]) -> None:
+    quiet = medians(by_condition["quiet"])
+    for condition, rows in by_condition.items():
+        live, excl, calib, wall, drift, took = medians(rows)
+        print(f"{name:30} {condition:9} {live:7.1%} {shift(live, quiet[0]):>7} {excl:7.1%} "
+              f"{shift(excl, quiet[1]):>7} {calib:7.1%} {shift(calib, quiet[2]):>7} {wall:7.1%} "
+              f"{shift(wall, quiet[3]):>7} {drift:6.0%} {took:5.1f}s", flush=True)
+
+
+def print_ranges(name: str, rows: list[Figures]) -> None:
+    for index, label in ((0, "live"), (1, "excl"), (2, "calib"), (3, "wall")):
+        values = [r[index] for r in rows]
+        mid = statistics.median(values)
+        print(f"{name:30} {label:6} {min(values):7.1%} {mid:7.1%} {max(values):7.1%} "
+              f"{(max(values) - min(values)) / mid:7.1%}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=8, help="measurements in a row on the quiet machine")
+    parser.add_argument("--beside", type=int, default=3, help="measurements in a row beside each neighbour")
     parser.add_argument("--only", default="", help="run the kernels whose name contains this")
     options = parser.parse_args()
     cases = [case for case in kernels() if options.only in case[0]]
     measure(lambda x: x + 1, jnp.ones(8), ceilings="live")  # calibrate (or read the cache) before timing
     print(f"jax {jax.__version__}, {jax.devices()[0].device_kind}; live = utilization with live ceilings, "
           f"excl = live with first_touch='exclude' (as before the first-touch term), calib = against the "
-          f"calibration alone, wall = roofline / median wall clock (pytest-benchmark style)\n")
+          f"calibration alone, wall = roofline / median wall clock (pytest-benchmark style); each row is the "
+          f"median of {options.repeats} measurements (quiet) or {options.beside} (beside a neighbour), the "
+          f"shift is from the quiet median\n")
     header = (f"{'kernel':30} {'condition':9} {'live':>7} {'shift':>7} {'excl':>7} {'shift':>7} {'calib':>7} "
               f"{'shift':>7} {'wall':>7} {'shift':>7} {'drift':>6} {'took':>6}")
+    quiet_rows: dict[str, list[Figures]] = {}
     print(header)
     print("-" * len(header))
     for name, fn, args in cases:
-        quiet = figures(name, fn, args)
-        rows = [("quiet", quiet)]
+        by_condition = {"quiet": series(name, fn, args, options.repeats, None)}
         for kind in ("busy", "memcopy"):
-            with neighbour(kind, seconds=60):
-                time.sleep(0.5)  # let the neighbour get going
-                rows.append((kind, figures(name, fn, args)))
-        for condition, (live, excl, calib, wall, drift, took) in rows:
-            print(f"{name:30} {condition:9} {live:7.1%} {shift(live, quiet[0]):>7} {excl:7.1%} "
-                  f"{shift(excl, quiet[1]):>7} {calib:7.1%} {shift(calib, quiet[2]):>7} {wall:7.1%} "
-                  f"{shift(wall, quiet[3]):>7} {drift:6.0%} {took:5.1f}s", flush=True)
-    print(f"\n{options.repeats} back-to-back measurements on the quiet machine: min / median / max and (max - min) / median")
+            by_condition[kind] = series(name, fn, args, options.beside, kind)
+        quiet_rows[name] = by_condition["quiet"]
+        print_shifts(name, by_condition)
+    print(f"\n{options.repeats} back-to-back measurements on the quiet machine: min / median / max and "
+          f"(max - min) / median")
     header = f"{'kernel':30} {'figure':6} {'min':>7} {'median':>7} {'max':>7} {'range':>7}"
     print(header)
     print("-" * len(header))
-    for name, fn, args in cases:
-        series = [figures(name, fn, args) for _ in range(options.repeats)]
-        for index, label in ((0, "live"), (1, "excl"), (2, "calib"), (3, "wall")):
-            values = [s[index] for s in series]
-            mid = statistics.median(values)
-            print(f"{name:30} {label:6} {min(values):7.1%} {mid:7.1%} {max(values):7.1%} "
-                  f"{(max(values) - min(values)) / mid:7.1%}", flush=True)
+    for name, rows in quiet_rows.items():
+        print_ranges(name, rows)
 
 
 if __name__ == "__main__":

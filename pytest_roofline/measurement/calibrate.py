@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 from statistics import median
 from typing import Any
 
@@ -33,7 +34,7 @@ from ..hardware.calibration import (
 from ..hardware.cpu import Contention, cpu_info, last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
 from ..quantiles import quantile, relative_iqr
-from .program import compile_program, time_compiled
+from .program import CompiledProgram, compile_program, time_compiled
 from .references import REFERENCE_KEYS, REFERENCES_VERSION, reference
 from .settings import TimingSettings
 from .timing import Timed, time_program
@@ -158,6 +159,11 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
     return figures.data
 
 
+def _time_beside(program: CompiledProgram, platform: str, ref_key: str) -> Timed:
+    """One calibration measurement, the reference of ``ref_key`` timed beside it."""
+    return time_compiled(program, _RUNS, beside=reference(platform, ref_key).beside())
+
+
 def _steadiest(attempt: Callable[[], Timed]) -> tuple[Timed, str]:
     """Run ``attempt`` until its spread is at most :data:`_STEADY_SPREAD` (at most :data:`_ATTEMPTS` times);
     the attempt with the smallest spread, and a note of how many were made when more than one."""
@@ -176,8 +182,7 @@ def _matmul_peak(figures: _Figures, dtype_name: str, dtype: Any, shapes: tuple[t
         a = jax.random.normal(key, (m, k), dtype)
         b = jax.random.normal(jax.random.fold_in(key, 1), (k, n), dtype)
         program = compile_program(jnp.matmul, (a, b), {}, f"calibration matmul {dtype_name}")
-        timed, tries = _steadiest(lambda: time_compiled(
-            program, _RUNS, beside=reference(figures.platform, f"matmul-{dtype_name}").beside()))
+        timed, tries = _steadiest(partial(_time_beside, program, figures.platform, f"matmul-{dtype_name}"))
         ref_timed.append(timed)
         timing = timed.timing
         rate, spread = robust_rate(2.0 * m * k * n, timing.per_run_s)
@@ -207,8 +212,7 @@ def _memory(figures: _Figures, stream: int, stream_how: str) -> float:
     x = jnp.ones((stream // 4,), jnp.float32)
     scale = jax.jit(lambda v: v * 1.0001, donate_argnums=0)
     program = compile_program(scale, (x,), {}, "calibration stream")
-    timed, tries = _steadiest(lambda: time_compiled(program, _RUNS,
-                                                    beside=reference(figures.platform, "stream").beside()))
+    timed, tries = _steadiest(partial(_time_beside, program, figures.platform, "stream"))
     figures.reference_rate("stream", [timed])
     timing = timed.timing
     del x
