@@ -183,10 +183,11 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
             verdict += f" ({-base['drop']:+.0%} vs baseline {base['baseline']:.0%})"
         if rec.get("warn_only") and rec["verdict"] in FAILING_VERDICTS:
             verdict += " [warn-only]"
+        verdict += " [marginal]" if r.get("marginal") else ""
+        verdict += " [faults cheaper]" if r.get("first_touch_beaten") else ""
         rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",
                      format_seconds(r["device_time_s"]), format_seconds(r["roofline_time_s"]),
-                     _util_cell(r), _other_util_cell(r), _memory_cell(rec),
-                     verdict + (" [marginal]" if r.get("marginal") else "")))
+                     _util_cell(r), _other_util_cell(r), _memory_cell(rec), verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 8) else cell.rjust(widths[i]) for i, cell in enumerate(row))
            for row in rows]
@@ -199,6 +200,9 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     if any(row[6] != "-" for row in rows[1:]):
         out.append("first touch: util includes the first touch of each kernel's fresh pages (page faults of new "
                    "buffers) unless first_touch='exclude'; the column gives the other figure")
+    if any(rec["result"].get("first_touch_beaten") for rec in records):
+        out.append("[faults cheaper]: above 105% only with the first-touch term; the page faults cost less than "
+                   "calibrated (their cost moves with the host; --roofline-calibrate re-measures it)")
     failing = [rec for rec in sorted(records, key=_sort_key)
                if rec["verdict"] in FAILING_VERDICTS and rec["result"].get("ops")]
     for rec in failing:
