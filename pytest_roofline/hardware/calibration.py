@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 CACHE_DIR_ENV = "PYTEST_ROOFLINE_CACHE_DIR"
-CACHE_VERSION = 5  # 5: noisy calibration figures are measured again (the steadiest of 3 attempts)
+CACHE_VERSION = 5  # 5: noisy figures measured again (the steadiest of 3), matmul shapes in two rounds
 # The rate of this quantile of the run times is the ceiling: high, but not the one luckiest run.
 CEILING_QUANTILE = 0.2
 # A calibration during which other processes (or other VMs, as steal time) used more than this share of the

@@ -5,9 +5,9 @@ last-level cache, chains of exp and tanh, and the reference kernels of live ceil
 A ceiling is a robust high quantile of one well-sized measurement (the rate of the 20th-percentile time, see
 :func:`~pytest_roofline.hardware.calibration.robust_rate`), never the one best run, and its spread is kept beside
 it. A noisy measurement is taken again; the matmul shapes run in two rounds and the faster round counts (a
-shared host's speed drifts by several percent over a minute, and noise only slows a kernel down). A reference's calibrated rate is its median. CPUs have no
-datasheet that fits a VM, so their ceilings are always measured; accelerators on request. The cache is
-:mod:`pytest_roofline.hardware.calibration`.
+shared host's speed drifts by several percent over a minute, and noise only slows a kernel down). A reference's
+calibrated rate is its median. CPUs have no datasheet that fits a VM, so their ceilings are always measured;
+accelerators on request. The cache is :mod:`pytest_roofline.hardware.calibration`.
 """
 
 from __future__ import annotations
@@ -59,10 +59,10 @@ _REFERENCE_RUNS = TimingSettings(warmup=2, min_runs=20, max_runs=20, budget_s=2.
 # process in /proc/stat) set the f32 ceiling at 175 GFLOP/s, and plain matmuls then read 105-118% of it; taken
 # quietly (spread 4%) it was 209 GFLOP/s and none read above 100%.
 _STEADY_SPREAD = 0.10
+_ATTEMPTS = 3
 # The matmul shapes run this many rounds, one after the other, and each dtype keeps its fastest robust rate: on the
 # same Zen 4 VM a 1024x4096x1024 f32 matmul ran 6% faster a minute after a steady (spread 3.6%) calibration of it.
 _MATMUL_ROUNDS = 2
-_ATTEMPTS = 3
 
 
 def machine_key(platform: str, device_kind: str) -> dict[str, Any]:
