@@ -331,8 +331,8 @@ def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, m
     """``cache_known``: the model already held the bytes to the cache level the working set fits (its note
     says so), so no cache hint."""
     root = module.entry.root
-    working_set = sum(i.shape.bytes for i in module.entry.instructions if i.opcode == "parameter") + root.shape.bytes
     return hints(rows, platform=program.platform, device_time_s=timed.timing.median_s, bound=model.estimate.bound,
-                 donated=any(program.donated), output_bytes=root.shape.bytes, working_set_bytes=working_set,
+                 donated=any(program.donated), output_bytes=root.shape.bytes,
+                 working_set_bytes=_working_set(module, None),
                  has_loops=bool(model.work.loops), busy_s=busy,
                  cache_bytes=last_level_cache_bytes() if program.platform == "cpu" and not cache_known else None)

@@ -35,7 +35,6 @@ class Timed:
     events: RunTimes | None = None
     reference_s: tuple[float, ...] = ()  # the reference kernel's runs (one more than the kernel's), if any
     reference_timer: str = ""
-    reference_faults: tuple[int, ...] = ()  # minor page faults of each reference run (where counted)
 
 
 @dataclass(frozen=True)
@@ -163,13 +162,12 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         return Timed(timing, xspace, found)
     try:
         reference = run_times(events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER).per_run_s
-        return Timed(timing, xspace, found, reference, "profiler", tuple(runs.ref_faults))
+        return Timed(timing, xspace, found, reference, "profiler")
     except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
-        return Timed(timing, xspace, found, tuple(refs), "wallclock", tuple(runs.ref_faults))
+        return Timed(timing, xspace, found, tuple(refs), "wallclock")
 
 
 def _wallclock(runs: _Runs, reason: str) -> Timed:
     walls, refs = runs.walls, runs.refs
     return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason, faults_per_run=runs.kernel_faults()),
-                 reference_s=tuple(refs), reference_timer="wallclock" if refs else "",
-                 reference_faults=tuple(runs.ref_faults))
+                 reference_s=tuple(refs), reference_timer="wallclock" if refs else "")
