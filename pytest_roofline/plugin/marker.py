@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.memory import MemoryLimit, parse_max_memory
-from ..kinds import CEILINGS_MODES, EXPECTED_BOUNDS, FIRST_TOUCH_MODES, TIMERS, ExpectedBound, Model, choose
+from ..kinds import CEILINGS_MODES, EXPECTED_BOUNDS, TIMERS, ExpectedBound, Model, choose
 from ..measurement.settings import TIMING_KEYWORDS, timing_defaults_text
-from .settings import ConfigError, Threshold, parse_max_drop, parse_model, parse_threshold
+from .settings import ConfigError, Threshold, parse_first_touch, parse_max_drop, parse_model, parse_threshold
 
 __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpec", "parse_marker",
            "parse_bound"]
@@ -65,10 +65,6 @@ def _ceilings(raw: Any, where: str) -> str:
     return choose(raw, CEILINGS_MODES, where, ConfigError)
 
 
-def _first_touch(raw: Any, where: str) -> str:
-    return choose(raw, FIRST_TOUCH_MODES, where, ConfigError)
-
-
 # Keywords handed to measure() as they are, with their checks.
 MEASURE_KEYWORDS: dict[str, Callable[[Any, str], Any]] = {
     "flops": _count,
@@ -82,7 +78,7 @@ MEASURE_KEYWORDS: dict[str, Callable[[Any, str], Any]] = {
     "min_time_s": _count,
     "timer": _timer,
     "ceilings": _ceilings,
-    "first_touch": _first_touch,
+    "first_touch": parse_first_touch,
 }
 assert set(TIMING_KEYWORDS) <= set(MEASURE_KEYWORDS)
 MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", *MEASURE_KEYWORDS)
