@@ -62,7 +62,7 @@ CEILINGS_MODES: tuple[CeilingsMode, ...] = get_args(CeilingsMode)
 CeilingsUsed = Literal["datasheet", "calibrated", "live", "given"]
 """Which ceilings a result was measured against."""
 
-Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible", "regression", "over-memory"]
+Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible", "regression", "over-memory", "contended"]
 """regression: utilization dropped from the --roofline-baseline beyond its gate; over-memory: the program needs
 more device memory than its max_memory=."""
 FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "impossible", "regression", "over-memory"})

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .analysis import contention
 from .analysis.ceilings import CeilingUse
 from .analysis.check import OpsCheck
 from .analysis.counts import Work
@@ -288,8 +289,30 @@ class Result:
     def figures(self) -> Figures:
         """What the pass/fail rule reads (:func:`pytest_roofline.analysis.verdict.decide`)."""
         core_low = self._uncertainty_with(0.0).low if self.first_touch_charged else None
+        on_cpu, ops_on_cpu = (self.utilization_on_cpu, self._on_cpu(self.ops_roofline_time_s)) if self.contended \
+            else (None, None)
         return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity,
-                       self.utilization_interval, core_low)
+                       self.utilization_interval, core_low, on_cpu, ops_on_cpu)
+
+    @property
+    def cpu_waiting(self) -> float | None:
+        """The median share of its ready time that the kernel's threads waited for a CPU held by another process
+        (None where the system does not say)."""
+        return self.timing.median_waiting
+
+    @property
+    def contended(self) -> bool:
+        """Other processes held the CPUs during the runs (see :mod:`pytest_roofline.analysis.contention`)."""
+        return contention.contended(self.cpu_waiting)
+
+    @property
+    def utilization_on_cpu(self) -> float | None:
+        """Against the calibrated ceilings, each run's time with its threads' waiting for a CPU taken out (None
+        where the system does not say)."""
+        return self._on_cpu(self.roofline_time_s)
+
+    def _on_cpu(self, roofline_s: float) -> float | None:
+        return contention.on_cpu_utilization(roofline_s, self.per_run_s, self.timing.waiting_per_run)
 
     @property
     def impossible(self) -> bool:
@@ -335,6 +358,9 @@ class Result:
             "utilization_with_first_touch": self.utilization_with_first_touch,
             "utilization_without_first_touch": self.utilization_without_first_touch,
             "first_touch_beaten": self.first_touch_beaten,
+            "cpu_waiting": self.cpu_waiting,
+            "contended": self.contended,
+            "utilization_on_cpu": self.utilization_on_cpu,
         }
 
     def first_touch_text(self) -> str:
@@ -369,6 +395,8 @@ class Result:
         if self.live is not None:
             text += (f"; live ceilings: {self.live.describe()}; against the calibration alone "
                      f"{self.utilization_calibrated:.1%}")
+        if self.contended and self.cpu_waiting is not None:
+            text += f"; {contention.describe(self.cpu_waiting, self.utilization_on_cpu)}"
         if self.marginal and self.threshold is not None:
             text += f" MARGINAL: the threshold {format_fraction(self.threshold)} is inside the interval"
         if self.counts_lower_bound:

@@ -25,8 +25,10 @@ FAKE_FOOTPRINT = MemoryFootprint(arguments=2_000_000, outputs=1_000_000, tempora
 
 def fake_result(utilization: float, *, bound: Bound = "memory", name: str = "kernel",
                 ceilings: CeilingsUsed = "calibrated", notes: tuple[str, ...] = (),
-                footprint: MemoryFootprint | None = FAKE_FOOTPRINT, hardware: HardwareSpec = FAKE_CPU) -> Result:
-    """A Result whose program-level utilization is ``utilization`` (device time 1 ms)."""
+                footprint: MemoryFootprint | None = FAKE_FOOTPRINT, hardware: HardwareSpec = FAKE_CPU,
+                waiting: float | None = None) -> Result:
+    """A Result whose program-level utilization is ``utilization`` (device time 1 ms); ``waiting``: the made-up
+    share of their ready time its threads waited for a CPU in every run."""
     device = 1e-3
     roof = utilization * device
     compute, memory = (roof, roof / 10) if bound == "compute" else (roof / 10, roof)
@@ -37,7 +39,8 @@ def fake_result(utilization: float, *, bound: Bound = "memory", name: str = "ker
                        CeilingUse("bytes", nbytes, "memory", FAKE_CPU.memory_bandwidth)),
         work=Work(flops, 0.0, nbytes, "compiler", "compiler", {"f32": flops}, False, ()),
         roofline=RooflineEstimate(compute, memory, 1e11, 1e10),
-        timing=Timing((device,) * 5, (device * 1.1,) * 5, "profiler", "", "run_id stat"),
+        timing=Timing((device,) * 5, (device * 1.1,) * 5, "profiler", "", "run_id stat",
+                      waiting_per_run=() if waiting is None else (waiting,) * 5),
         program=ProgramInfo("jit_kernel", "cpu", 0.01, {"jax": "fake"}),
         ops_model=OpsModel(), notes=notes, memory=footprint,
     )
@@ -47,8 +50,9 @@ class FakeMeasure:
     """Stands in for pytest_roofline.measure(): returns the next of ``utilizations`` and records each call."""
 
     def __init__(self, *utilizations: float, bound: Bound = "memory", ceilings: CeilingsUsed = "calibrated",
-                 hardware: HardwareSpec = FAKE_CPU) -> None:
+                 hardware: HardwareSpec = FAKE_CPU, waiting: float | None = None) -> None:
         self._next: Iterator[float] = iter(utilizations)
+        self.waiting = waiting
         self.hardware = hardware
         self.bound = bound
         self.ceilings = ceilings
@@ -57,7 +61,7 @@ class FakeMeasure:
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
         self.calls.append(kwargs)
         return fake_result(next(self._next), bound=self.bound, name=kwargs.get("name", "kernel"),
-                           ceilings=self.ceilings, hardware=self.hardware)
+                           ceilings=self.ceilings, hardware=self.hardware, waiting=self.waiting)
 
 
 # A conftest that swaps the session's measurement and hardware detection for fakes (tests/fakes.py): the

@@ -162,3 +162,14 @@ def test_html_without_plotly_stops_the_run_at_start(pytester: pytest.Pytester, m
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --roofline-html=r.html on the command line: the HTML report needs plotly: "
                                  "pip install 'pytest-roofline[html]'"])
+
+
+def test_a_drop_measured_on_a_contended_machine_warns_instead_of_failing(pytester: pytest.Pytester) -> None:
+    """The same drop as above, but the (made-up) runs' threads waited for a CPU during 40% of their ready time."""
+    _history(pytester)
+    result = _run(pytester, "0.3, 0.3, 0.58, waiting=0.4", TWO, "--roofline-baseline=hist", "--roofline-report=r.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*dropped 50.0% from the baseline's 60.0%*not judged: measured on a contended "
+                                 "machine*"])
+    records = json.loads((pytester.path / "r.json").read_text())["results"]
+    assert [r["verdict"] for r in records] == ["contended", "measured"]

@@ -129,3 +129,28 @@ def test_threshold_inside_the_interval_is_marginal() -> None:
     assert u.contains(0.5)
     assert not u.contains(0.3)
     assert "interval" in u.describe() and "8 runs" in u.describe()
+
+
+def test_a_result_measured_under_contention_says_so_and_carries_the_figure_without_the_waiting() -> None:
+    """A made-up measurement: 5 runs of 1 ms whose threads waited for a CPU during 40% of their ready time."""
+    from dataclasses import replace
+
+    from fakes import fake_result
+
+    from pytest_roofline.analysis.contention import on_cpu_utilization
+    from pytest_roofline.report.text import summary_lines
+
+    quiet = replace(fake_result(0.5), timing=replace(fake_result(0.5).timing, waiting_per_run=(0.01,) * 5))
+    assert not quiet.contended and quiet.figures.on_cpu is None and "contended" not in str(quiet)
+    busy = replace(quiet, timing=replace(quiet.timing, waiting_per_run=(0.4,) * 5))
+    assert busy.contended and busy.cpu_waiting == pytest.approx(0.4)
+    assert busy.utilization_on_cpu == pytest.approx(0.5 / 0.6)  # 0.5 ms of roofline over 0.6 ms on the CPUs
+    assert busy.figures.on_cpu == pytest.approx(0.5 / 0.6)
+    assert "waited for a CPU held by another process during 40%" in str(busy)
+    data = busy.to_dict()
+    assert (data["contended"], data["cpu_waiting"]) == (True, pytest.approx(0.4))
+    record = {"nodeid": "t.py::test_k", "label": "k", "threshold": 0.8, "threshold_origin": "o", "verdict": "pass",
+              "result": data}
+    lines = summary_lines([record])
+    assert "[contended]" in lines[1] and any(line.startswith("contended: 1 kernel(s)") for line in lines)
+    assert on_cpu_utilization(1.0, [1.0, 2.0], [0.5]) is None  # a waiting share for every run, or no figure

@@ -221,3 +221,27 @@ def test_bad_first_touch_values(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("test_bad_marker.py")
     result.stderr.fnmatch_lines(["*roofline marker of test_bad_marker.py::test_a: first_touch='maybe': must be one "
                                  "of 'include', 'exclude', got 'maybe'*"])
+
+
+def test_a_kernel_below_its_threshold_only_through_cpu_contention_warns_and_passes(pytester: pytest.Pytester) -> None:
+    """Fake measurements (50%, twice) whose threads waited for a CPU during 40% of their ready time: 83% without the
+    waiting, above the 80% threshold: a warning, not a failure. At 30% (50% without the waiting) it fails."""
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.5, 0.5, 0.3, 0.3, waiting=0.4"))
+    pytester.makepyfile("""
+import pytest
+
+@pytest.mark.roofline(min=0.8)
+def test_contended(roofline):
+    roofline(len, 1)
+
+@pytest.mark.roofline(min=0.8)
+def test_slow_anyway(roofline):
+    roofline(len, 1)
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-W", "default")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "83.3% without the time its threads waited for a CPU held by another process: not judged" in out
+    assert "below it even at 50.0% without the time its threads waited" in out
+    result.stdout.fnmatch_lines(["*test_contended*contended*", "contended: 2 kernel(s) measured while other "
+                                 "processes held the CPUs*"])

@@ -1,15 +1,20 @@
-"""Adaptive stopping and the spread figure, with a fake clock (no real timing in this test)."""
+"""Adaptive stopping and the spread figure with a fake clock; page faults and CPU waiting of a run from the
+operating system (no timing is asserted)."""
 
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import time
 from typing import Any
 
 import pytest
 
+from pytest_roofline.analysis.contention import CONTENDED_ABOVE
 from pytest_roofline.analysis.runs import relative_iqr
-from pytest_roofline.hardware.cpu import minor_page_faults
+from pytest_roofline.hardware.cpu import minor_page_faults, thread_times_ns
 from pytest_roofline.measurement import timing
 from pytest_roofline.measurement.settings import TimingSettings
 
@@ -60,8 +65,12 @@ def test_reference_runs_alternate_with_the_kernel_and_count_against_the_budget(m
     assert len(runs.walls) == 10  # 0.2 s of minimum time: 10 pairs of 10 ms + 10 ms
     # The operating system's page-fault count is kept for every run where it exists (Linux, macOS).
     if minor_page_faults() is not None:
-        assert len(runs.kernel_faults()) == 10 and len(runs.ref_faults) == 11
+        assert len(runs.kernel_faults()) == 10
         assert all(f >= 0 for f in runs.faults)
+    # So is the scheduler's share of waiting for a CPU (Linux).
+    if thread_times_ns() is not None:
+        assert len(runs.kernel_waiting()) == 10
+        assert all(0.0 <= w <= 1.0 for w in runs.waiting)
 
 
 def test_page_faults_of_a_run_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,8 +85,42 @@ def test_page_faults_of_a_run_are_counted(monkeypatch: pytest.MonkeyPatch) -> No
             buf[page * mmap.PAGESIZE] = 1
         buf.close()
 
-    _, faults = timing._timed(lambda: None, touch)
+    faults = timing._timed(lambda: None, touch).faults
     assert faults is not None and 64 <= faults < 64 + 200
+
+
+def test_waiting_share_is_the_waiting_part_of_the_ready_time() -> None:
+    assert timing._waiting_share((1_000, 500), (4_000, 1_500)) == pytest.approx(1_000 / 4_000)
+    assert timing._waiting_share((0, 0), (0, 0)) == 0.0
+    assert timing._waiting_share(None, (1, 1)) is None
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@pytest.mark.slow
+def test_a_run_beside_processes_that_hold_every_cpu_waits_for_one() -> None:
+    """Real scheduler statistics: a run that spins for 0.4 s while twice as many busy processes as CPUs run (its
+    thread gets about a third of a CPU or less) waits for a CPU during well over 10% of its ready time; its own
+    on-CPU time grows."""
+    if thread_times_ns() is None:
+        pytest.skip("this operating system keeps no scheduler statistics per thread")
+    before = thread_times_ns()
+    busy = "import time\nend = time.monotonic() + 3\nwhile time.monotonic() < end: pass"
+    procs = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        time.sleep(0.3)  # let them start
+        waiting = timing._timed(lambda: None, lambda _: _spin(0.4)).waiting
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    after = thread_times_ns()
+    assert before is not None and after is not None and after[0] > before[0]
+    assert waiting is not None and waiting > CONTENDED_ABOVE
 
 
 def test_sampling_goes_on_while_the_interval_straddles_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:

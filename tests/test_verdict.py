@@ -103,3 +103,31 @@ def test_impossible_needs_the_whole_interval_above_105_percent() -> None:
     # A kernel at the ceiling whose median lands at 107% within a noisy interval is not called impossible.
     assert decide(figures(1.07, interval=(0.98, 1.12)), 0.5).verdict == "pass"
     assert decide(figures(1.07, interval=(1.06, 1.09)), 0.5).verdict == "impossible"
+
+
+def test_below_the_threshold_on_a_contended_machine_is_a_warning_when_the_waiting_explains_it() -> None:
+    contended = Figures(0.5, 0.5, "memory", 1.0, 10.0, None, None, on_cpu=0.85, ops_on_cpu=0.85)
+    first = decide(contended, 0.8)
+    assert first.confirm and not first.fails  # measured again first, as any kernel below its threshold
+    d = decide(contended, 0.8, first_utilization=0.55)
+    assert (d.verdict, d.warning, d.fails) == ("contended", True, False)
+    assert "85.0% without the time its threads waited for a CPU" in d.reason
+    assert "not judged on a contended machine" in d.reason
+
+
+def test_below_the_threshold_even_without_the_waiting_fails_and_says_both() -> None:
+    contended = Figures(0.3, 0.3, "memory", 1.0, 10.0, None, None, on_cpu=0.45, ops_on_cpu=0.45)
+    d = decide(contended, 0.8, first_utilization=0.31)
+    assert (d.verdict, d.fails) == ("fail", True)
+    assert "below it even at 45.0% without the time its threads waited" in d.reason
+
+
+def test_the_per_op_model_is_judged_on_its_own_figure_without_the_waiting() -> None:
+    contended = Figures(0.9, 0.5, "memory", 1.0, 10.0, None, None, on_cpu=0.95, ops_on_cpu=0.6)
+    assert decide(contended, 0.8, model="ops", first_utilization=0.5).verdict == "fail"
+
+
+def test_a_contended_kernel_of_the_wrong_bound_still_fails() -> None:
+    contended = Figures(0.5, 0.5, "memory", 1.0, 10.0, None, None, on_cpu=0.9, ops_on_cpu=0.9)
+    d = decide(contended, 0.8, expected_bound="compute", first_utilization=0.5)
+    assert (d.verdict, d.fails) == ("wrong-bound", True)

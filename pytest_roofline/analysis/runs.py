@@ -24,6 +24,13 @@ class Timing:
     method: str = ""  # how the trace told the runs apart
     # Minor page faults the process took during each run (the OS's count, all threads); () where none is kept
     faults_per_run: tuple[int, ...] = ()
+    # Share of the time the process's threads were ready to run during each run that they waited for a CPU held
+    # by another process (the OS's scheduler statistics); () where none is kept
+    waiting_per_run: tuple[float, ...] = ()
+
+    @property
+    def median_waiting(self) -> float | None:
+        return median(self.waiting_per_run) if self.waiting_per_run else None
 
     @property
     def median_faults(self) -> float | None:
@@ -54,4 +61,5 @@ class Timing:
                 "spread": self.spread, "runs": self.runs, "timer": self.timer,
                 "timer_fallback_reason": self.fallback_reason, "trace_method": self.method,
                 "wall_min_s": self.wall_min_s, "wall_per_run_s": list(self.wall_per_run_s),
-                "faults_per_run": list(self.faults_per_run)}
+                "faults_per_run": list(self.faults_per_run),
+                "waiting_per_run": list(self.waiting_per_run)}

@@ -10,6 +10,9 @@ expected bound and the model into a verdict and its reason.
   flaky): the first decision asks for it (``confirm``), the second states both figures.
 * The point estimate (the median) decides; the message states its confidence interval, and a verdict whose
   interval holds the threshold is called marginal (inside the noise).
+* Below the threshold twice, but measured while other processes held the CPUs (:mod:`.contention`) and at or
+  above it once the waiting is taken out, a kernel is "contended": a warning, not a failure (a neighbour must
+  not fail a test); below it even then, it fails, and the reason says both.
 * A kernel bound by the other resource than the test expects is "wrong-bound" (unless impossible).
 """
 
@@ -42,9 +45,16 @@ class Figures:
     # without it. Page faults are a measured cost that moves with the host (not a bound), so only the traffic and
     # compute roofline can be beaten impossibly.
     core_low: float | None = None
+    # Measured under CPU contention only: the utilization had the kernel's threads never waited for a CPU, on the
+    # program and on the per-op model.
+    on_cpu: float | None = None
+    ops_on_cpu: float | None = None
 
     def utilization_for(self, model: Model) -> float:
         return self.utilization if model == "program" else self.ops_utilization
+
+    def on_cpu_for(self, model: Model) -> float | None:
+        return self.on_cpu if model == "program" else self.ops_on_cpu
 
     @property
     def impossible(self) -> bool:
@@ -106,6 +116,14 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
         noise = "; marginal: the threshold is inside the interval, within the noise" if marginal else ""
         reason = (f"utilization{which} {util:.1%}{within} is below its threshold {format_fraction(threshold)} "
                   f"(measured twice: {first_utilization:.1%}, then {util:.1%}){noise}")
+        on_cpu = figures.on_cpu_for(model)
+        if on_cpu is not None:
+            without = f"{on_cpu:.1%} without the time its threads waited for a CPU held by another process"
+            if on_cpu >= threshold:
+                verdict = "contended"
+                reason += f"; but {without}: not judged on a contended machine"
+            else:
+                reason += f"; below it even at {without}"
     # Transcendentals run on the compute units: a transcendental-bound kernel is compute-bound for bound=.
     actual = "compute" if figures.bound == "transcendental" else figures.bound
     if expected_bound is not None and actual != expected_bound:
@@ -113,7 +131,7 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
         reason = (reason + "; " if reason else "") + (
             f"expected {expected_bound}-bound, but it is {figures.bound}-bound (intensity "
             f"{figures.intensity:.3g} vs critical {figures.critical_intensity:.3g} FLOP/B)")
-    return Decision(verdict, reason, marginal=marginal)
+    return Decision(verdict, reason, warning=verdict == "contended", marginal=marginal)
 
 
 def suspect(bound: Bound, uses: Sequence[CeilingUse], hardware: HardwareSpec, work: Work) -> str:

@@ -220,3 +220,25 @@ def page_size() -> int:
         return int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, ValueError, OSError):
         return 4096
+
+
+def thread_times_ns() -> tuple[int, int] | None:
+    """Nanoseconds this process's threads have spent on a CPU and waiting for one while ready to run, summed over
+    its threads so far (Linux ``/proc/self/task/*/schedstat``); None where the system does not say. Waiting
+    time is what other processes (or threads) took from this one: the direct measure of CPU contention."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    on_cpu = waiting = 0
+    read = 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                fields = f.read().split()
+            on_cpu += int(fields[0])
+            waiting += int(fields[1])
+            read += 1
+        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile, or no schedstat
+            continue
+    return (on_cpu, waiting) if read else None

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..analysis.runs import Timing, relative_iqr
 from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, RunTimes, TraceError, flatten, run_times
-from ..hardware.cpu import minor_page_faults
+from ..hardware.cpu import minor_page_faults, thread_times_ns
 from .settings import TimingSettings
 
 __all__ = ["Timed", "time_program"]
@@ -50,41 +50,71 @@ class Beside:
 Settled = Callable[[Sequence[float], Sequence[float]], bool]
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One run as the host saw it: wall clock, minor page faults and CPU waiting share (None where not counted)."""
+
+    wall: float
+    faults: int | None
+    waiting: float | None
+
+
 @dataclass
 class _Runs:
-    """What the loop recorded: wall clock and page faults of each kernel run and each reference run."""
+    """What the loop recorded: the wall clock of each kernel run and each reference run, and the page faults and
+    CPU waiting share of each kernel run."""
 
     walls: list[float]
     refs: list[float]
     faults: list[int]
-    ref_faults: list[int]
+    waiting: list[float]
 
-    def add(self, reference: bool, wall: float, faults: int | None) -> None:
-        (self.refs if reference else self.walls).append(wall)
-        if faults is not None:
-            (self.ref_faults if reference else self.faults).append(faults)
+    def add(self, reference: bool, run: _Run) -> None:
+        if reference:
+            self.refs.append(run.wall)
+            return
+        self.walls.append(run.wall)
+        if run.faults is not None:
+            self.faults.append(run.faults)
+        if run.waiting is not None:
+            self.waiting.append(run.waiting)
 
     def kernel_faults(self) -> tuple[int, ...]:
         return tuple(self.faults) if len(self.faults) == len(self.walls) else ()
 
+    def kernel_waiting(self) -> tuple[float, ...]:
+        return tuple(self.waiting) if len(self.waiting) == len(self.walls) else ()
+
 
 def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: str = KERNEL_RUN_MARKER,
-           run: int = 0) -> tuple[float, int | None]:
-    """Wall clock and minor page faults (None where not counted) of one run."""
+           run: int = 0) -> _Run:
+    """Wall clock, minor page faults and CPU waiting share of one run."""
     from jax.profiler import TraceAnnotation
 
     args = prepare()
     # Our own host event around the run (outside the prepare step), carrying the run number: the trace reader
     # keeps only the device work launched inside these windows, and tells the runs apart by them.
     with TraceAnnotation(marker, run=run):
+        threads = thread_times_ns()
         faults = minor_page_faults()
         t0 = time.perf_counter()
         outputs = execute(args)
         wall = time.perf_counter() - t0
         after = minor_page_faults()
+        threads_after = thread_times_ns()
     # Freeing a large output (munmap on a CPU) is host work of the harness: keep it out of the clock.
     del outputs, args
-    return wall, (after - faults if after is not None and faults is not None else None)
+    return _Run(wall, after - faults if after is not None and faults is not None else None,
+                _waiting_share(threads, threads_after))
+
+
+def _waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of the time this process's threads were ready to run during a run that they spent waiting for
+    a CPU (other processes had it); None where the system does not say."""
+    if before is None or after is None:
+        return None
+    on_cpu, waiting = max(after[0] - before[0], 0), max(after[1] - before[1], 0)
+    return waiting / (on_cpu + waiting) if on_cpu + waiting > 0 else 0.0
 
 
 def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
@@ -94,11 +124,11 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
     walls, ref_walls = runs.walls, runs.refs
     started = time.perf_counter()
     if beside is not None:
-        runs.add(True, *_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, 0))
+        runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, 0))
     while len(walls) < (max_runs or settings.max_runs):
-        runs.add(False, *_timed(prepare, execute, KERNEL_RUN_MARKER, len(walls)))
+        runs.add(False, _timed(prepare, execute, KERNEL_RUN_MARKER, len(walls)))
         if beside is not None:
-            runs.add(True, *_timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
+            runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
         # The budget counts everything the loop spends, fresh donated copies and references included.
         spent = time.perf_counter() - started
         if len(walls) >= settings.min_runs:
@@ -157,7 +187,8 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         if settings.timer == "profiler":
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
         return _wallclock(runs, f"trace unusable: {exc}")
-    timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, runs.kernel_faults())
+    timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, runs.kernel_faults(),
+                    runs.kernel_waiting())
     if beside is None:
         return Timed(timing, xspace, found)
     try:
@@ -169,5 +200,6 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
 
 def _wallclock(runs: _Runs, reason: str) -> Timed:
     walls, refs = runs.walls, runs.refs
-    return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason, faults_per_run=runs.kernel_faults()),
+    return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason, faults_per_run=runs.kernel_faults(),
+                        waiting_per_run=runs.kernel_waiting()),
                  reference_s=tuple(refs), reference_timer="wallclock" if refs else "")

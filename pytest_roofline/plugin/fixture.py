@@ -77,8 +77,13 @@ class RooflineFixture:
         if isinstance(check, Check) and check.regressed and not decision.warning:
             twice = f" (measured twice: {first:.1%}, then {check.current:.1%})" if first is not None else ""
             regression = check.message() + twice
-            decision = (replace(decision, reason=f"{decision.reason}; {regression}") if decision.fails
-                        else replace(decision, verdict="regression", reason=regression))
+            if decision.fails:
+                decision = replace(decision, reason=f"{decision.reason}; {regression}")
+            elif result.contended:  # a neighbour must not fail a test: say it, do not fail
+                decision = replace(decision, verdict="contended", warning=True,
+                                   reason=f"{regression}; not judged: measured on a contended machine")
+            else:
+                decision = replace(decision, verdict="regression", reason=regression)
         memory = self._memory_check(label, result, memory_limit)
         if memory is not None and not memory.ok and not decision.warning:
             decision = (replace(decision, reason=f"{decision.reason}; {memory.reason}") if decision.fails

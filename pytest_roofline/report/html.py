@@ -121,13 +121,29 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> str:
             _cell(format_fraction(rec["threshold"]) if rec["threshold"] is not None else "",
                   rec["threshold"] if rec["threshold"] is not None else -1, True),
             _memory_cell(rec),
-            _cell(f'<span class="verdict" style="color:{colour}">{_e(rec["verdict"])}</span>', rec["verdict"]),
+            _cell(f'<span class="verdict" style="color:{colour}">{_e(rec["verdict"])}</span>{_marks(rec)}',
+                  rec["verdict"]),
             _cell(change, base.get("drop", "")),
             *([_cell(_e(f"{r['hardware']['name']} [{r['ceilings']}]"))] if several else []), _cell(trace, ""),
         ]) + "</tr>")
     header = "".join(f'<th class="sortable" title="click to sort">{_e(h)}</th>' for h in head)
     return (f'<div class=wide><table class="sortable"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}'
             '</tbody></table></div>')
+
+
+def _marks(rec: Mapping[str, Any]) -> str:
+    """What qualifies a verdict, with its meaning on hover (as the terminal summary's [marks])."""
+    r = rec["result"]
+    marks = []
+    if r.get("marginal"):
+        marks.append(("marginal", "the threshold is inside the 95% interval: within the noise"))
+    if r.get("first_touch_beaten"):
+        marks.append(("faults cheaper", "above 105% only with the first-touch term: the page faults cost less "
+                      "than calibrated"))
+    if r.get("contended") and rec["verdict"] != "contended":
+        marks.append(("contended", f"the kernel's threads waited for a CPU held by another process during "
+                      f"{r['cpu_waiting']:.0%} of their ready time"))
+    return "".join(f' <span class="meta" title="{_e(why)}">[{_e(mark)}]</span>' for mark, why in marks)
 
 
 def _first_touch_cell(r: Mapping[str, Any]) -> str:

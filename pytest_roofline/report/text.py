@@ -88,6 +88,11 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
         lines.append(f"  live          the machine ran at {live['drift']:.0%} of its calibrated speed during this "
                      f"measurement ({live['reference']} beside each run); against the calibration alone "
                      f"{r['utilization_calibrated']:.1%}")
+    if r.get("contended"):
+        on_cpu = r.get("utilization_on_cpu")
+        lines.append(f"  contended     the kernel's threads waited for a CPU held by another process during "
+                     f"{r['cpu_waiting']:.0%} of their ready time"
+                     + (f"; without that waiting {on_cpu:.1%} against the calibrated ceilings" if on_cpu else ""))
     base = record.get("baseline")
     if base:
         lines.append(f"  baseline      {base.get('message') or base.get('missing')}")
@@ -185,6 +190,7 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
             verdict += " [warn-only]"
         verdict += " [marginal]" if r.get("marginal") else ""
         verdict += " [faults cheaper]" if r.get("first_touch_beaten") else ""
+        verdict += " [contended]" if r.get("contended") and rec["verdict"] != "contended" else ""
         rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",
                      format_seconds(r["device_time_s"]), format_seconds(r["roofline_time_s"]),
                      _util_cell(r), _other_util_cell(r), _memory_cell(rec), verdict))
@@ -203,6 +209,11 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     if any(rec["result"].get("first_touch_beaten") for rec in records):
         out.append("[faults cheaper]: above 105% only with the first-touch term; the page faults cost less than "
                    "calibrated (their cost moves with the host; --roofline-calibrate re-measures it)")
+    contended = [rec["result"]["cpu_waiting"] for rec in records if rec["result"].get("contended")]
+    if contended:
+        out.append(f"contended: {len(contended)} kernel(s) measured while other processes held the CPUs (their threads "
+                   f"waited {min(contended):.0%}-{max(contended):.0%} of their ready time); their figures may be off "
+                   f"by tens of percent, and a kernel below its threshold only with that waiting is not failed")
     failing = [rec for rec in sorted(records, key=_sort_key)
                if rec["verdict"] in FAILING_VERDICTS and rec["result"].get("ops")]
     for rec in failing:
