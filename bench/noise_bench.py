@@ -12,7 +12,10 @@ For a compute-bound matmul, a memory-bound reduction, softmax, naive attention, 
   pytest-benchmark-style figure (roofline time / median wall clock of the kernel alone, 20 runs); the median of
   each condition, and its shift from the quiet median (one quiet measurement is itself noisy: a shift from it
   mixes the neighbour's effect with the noise of one sample);
-* the quiet measurements' (max - min) / median of each figure: their back-to-back spread.
+* the quiet measurements' (max - min) / median of each figure: their back-to-back spread;
+* the share of their ready time the kernel's threads waited for a CPU (the scheduler's statistics), and the
+  utilization against the calibration with that waiting taken out ("on-cpu"): what decides, for a kernel below
+  its threshold on a contended machine, whether it fails or is only warned about.
 
 "live" is the default (the roofline includes the first touch of fresh pages, each run paired with a reference
 in the kernel's conditions); "excl" is the same measurement with ``first_touch="exclude"``: main memory and
@@ -85,7 +88,9 @@ def wall_utilization(fn: Any, args: tuple[Any, ...], roofline_s: float, runs: in
     return roofline_s / statistics.median(times)
 
 
-Figures = tuple[float, float, float, float, float, float]  # live, excl, calib, wall, drift, seconds taken
+# live, excl, calib, wall, on-CPU, CPU waiting share, drift, seconds taken
+Figures = tuple[float, float, float, float, float, float, float, float]
+FIGURES = ("live", "excl", "calib", "wall", "on-cpu")
 
 
 def figures(name: str, fn: Any, args: tuple[Any, ...]) -> Figures:
@@ -93,8 +98,10 @@ def figures(name: str, fn: Any, args: tuple[Any, ...]) -> Figures:
     r = measure(fn, *args, name=name, ceilings="live")
     took = time.perf_counter() - t0
     excluded = measure(fn, *args, name=name, ceilings="live", first_touch="exclude")
+    on_cpu = r.utilization_on_cpu
     return (r.utilization, excluded.utilization, r.utilization_calibrated,
-            wall_utilization(fn, args, r.roofline_time_s), r.drift or 1.0, took)
+            wall_utilization(fn, args, r.roofline_time_s), on_cpu if on_cpu is not None else float("nan"),
+            r.cpu_waiting if r.cpu_waiting is not None else float("nan"), r.drift or 1.0, took)
 
 
 def shift(value: float, quiet: float) -> str:
@@ -117,14 +124,14 @@ def medians(rows: list[Figures]) -> list[float]:
 def print_shifts(name: str, by_condition: dict[str, list[Figures]]) -> None:
     quiet = medians(by_condition["quiet"])
     for condition, rows in by_condition.items():
-        live, excl, calib, wall, drift, took = medians(rows)
-        print(f"{name:30} {condition:9} {live:7.1%} {shift(live, quiet[0]):>7} {excl:7.1%} "
-              f"{shift(excl, quiet[1]):>7} {calib:7.1%} {shift(calib, quiet[2]):>7} {wall:7.1%} "
-              f"{shift(wall, quiet[3]):>7} {drift:6.0%} {took:5.1f}s", flush=True)
+        values = medians(rows)
+        cells = " ".join(f"{values[i]:7.1%} {shift(values[i], quiet[i]):>7}" for i in range(len(FIGURES)))
+        wait, drift, took = values[len(FIGURES):]
+        print(f"{name:30} {condition:9} {cells} {wait:6.0%} {drift:6.0%} {took:5.1f}s", flush=True)
 
 
 def print_ranges(name: str, rows: list[Figures]) -> None:
-    for index, label in ((0, "live"), (1, "excl"), (2, "calib"), (3, "wall")):
+    for index, label in enumerate(FIGURES):
         values = [r[index] for r in rows]
         mid = statistics.median(values)
         print(f"{name:30} {label:6} {min(values):7.1%} {mid:7.1%} {max(values):7.1%} "
@@ -141,11 +148,13 @@ def main() -> None:
     measure(lambda x: x + 1, jnp.ones(8), ceilings="live")  # calibrate (or read the cache) before timing
     print(f"jax {jax.__version__}, {jax.devices()[0].device_kind}; live = utilization with live ceilings, "
           f"excl = live with first_touch='exclude' (as before the first-touch term), calib = against the "
-          f"calibration alone, wall = roofline / median wall clock (pytest-benchmark style); each row is the "
+          f"calibration alone, wall = roofline / median wall clock (pytest-benchmark style), on-cpu = against the "
+          f"calibration with the time the kernel's threads waited for a CPU taken out, wait = that waiting share "
+          f"of their ready time; each row is the "
           f"median of {options.repeats} measurements (quiet) or {options.beside} (beside a neighbour), the "
           f"shift is from the quiet median\n")
-    header = (f"{'kernel':30} {'condition':9} {'live':>7} {'shift':>7} {'excl':>7} {'shift':>7} {'calib':>7} "
-              f"{'shift':>7} {'wall':>7} {'shift':>7} {'drift':>6} {'took':>6}")
+    header = (f"{'kernel':30} {'condition':9} " + " ".join(f"{f:>7} {'shift':>7}" for f in FIGURES)
+              + f" {'wait':>6} {'drift':>6} {'took':>6}")
     quiet_rows: dict[str, list[Figures]] = {}
     print(header)
     print("-" * len(header))
