@@ -297,8 +297,9 @@ class Result:
     @property
     def cpu_waiting(self) -> float | None:
         """The median share of its ready time that the kernel's threads waited for a CPU held by another process
-        (None where the system does not say)."""
-        return self.timing.median_waiting
+        (None where the system does not say, and on accelerators, whose device time host contention does not
+        stretch)."""
+        return self.timing.median_waiting if self.hardware.platform == "cpu" else None
 
     @property
     def contended(self) -> bool:
@@ -312,6 +313,8 @@ class Result:
         return self._on_cpu(self.roofline_time_s)
 
     def _on_cpu(self, roofline_s: float) -> float | None:
+        if self.cpu_waiting is None:
+            return None
         return contention.on_cpu_utilization(roofline_s, self.per_run_s, self.timing.waiting_per_run)
 
     @property

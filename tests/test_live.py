@@ -154,3 +154,6 @@ def test_a_result_measured_under_contention_says_so_and_carries_the_figure_witho
     lines = summary_lines([record])
     assert "[contended]" in lines[1] and any(line.startswith("contended: 1 kernel(s)") for line in lines)
     assert on_cpu_utilization(1.0, [1.0, 2.0], [0.5]) is None  # a waiting share for every run, or no figure
+    # A made-up GPU: host threads waiting for a CPU do not stretch device time, so nothing is called contended.
+    gpu = replace(busy, hardware=replace(busy.hardware, name="fake GPU", platform="gpu"))
+    assert gpu.cpu_waiting is None and not gpu.contended and gpu.utilization_on_cpu is None
