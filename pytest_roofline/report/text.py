@@ -211,8 +211,10 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
                    "calibrated (their cost moves with the host; --roofline-calibrate re-measures it)")
     contended = [rec["result"]["cpu_waiting"] for rec in records if rec["result"].get("contended")]
     if contended:
+        waited = (f"{min(contended):.0%}" if f"{min(contended):.0%}" == f"{max(contended):.0%}"
+                  else f"{min(contended):.0%}-{max(contended):.0%}")
         out.append(f"contended: {len(contended)} kernel(s) measured while other processes held the CPUs (their threads "
-                   f"waited {min(contended):.0%}-{max(contended):.0%} of their ready time); their figures may be off "
+                   f"waited {waited} of their ready time); their figures may be off "
                    f"by tens of percent, and a kernel below its threshold only with that waiting is not failed")
     failing = [rec for rec in sorted(records, key=_sort_key)
                if rec["verdict"] in FAILING_VERDICTS and rec["result"].get("ops")]
