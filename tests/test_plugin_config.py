@@ -8,6 +8,18 @@ from fakes import FAKE_SESSION_CONFTEST
 pytest_plugins = ["pytester"]
 
 PLAIN = "def test_plain():\n    assert True\n"
+# Two tests, each measuring one kernel against a marker threshold of 80%
+TWO_AT_80 = """
+import pytest
+
+@pytest.mark.roofline(min=0.8)
+def test_{first}(roofline):
+    roofline(len, 1)
+
+@pytest.mark.roofline(min=0.8)
+def test_{second}(roofline):
+    roofline(len, 1)
+"""
 MARKED = """
 import pytest
 
@@ -189,17 +201,7 @@ def test_report_that_fails_at_the_end_keeps_the_summary_and_fails_the_run(pytest
 
 def test_hooks_in_process_with_a_fake_measure(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.9, 0.5, 0.4"))
-    pytester.makepyfile("""
-import pytest
-
-@pytest.mark.roofline(min=0.8)
-def test_pass(roofline):
-    roofline(len, 1)
-
-@pytest.mark.roofline(min=0.8)
-def test_fail(roofline):
-    roofline(len, 1)
-""")
+    pytester.makepyfile(TWO_AT_80.format(first="pass", second="fail"))
     result = pytester.runpytest("--roofline-report=r.json", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*roofline: kernel 'len' of test_*.py::test_fail: utilization 40.0%, 95% interval "
@@ -227,17 +229,7 @@ def test_a_kernel_below_its_threshold_only_through_cpu_contention_warns_and_pass
     """Fake measurements (50%, twice) whose threads waited for a CPU during 40% of their ready time: 83% without the
     waiting, above the 80% threshold: a warning, not a failure. At 30% (50% without the waiting) it fails."""
     pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.5, 0.5, 0.3, 0.3, waiting=0.4"))
-    pytester.makepyfile("""
-import pytest
-
-@pytest.mark.roofline(min=0.8)
-def test_contended(roofline):
-    roofline(len, 1)
-
-@pytest.mark.roofline(min=0.8)
-def test_slow_anyway(roofline):
-    roofline(len, 1)
-""")
+    pytester.makepyfile(TWO_AT_80.format(first="contended", second="slow_anyway"))
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "default")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()

@@ -19,6 +19,7 @@ from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .runs import run_line
+from .text import verdict_marks
 
 __all__ = ["HtmlUnavailable", "html_report", "plotly_missing"]
 
@@ -132,18 +133,8 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _marks(rec: Mapping[str, Any]) -> str:
-    """What qualifies a verdict, with its meaning on hover (as the terminal summary's [marks])."""
-    r = rec["result"]
-    marks = []
-    if r.get("marginal"):
-        marks.append(("marginal", "the threshold is inside the 95% interval: within the noise"))
-    if r.get("first_touch_beaten"):
-        marks.append(("faults cheaper", "above 105% only with the first-touch term: the page faults cost less "
-                      "than calibrated"))
-    if r.get("contended") and rec["verdict"] != "contended":
-        marks.append(("contended", f"the kernel's threads waited for a CPU held by another process during "
-                      f"{r['cpu_waiting']:.0%} of their ready time"))
-    return "".join(f' <span class="meta" title="{_e(why)}">[{_e(mark)}]</span>' for mark, why in marks)
+    """The summary's [marks] after a verdict, with their meaning on hover."""
+    return "".join(f' <span class="meta" title="{_e(why)}">[{_e(mark)}]</span>' for mark, why in verdict_marks(rec))
 
 
 def _first_touch_cell(r: Mapping[str, Any]) -> str:

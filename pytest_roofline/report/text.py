@@ -173,6 +173,23 @@ def _sort_key(record: Mapping[str, Any]) -> tuple[int, float]:
     return (0 if r["impossible"] else 1, r["utilization"])
 
 
+def verdict_marks(rec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What qualifies a record's verdict: (mark, what it means), for the summary and the HTML report."""
+    r = rec["result"]
+    marks = []
+    if rec.get("warn_only") and rec["verdict"] in FAILING_VERDICTS:
+        marks.append(("warn-only", "--roofline-warn-only: reported as a warning, not a failure"))
+    if r.get("marginal"):
+        marks.append(("marginal", "the threshold is inside the 95% interval: within the noise"))
+    if r.get("first_touch_beaten"):
+        marks.append(("faults cheaper", "above 105% only with the first-touch term: the page faults cost less "
+                      "than calibrated"))
+    if r.get("contended") and rec["verdict"] != "contended":
+        marks.append(("contended", f"the kernel's threads waited for a CPU held by another process during "
+                      f"{r['cpu_waiting']:.0%} of their ready time"))
+    return marks
+
+
 def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """One table of every measured kernel, worst first (impossible ones on top)."""
     if not records:
@@ -186,11 +203,7 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
         base = rec.get("baseline") or {}
         if base.get("regressed"):
             verdict += f" ({-base['drop']:+.0%} vs baseline {base['baseline']:.0%})"
-        if rec.get("warn_only") and rec["verdict"] in FAILING_VERDICTS:
-            verdict += " [warn-only]"
-        verdict += " [marginal]" if r.get("marginal") else ""
-        verdict += " [faults cheaper]" if r.get("first_touch_beaten") else ""
-        verdict += " [contended]" if r.get("contended") and rec["verdict"] != "contended" else ""
+        verdict += "".join(f" [{mark}]" for mark, _ in verdict_marks(rec))
         rows.append((f"{rec['nodeid']} [{rec['label']}]", r["bound"], f"{r['intensity']:.3g}",
                      format_seconds(r["device_time_s"]), format_seconds(r["roofline_time_s"]),
                      _util_cell(r), _other_util_cell(r), _memory_cell(rec), verdict))
