@@ -67,6 +67,7 @@ def test_reference_runs_alternate_with_the_kernel_and_count_against_the_budget(m
     if minor_page_faults() is not None:
         assert len(runs.kernel_faults()) == 10
         assert all(f >= 0 for f in runs.faults)
+        assert len(runs.reference_faults()) == 11  # one per reference run: a fresh-output reference is checked
     # So is the scheduler's share of waiting for a CPU (Linux).
     if thread_times_ns() is not None:
         assert len(runs.kernel_waiting()) == 10

@@ -23,6 +23,7 @@ __all__ = [
     "Resource",
     "median_interval",
     "bracketing_times",
+    "usable_references",
     "drifts",
     "scaled_roofline_time",
     "pair_utilizations",
@@ -78,13 +79,34 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
 BRACKET = 2
 
 
-def bracketing_times(reference_s: Sequence[float], runs: int, width: int = BRACKET) -> list[float]:
+def bracketing_times(reference_s: Sequence[float], runs: int, width: int = BRACKET,
+                     usable: Sequence[bool] | None = None) -> list[float]:
     """The reference's time around each kernel run. Runs go reference, kernel, reference, ..., reference
     (``runs + 1`` references): kernel run ``i`` sits between references ``i`` and ``i + 1``; its reference time
-    is the median of references ``i - width + 1`` .. ``i + width`` (fewer at the ends)."""
+    is the median of references ``i - width + 1`` .. ``i + width`` (fewer at the ends). ``usable``: which
+    reference runs met their conditions (:func:`usable_references`); the others are left out, and a kernel run
+    with none usable around it takes the median of all usable ones."""
     if len(reference_s) != runs + 1:
         raise ValueError(f"expected {runs + 1} reference runs around {runs} kernel runs, got {len(reference_s)}")
-    return [median(reference_s[max(i - width + 1, 0):i + width + 1]) for i in range(runs)]
+    keep = list(usable) if usable is not None else [True] * len(reference_s)
+    if len(keep) != len(reference_s) or not any(keep):
+        raise ValueError(f"expected {len(reference_s)} usable flags with at least one set, got {keep}")
+    overall = median(t for t, ok in zip(reference_s, keep, strict=True) if ok)
+    around = []
+    for i in range(runs):
+        lo, hi = max(i - width + 1, 0), i + width + 1
+        near = [t for t, ok in zip(reference_s[lo:hi], keep[lo:hi], strict=True) if ok]
+        around.append(median(near) if near else overall)
+    return around
+
+
+def usable_references(faults: Sequence[int], fresh_pages: int) -> list[bool]:
+    """Which reference runs met their conditions: one that must write ``fresh_pages`` fresh pages and faulted
+    fewer than half of them reused pages an earlier buffer left mapped, and ran at a rate the kernel's fresh
+    pages do not get. All usable where nothing is expected (``fresh_pages`` 0) or faults were not counted."""
+    if fresh_pages <= 0 or not faults:
+        return [True] * len(faults)
+    return [count * 2 >= fresh_pages for count in faults]
 
 
 def drifts(reference_s: Sequence[float], reference_work: float, calibrated_rate: float) -> list[float]:
@@ -139,18 +161,23 @@ class Live:
     reference_s: tuple[float, ...]  # every reference run, one more than kernel runs
     calibrated_rate: float
     drift_per_run: tuple[float, ...]
+    left_out: int = 0  # reference runs that did not meet their conditions (no fresh pages faulted)
 
     @property
     def drift(self) -> float:
         return median(self.drift_per_run)
 
     def describe(self) -> str:
-        return f"the machine ran at {self.drift:.0%} of its calibrated speed during this measurement ({self.reference})"
+        text = f"the machine ran at {self.drift:.0%} of its calibrated speed during this measurement ({self.reference})"
+        if self.left_out:
+            text += (f"; {self.left_out} of its {len(self.reference_s)} runs left out (they reused mapped pages "
+                     f"instead of faulting fresh ones)")
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {"reference": self.reference, "resource": self.resource, "drift": self.drift,
                 "drift_per_run": list(self.drift_per_run), "reference_s": list(self.reference_s),
-                "calibrated_rate": self.calibrated_rate}
+                "calibrated_rate": self.calibrated_rate, "reference_runs_left_out": self.left_out}
 
 
 @dataclass(frozen=True)

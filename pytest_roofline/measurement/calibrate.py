@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import jaxlib
 
+from ..errors import MeasureError
 from ..hardware.calibration import (
     CACHE_VERSION,
     CEILING_QUANTILE,
@@ -35,7 +36,7 @@ from ..hardware.cpu import Contention, cpu_info, last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
 from ..quantiles import quantile, relative_iqr
 from .program import CompiledProgram, compile_program, time_compiled
-from .references import REFERENCE_KEYS, REFERENCES_VERSION, reference
+from .references import REFERENCE_KEYS, REFERENCES_VERSION, Reference, reference
 from .settings import TimingSettings
 from .timing import Timed, time_program
 
@@ -123,10 +124,15 @@ class _Figures:
         kernel under test: its calibrated rate is its median in that setting (for the stream: with the caches
         flushed by the large calibration stream, not warm from its own previous run)."""
         ref = reference(self.platform, ref_key)
-        times = [t for one in timed for t in one.reference_s]
+        times = [t for one in timed for t, ok in zip(one.reference_s, _usable(ref, one), strict=True) if ok]
+        left_out = sum(len(one.reference_s) for one in timed) - len(times)
+        if not times:
+            raise MeasureError(f"no run of the {ref_key} reference ({ref.name}) met its conditions: none "
+                                   f"faulted the fresh pages it writes")
         self.data["references"][ref_key] = ref.work / median(times)
         self.record(f"reference {ref_key}", relative_iqr(times), f"{ref.name}, median of {len(times)} runs "
-                    f"beside the calibration kernel")
+                    f"beside the calibration kernel" + (f" ({left_out} that faulted no fresh pages left out)"
+                                                        if left_out else ""))
 
     def reference_alone(self, ref_key: str) -> Timed:
         """A reference that works in cache, timed on its own: its setting matters little."""
@@ -220,6 +226,11 @@ def _memory(figures: _Figures, stream: int, stream_how: str) -> float:
     figures.record("memory", spread, f"donated f32 scale over {stream_how} (read + write), "
                    f"80th-percentile rate of {timing.runs} runs ({timing.timer}, spread {spread:.1%}{tries})")
     return quantile(timing.per_run_s, CEILING_QUANTILE)
+
+
+def _usable(ref: Reference, timed: Timed) -> list[bool]:
+    faults = timed.reference_faults
+    return ref.usable(faults) if len(faults) == len(timed.reference_s) else [True] * len(timed.reference_s)
 
 
 def _first_touch(figures: _Figures, stream: int, donated_s: float) -> None:

@@ -35,6 +35,7 @@ class Timed:
     events: RunTimes | None = None
     reference_s: tuple[float, ...] = ()  # the reference kernel's runs (one more than the kernel's), if any
     reference_timer: str = ""
+    reference_faults: tuple[int, ...] = ()  # minor page faults of each reference run (empty: not counted)
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,20 @@ class _Run:
 
 @dataclass
 class _Runs:
-    """What the loop recorded: the wall clock of each kernel run and each reference run, and the page faults and
+    """What the loop recorded: the wall clock and page faults of each kernel run and each reference run, and the
     CPU waiting share of each kernel run."""
 
     walls: list[float]
     refs: list[float]
     faults: list[int]
     waiting: list[float]
+    ref_faults: list[int]
 
     def add(self, reference: bool, run: _Run) -> None:
         if reference:
             self.refs.append(run.wall)
+            if run.faults is not None:
+                self.ref_faults.append(run.faults)
             return
         self.walls.append(run.wall)
         if run.faults is not None:
@@ -84,6 +88,9 @@ class _Runs:
 
     def kernel_waiting(self) -> tuple[float, ...]:
         return tuple(self.waiting) if len(self.waiting) == len(self.walls) else ()
+
+    def reference_faults(self) -> tuple[int, ...]:
+        return tuple(self.ref_faults) if len(self.ref_faults) == len(self.refs) else ()
 
 
 def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: str = KERNEL_RUN_MARKER,
@@ -120,7 +127,7 @@ def _waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None
 def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
                     max_runs: int | None = None, beside: Beside | None = None,
                     settled: Settled | None = None) -> _Runs:
-    runs = _Runs([], [], [], [])
+    runs = _Runs([], [], [], [], [])
     walls, ref_walls = runs.walls, runs.refs
     started = time.perf_counter()
     if beside is not None:
@@ -193,13 +200,14 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         return Timed(timing, xspace, found)
     try:
         reference = run_times(events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER).per_run_s
-        return Timed(timing, xspace, found, reference, "profiler")
+        return Timed(timing, xspace, found, reference, "profiler", runs.reference_faults())
     except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
-        return Timed(timing, xspace, found, tuple(refs), "wallclock")
+        return Timed(timing, xspace, found, tuple(refs), "wallclock", runs.reference_faults())
 
 
 def _wallclock(runs: _Runs, reason: str) -> Timed:
     walls, refs = runs.walls, runs.refs
     return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason, faults_per_run=runs.kernel_faults(),
                         waiting_per_run=runs.kernel_waiting()),
-                 reference_s=tuple(refs), reference_timer="wallclock" if refs else "")
+                 reference_s=tuple(refs), reference_timer="wallclock" if refs else "",
+                 reference_faults=runs.reference_faults())

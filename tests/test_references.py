@@ -1,0 +1,49 @@
+"""The reference kernels of live ceilings: which of a reference's runs count. The run times and fault counts here
+are made up (the pattern seen on the development VM: a fresh-output reference that now and then reuses mapped
+pages, faults nothing and runs 4x fast); the references are the real ones, compiled for this CPU."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import FAKE_CPU
+
+pytest.importorskip("jax")
+
+from pytest_roofline.analysis.runs import Timing  # noqa: E402
+from pytest_roofline.hardware.cpu import page_size  # noqa: E402
+from pytest_roofline.measurement.pipeline import _live, _LivePlan  # noqa: E402
+from pytest_roofline.measurement.references import reference  # noqa: E402
+from pytest_roofline.measurement.timing import Timed  # noqa: E402
+
+
+def made_up_timed(reference_s: list[float], faults: list[int]) -> Timed:
+    runs = len(reference_s) - 1
+    timing = Timing((0.04,) * runs, (0.04,) * runs, "profiler")
+    return Timed(timing, reference_s=tuple(reference_s), reference_timer="profiler", reference_faults=tuple(faults))
+
+
+def test_the_fresh_reference_must_fault_its_output_the_donated_stream_nothing() -> None:
+    fresh = reference("cpu", "stream-fresh")
+    assert fresh.fresh_pages == 48 * 2**20 // page_size()
+    assert fresh.usable([fresh.fresh_pages, 5, fresh.fresh_pages // 2]) == [True, False, True]
+    stream = reference("cpu", "stream")
+    assert stream.fresh_pages == 0 and stream.usable([0, 0]) == [True, True]
+
+
+def test_reference_runs_without_fresh_pages_leave_the_live_ceiling_and_are_counted() -> None:
+    fresh = reference("cpu", "stream-fresh")
+    rate = fresh.work / 0.016  # made up: the reference ran 16 ms at calibration
+    full, none = fresh.fresh_pages, 3
+    timed = made_up_timed([0.016, 0.004, 0.016, 0.004, 0.016, 0.016], [full, none, full, none, full, full])
+    live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU)
+    assert why == "" and live is not None
+    assert live.left_out == 2 and live.drift == pytest.approx(1.0)  # the 4 ms runs moved nothing
+    assert "2 of its 6 runs left out (they reused mapped pages" in live.describe()
+    assert live.to_dict()["reference_runs_left_out"] == 2
+    # Counted but never faulting: no live ceiling, and the result says why.
+    timed = made_up_timed([0.004] * 4, [none] * 4)
+    live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU)
+    assert live is None and "no run of the reference (f32 scale over 48 MiB into a fresh output) faulted" in why
+    # Faults not counted (an OS without the count): every run counts.
+    live, _ = _live(_LivePlan(fresh, rate), made_up_timed([0.016, 0.004, 0.016], []), FAKE_CPU)
+    assert live is not None and live.left_out == 0
