@@ -304,7 +304,7 @@ class Result:
     @property
     def contended(self) -> bool:
         """Other processes held the CPUs during the runs (see :mod:`pytest_roofline.analysis.contention`)."""
-        return contention.contended(self.cpu_waiting)
+        return contention.contended(self.cpu_waiting, self.timing.others_cpu_share)
 
     @property
     def utilization_on_cpu(self) -> float | None:
@@ -362,6 +362,7 @@ class Result:
             "utilization_without_first_touch": self.utilization_without_first_touch,
             "first_touch_beaten": self.first_touch_beaten,
             "cpu_waiting": self.cpu_waiting,
+            "others_cpu_share": self.timing.others_cpu_share if self.cpu_waiting is not None else None,
             "contended": self.contended,
             "utilization_on_cpu": self.utilization_on_cpu,
         }
@@ -399,7 +400,7 @@ class Result:
             text += (f"; live ceilings: {self.live.describe()}; against the calibration alone "
                      f"{self.utilization_calibrated:.1%}")
         if self.contended and self.cpu_waiting is not None:
-            text += f"; {contention.describe(self.cpu_waiting, self.utilization_on_cpu)}"
+            text += f"; {contention.describe(self.cpu_waiting, self.utilization_on_cpu, self.timing.others_cpu_share)}"
         if self.marginal and self.threshold is not None:
             text += f" MARGINAL: the threshold {format_fraction(self.threshold)} is inside the interval"
         if self.counts_lower_bound:

@@ -10,13 +10,13 @@ import pytest
 
 from pytest_roofline.analysis.live import (
     bracketing_times,
-    usable_references,
     drifts,
     median_interval,
     pair_utilizations,
     scaled_roofline_time,
     settled,
     uncertainty,
+    usable_references,
 )
 from pytest_roofline.analysis.roofline import estimate
 
@@ -177,3 +177,26 @@ def test_a_result_measured_under_contention_says_so_and_carries_the_figure_witho
     # A made-up GPU: host threads waiting for a CPU do not stretch device time, so nothing is called contended.
     gpu = replace(busy, hardware=replace(busy.hardware, name="fake GPU", platform="gpu"))
     assert gpu.cpu_waiting is None and not gpu.contended and gpu.utilization_on_cpu is None
+
+
+def test_waiting_for_the_processes_own_threads_is_not_contention() -> None:
+    """Made-up: a kernel running more threads than cores waits 13% of its ready time with nothing else running
+    (seen on the quiet VM); only where other processes also used the CPUs is the measurement contended."""
+    from dataclasses import replace
+
+    from fakes import fake_result
+
+    from pytest_roofline.analysis.contention import contended
+    from pytest_roofline.report.text import failure_message
+
+    assert contended(0.13, None) and contended(0.13, 0.45) and not contended(0.13, 0.01)
+    assert not contended(0.05, 0.45)  # other processes busy, but the kernel's threads hardly waited
+    busy = fake_result(0.5, waiting=0.4)
+    alone = replace(busy, timing=replace(busy.timing, others_cpu_share=0.01))
+    assert not alone.contended and alone.figures.on_cpu is None and "contended" not in str(alone)
+    beside = replace(busy, timing=replace(busy.timing, others_cpu_share=0.48))
+    assert beside.contended and "other processes used 48% of the CPUs meanwhile" in str(beside)
+    assert beside.to_dict()["others_cpu_share"] == pytest.approx(0.48)
+    record = {"nodeid": "t.py::test_k", "label": "k", "threshold": 0.8, "threshold_origin": "o", "verdict": "fail",
+              "result": beside.to_dict()}
+    assert "(other processes used 48% of the CPUs)" in failure_message(record, "below its threshold")

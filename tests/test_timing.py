@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.contention import CONTENDED_ABOVE
+from pytest_roofline.analysis.contention import CONTENDED_ABOVE, OTHERS_ABOVE
 from pytest_roofline.analysis.runs import relative_iqr
 from pytest_roofline.hardware.cpu import minor_page_faults, thread_times_ns
 from pytest_roofline.measurement import timing
@@ -106,7 +106,7 @@ def _spin(seconds: float) -> None:
 def test_a_run_beside_processes_that_hold_every_cpu_waits_for_one() -> None:
     """Real scheduler statistics: a run that spins for 0.4 s while twice as many busy processes as CPUs run (its
     thread gets about a third of a CPU or less) waits for a CPU during well over 10% of its ready time; its own
-    on-CPU time grows."""
+    on-CPU time grows; and the machine's CPU statistics show the other processes' share."""
     if thread_times_ns() is None:
         pytest.skip("this operating system keeps no scheduler statistics per thread")
     before = thread_times_ns()
@@ -115,6 +115,8 @@ def test_a_run_beside_processes_that_hold_every_cpu_waits_for_one() -> None:
     try:
         time.sleep(0.3)  # let them start
         waiting = timing._timed(lambda: None, lambda _: _spin(0.4)).waiting
+        settings = TimingSettings(warmup=0, min_runs=4, max_runs=4, min_time_s=0.0)
+        others = timing._run_adaptively(lambda: None, lambda _: _spin(0.1), settings).others
     finally:
         for proc in procs:
             proc.kill()
@@ -122,6 +124,9 @@ def test_a_run_beside_processes_that_hold_every_cpu_waits_for_one() -> None:
     after = thread_times_ns()
     assert before is not None and after is not None and after[0] > before[0]
     assert waiting is not None and waiting > CONTENDED_ABOVE
+    # The CPU statistics say whose the CPUs were: the busy processes used well over a tenth of them.
+    if others is not None:  # /proc/stat readable
+        assert others > OTHERS_ABOVE
 
 
 def test_sampling_goes_on_while_the_interval_straddles_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:

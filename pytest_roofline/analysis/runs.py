@@ -27,6 +27,9 @@ class Timing:
     # Share of the time the process's threads were ready to run during each run that they waited for a CPU held
     # by another process (the OS's scheduler statistics); () where none is kept
     waiting_per_run: tuple[float, ...] = ()
+    # Share of all CPUs' time that other processes (and, through steal time, other VMs) used while the runs went
+    # on (the OS's CPU statistics); None where none is kept
+    others_cpu_share: float | None = None
 
     @property
     def median_waiting(self) -> float | None:

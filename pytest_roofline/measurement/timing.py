@@ -19,7 +19,7 @@ from typing import Any
 
 from ..analysis.runs import Timing, relative_iqr
 from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, RunTimes, TraceError, flatten, run_times
-from ..hardware.cpu import minor_page_faults, thread_times_ns
+from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns
 from .settings import TimingSettings
 
 __all__ = ["Timed", "time_program"]
@@ -70,6 +70,7 @@ class _Runs:
     faults: list[int]
     waiting: list[float]
     ref_faults: list[int]
+    others: float | None = None  # share of all CPUs other processes used meanwhile (None: not readable)
 
     def add(self, reference: bool, run: _Run) -> None:
         if reference:
@@ -128,6 +129,14 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
                     max_runs: int | None = None, beside: Beside | None = None,
                     settled: Settled | None = None) -> _Runs:
     runs = _Runs([], [], [], [], [])
+    with Contention() as others:
+        _loop(runs, prepare, execute, settings, max_runs, beside, settled)
+    runs.others = others.share
+    return runs
+
+
+def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
+          max_runs: int | None, beside: Beside | None, settled: Settled | None) -> None:
     walls, ref_walls = runs.walls, runs.refs
     started = time.perf_counter()
     if beside is not None:
@@ -145,7 +154,6 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
                 done = relative_iqr(walls) <= settings.target_spread
             if spent >= settings.budget_s or (spent >= settings.min_time_s and done):
                 break
-    return runs
 
 
 def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], module_name: str,
@@ -195,7 +203,7 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
         return _wallclock(runs, f"trace unusable: {exc}")
     timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, runs.kernel_faults(),
-                    runs.kernel_waiting())
+                    runs.kernel_waiting(), runs.others)
     if beside is None:
         return Timed(timing, xspace, found)
     try:
@@ -208,6 +216,6 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
 def _wallclock(runs: _Runs, reason: str) -> Timed:
     walls, refs = runs.walls, runs.refs
     return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason, faults_per_run=runs.kernel_faults(),
-                        waiting_per_run=runs.kernel_waiting()),
+                        waiting_per_run=runs.kernel_waiting(), others_cpu_share=runs.others),
                  reference_s=tuple(refs), reference_timer="wallclock" if refs else "",
                  reference_faults=runs.reference_faults())

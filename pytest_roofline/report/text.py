@@ -89,9 +89,10 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
                      f"measurement ({live['reference']} beside each run); against the calibration alone "
                      f"{r['utilization_calibrated']:.1%}")
     if r.get("contended"):
-        on_cpu = r.get("utilization_on_cpu")
+        on_cpu, others = r.get("utilization_on_cpu"), r.get("others_cpu_share")
         lines.append(f"  contended     the kernel's threads waited for a CPU held by another process during "
                      f"{r['cpu_waiting']:.0%} of their ready time"
+                     + (f" (other processes used {others:.0%} of the CPUs)" if others is not None else "")
                      + (f"; without that waiting {on_cpu:.1%} against the calibrated ceilings" if on_cpu else ""))
     base = record.get("baseline")
     if base:
