@@ -156,6 +156,21 @@ def test_html_report_at_the_end_of_a_run(pytester: pytest.Pytester) -> None:
     assert "4 runs" in text  # the history, this run included
 
 
+def test_a_foreign_file_in_the_history_is_left_out_with_a_warning(pytester: pytest.Pytester) -> None:
+    """One truncated file must not make the history unusable: the baseline and the HTML report read the rest."""
+    _history(pytester, nights=2)
+    (pytester.path / "hist" / "roofline-20260101T000000Z-cut.json").write_text('{"schema_version": 1, "resu')
+    result = _run(pytester, "0.3, 0.3, 0.6", TWO, "--roofline-baseline=hist", "--roofline-history=hist",
+                  "--roofline-html=r.html")
+    result.assert_outcomes(passed=1, failed=1)  # test_a regressed against the two good runs
+    result.stdout.fnmatch_lines([
+        "*RooflineWarning: --roofline-baseline=hist on the command line: hist/roofline-20260101T000000Z-cut.json: "
+        "not a pytest-roofline report (not JSON: *; left out of the history*",
+        "roofline history: hist/roofline-20260101T000000Z-cut.json: not a pytest-roofline report*",
+        "roofline HTML report written to r.html"])
+    assert "3 runs" in (pytester.path / "r.html").read_text()  # two good ones and this run
+
+
 def test_html_without_plotly_stops_the_run_at_start(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(__import__("sys").modules, "plotly", None)  # as if not installed
     result = _run(pytester, "0.6", TWO, "--roofline-html=r.html")

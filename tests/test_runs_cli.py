@@ -165,3 +165,32 @@ def test_the_sample_nightly_workflow_uses_real_options_and_commands() -> None:
     for command in re.findall(r"pytest-roofline (\w+)", text):
         assert command in {"history", "export", "show", "compare", "html", "analyze"}
     assert "pytest-roofline history roofline-history" in runs
+
+
+def test_a_foreign_or_truncated_file_in_a_history_is_left_out_with_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = _history(tmp_path, STEADY)
+    (directory / "roofline-20261120T000000Z-foreign.json").write_text('{"a": 1}')
+    good = (directory / "roofline-20261101T031700Z-c0ffee.json").read_text()
+    (directory / "roofline-20261121T000000Z-cut.json").write_text(good[: len(good) // 2])  # a truncated write
+    status, out, err = _cli(capsys, "history", str(directory))
+    assert status == 0 and out.startswith(f"history {directory}: 6 runs, 6 complete")
+    warnings = err.strip().splitlines()
+    assert len(warnings) == 2 and all(w.startswith("pytest-roofline: warning: ") for w in warnings)
+    assert "foreign.json: not a pytest-roofline report (no schema_version and results); left out" in warnings[0]
+    assert "cut.json: not a pytest-roofline report (not JSON: " in warnings[1] and " at at " not in warnings[1]
+    assert " (line 1, column " in warnings[1]
+    worse = _write(tmp_path / "worse.json", _report({"test_a": 0.3, "test_b": 0.4}, 9))
+    assert _cli(capsys, "compare", str(directory), str(worse))[0] == 1  # the baseline still reads the 6 good runs
+    status, _, err = _cli(capsys, "html", str(worse), "--history", str(directory), "-o", str(tmp_path / "h.html"))
+    assert "cut.json" in err or status == 2  # html needs plotly; without it, exit 2 before the history
+
+
+@pytest.mark.parametrize("args", [["history", "{d}", "--last", "0"], ["history", "{d}", "--last", "-1"],
+                                  ["history", "{d}", "--last", "two"], ["analyze", "--hlo", "x", "--top", "0"]])
+def test_counts_must_be_whole_numbers_of_one_or_more(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     args: list[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main([a.format(d=str(tmp_path)) for a in args])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "must be a whole number of 1 or more, got" in err

@@ -7,6 +7,7 @@ from ..history.baseline import build_series
 from ..history.reports import ReportError, load_history, load_run
 from ..report.html import HtmlUnavailable, html_report
 from .analyze import CliError
+from .runs import warn
 
 __all__ = ["html_command"]
 
@@ -14,7 +15,7 @@ __all__ = ["html_command"]
 def html_command(report: str, history: str | None, output: str) -> tuple[str, int]:
     try:
         run = load_run(report)
-        series = build_series(load_history(history)) if history else []
+        series = build_series(load_history(history, warn)) if history else []
     except ReportError as exc:
         raise CliError(str(exc)) from None
     try:

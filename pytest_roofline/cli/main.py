@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--hardware", metavar="NAME", help="a hardware table entry (default: from the profile)")
     analyze.add_argument("--hardware-file", metavar="YAML", help="extra hardware entries, as in hardware.yaml")
     analyze.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    analyze.add_argument("--top", type=int, default=10, metavar="N", help="ops shown with --program (default 10)")
+    analyze.add_argument("--top", type=_positive, default=10, metavar="N", help="ops shown with --program (default 10)")
     show = commands.add_parser("show", help="print a JSON report (--roofline-report) as the summary table",
                                description="Print a report's run (time, commit, pytest exit status, whether "
                                            "complete) and its roofline summary, worst first.")
@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
                     "minimum detectable drop, and judge the latest run against the runs before it. Incomplete "
                     "runs are listed and left out. Exit status 1 when a series' latest run is a regression.")
     hist.add_argument("directory", help="the --roofline-history directory")
-    hist.add_argument("--last", type=int, default=30, metavar="N", help="values shown per sparkline (default 30)")
+    hist.add_argument("--last", type=_positive, default=30, metavar="N", help="values shown per sparkline (default 30)")
     html = commands.add_parser(
         "html", help="a self-contained HTML report with roofline charts (pip install 'pytest-roofline[html]')",
         description="Write one HTML file that opens with no network: the sortable summary, the program-level "
@@ -64,6 +64,16 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("report", help="a JSON report")
     export.add_argument("--format", required=True, choices=["github-action-benchmark"], help="the output format")
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
+    return value
 
 
 def _fraction(text: str) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -15,6 +16,11 @@ from .analyze import CliError
 __all__ = ["show", "compare", "history", "export"]
 
 T = TypeVar("T")
+
+
+def warn(message: str) -> None:
+    """A file the history leaves out, said on stderr (the output stays what the command prints)."""
+    print(f"pytest-roofline: warning: {message}", file=sys.stderr)
 
 
 def _read(load: Callable[[], T]) -> T:
@@ -31,7 +37,7 @@ def show(path: str) -> tuple[str, int]:
 
 def compare(baseline_path: str, current_path: str, max_drop: float | None) -> tuple[str, int]:
     """Exit status 1 when a kernel regressed, else 0."""
-    baseline = _read(lambda: Baseline.load(baseline_path))
+    baseline = _read(lambda: Baseline.load(baseline_path, warn))
     current = _read(lambda: load_run(current_path))
     checks = []
     for record in current.records:
@@ -45,7 +51,7 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None) -> tu
 
 def history(directory: str, last: int) -> tuple[str, int]:
     """Exit status 1 when the latest run of a series is a regression, else 0."""
-    runs = _read(lambda: load_history(directory))
+    runs = _read(lambda: load_history(directory, warn))
     if not runs:
         raise CliError(f"{directory}: no reports in this directory (--roofline-history=DIR writes roofline-*.json)")
     judged = [(s, judge_series(s.values)) for s in build_series(runs)]

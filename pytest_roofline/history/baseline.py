@@ -10,7 +10,7 @@ YAML thresholds block, ``--roofline-max-drop``) replaces the floor. Pure but for
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,10 +90,11 @@ class Baseline:
         self._describe = dict(describe)
 
     @classmethod
-    def load(cls, path: str) -> Baseline:
-        """A report file, or a history directory (its complete runs; partial ones are left out)."""
+    def load(cls, path: str, warn: Callable[[str], None] | None = None) -> Baseline:
+        """A report file, or a history directory (its complete runs; partial ones are left out, and so are files
+        that are not readable reports: ``warn`` names each)."""
         if Path(path).is_dir():
-            runs = load_history(path)
+            runs = load_history(path, warn) if warn is not None else load_history(path)
             series = build_series(runs)
             if not series:
                 raise ReportError(f"{path}: no complete run in this history directory to use as a baseline")

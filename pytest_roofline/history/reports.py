@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReportError(f"{where}: not a pytest-roofline report (not JSON: {exc.msg} at line {exc.lineno})") from None
+        raise ReportError(f"{where}: not a pytest-roofline report (not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}))") from None
     if not isinstance(data, dict) or "schema_version" not in data or not isinstance(data.get("results"), list):
         raise ReportError(f"{where}: not a pytest-roofline report (no schema_version and results)")
     if data["schema_version"] != 1:
@@ -114,14 +115,24 @@ def load_run(path: str | Path) -> Run:
                str(session.get("why_incomplete", "")), data)
 
 
-def load_history(directory: str | Path) -> list[Run]:
-    """Every report in a history directory, oldest first (by the time each was created)."""
+def _warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def load_history(directory: str | Path, warn: Callable[[str], None] = _warn) -> list[Run]:
+    """Every report in a history directory, oldest first (by the time each was created). A file that is not a
+    readable report (foreign, truncated) is left out, and ``warn`` gets a message naming it and why."""
     root = Path(directory)
     if not root.is_dir():
         raise ReportError(f"{directory}: " + ("is not a directory" if root.exists() else "no such directory"))
-    paths = sorted(root.glob(HISTORY_GLOB))
-    order = {str(p): p.stat().st_mtime for p in paths}  # runs made within one second: by when each was written
-    runs = [load_run(p) for p in paths]
+    runs, order = [], {}
+    for path in sorted(root.glob(HISTORY_GLOB)):
+        try:
+            runs.append(load_run(path))
+            order[str(path)] = path.stat().st_mtime  # runs made within one second: by when each was written
+        except (ReportError, OSError) as exc:
+            warn(f"{exc if isinstance(exc, ReportError) else f'{path}: {exc.strerror or exc}'}; left out of the "
+                 f"history")
     return sorted(runs, key=lambda run: (run.created, order[run.path], run.path))
 
 

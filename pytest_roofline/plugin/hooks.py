@@ -82,7 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     baseline = None
     if settings.baseline is not None:
         try:
-            baseline = Baseline.load(settings.baseline)
+            origin = settings.origins["baseline"]
+            baseline = Baseline.load(settings.baseline, lambda message: config.issue_config_time_warning(
+                RooflineWarning(f"{origin}: {message}"), stacklevel=2))
         except ReportError as exc:
             raise pytest.UsageError(f"{settings.origins['baseline']}: {exc}") from None
     config.stash[SESSION_KEY] = RooflineSession(settings, trace_root, baseline=baseline)

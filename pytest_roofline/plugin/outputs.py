@@ -39,7 +39,8 @@ def write_outputs(settings: Settings, payload: Mapping[str, Any]) -> tuple[list[
         run = Run("this run", str(payload["created"]), git.get("commit"), bool(session.get("complete", True)),
                   str(session.get("why_incomplete", "")), payload)
         try:
-            series = build_series(load_history(settings.history)) if settings.history else []
+            series = build_series(load_history(settings.history, lambda message: written.append(
+                f"roofline history: {message}"))) if settings.history else []
             write_text_atomic(settings.html, html_report(run, series))
             written.append(f"roofline HTML report written to {settings.html}")
         except (OSError, ReportError, HtmlUnavailable) as exc:
