@@ -89,4 +89,16 @@ def check_writable(path: str | os.PathLike[str]) -> str | None:
         return f"directory {existing} is not writable"
     if target.exists() and not os.access(target, os.W_OK):
         return f"{target} is not writable"
+    return _probe(existing)
+
+
+def _probe(directory: Path) -> str | None:
+    """Why no file can be created in ``directory`` (None when one can): the permission bits do not tell for a
+    superuser or a special file system such as /proc, so a file is made there and removed at once."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".roofline-check-", dir=directory)
+    except OSError as exc:
+        return f"cannot create a file in {directory}: {exc.strerror or exc}"
+    os.close(fd)
+    os.unlink(name)
     return None

@@ -30,6 +30,7 @@ from ..hardware.calibration import refresh_mode
 from ..hardware.cpu import last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
 from ..kinds import CEILINGS_MODES, FIRST_TOUCH_MODES, Timer, choose
+from ..labels import kernel_name
 from ..result import ProgramInfo, Result
 from .hardware import resolve_hardware
 from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
@@ -84,7 +85,7 @@ def measure(
     ``first_touch``: "include" (the roofline adds the first touch of the program's fresh pages, on a CPU) or
     "exclude" (main memory and compute alone); the result carries both utilizations.
     """
-    label = name or getattr(fn, "__name__", None) or type(fn).__name__
+    label = name or kernel_name(fn)
     given = _given_counts(flops, bytes, transcendentals)
     mode = choose(ceilings, CEILINGS_MODES, "ceilings")
     touch_mode = choose(first_touch, FIRST_TOUCH_MODES, "first_touch")

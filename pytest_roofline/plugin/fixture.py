@@ -12,6 +12,7 @@ from ..analysis.verdict import Decision, decide
 from ..errors import MeasureError
 from ..history.baseline import Check
 from ..kinds import ExpectedBound, Model
+from ..labels import kernel_name
 from ..report.records import baseline_record, make_record
 from ..report.text import failure_message
 from ..result import Result
@@ -100,7 +101,7 @@ class RooflineFixture:
         return result
 
     def _label(self, fn: Callable[..., Any], name: str | None) -> str:
-        base = name or getattr(fn, "__name__", None) or type(fn).__name__
+        base = name or kernel_name(fn)
         count = self._labels.get(base, 0) + 1
         self._labels[base] = count
         return base if count == 1 else f"{base}#{count}"
