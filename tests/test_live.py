@@ -76,7 +76,7 @@ def test_bracketing_times_take_the_median_of_the_nearest_references() -> None:
 def test_reference_runs_that_faulted_no_fresh_pages_are_left_out_of_the_bracket() -> None:
     # A fresh-output reference must fault 12,288 pages (48 MiB); runs that faulted a handful reused mapped pages
     # and ran 4x fast (the pattern seen on the development VM). They are not usable...
-    usable = usable_references([12_290, 12, 12_288, 3, 12_300, 12_289], 12_288)
+    usable = usable_references([12_290, 12, 12_288, 3, 12_300, 12_289], 6, 12_288)
     assert usable == [True, False, True, False, True, True]
     # ...and the bracket around each kernel run takes the others only: 0.004 s runs move no pair.
     times = [0.016, 0.004, 0.016, 0.004, 0.016, 0.016]
@@ -86,8 +86,9 @@ def test_reference_runs_that_faulted_no_fresh_pages_are_left_out_of_the_bracket(
     assert bracketing_times([0.01, 0.001, 0.001, 0.001, 0.02], 4, width=1,
                             usable=[True, False, False, False, True])[1:3] == [pytest.approx(0.015)] * 2
     # Nothing expected (a donated stream, or faults not counted): every run is usable.
-    assert usable_references([0, 0, 0], 0) == [True, True, True]
-    assert usable_references([], 12_288) == []
+    assert usable_references([0, 0, 0], 3, 0) == [True, True, True]
+    assert usable_references([], 3, 12_288) == [True, True, True]
+    assert usable_references([12_288, 3], 3, 12_288) == [True, True, True]  # not counted for every run
     with pytest.raises(ValueError, match="at least one"):
         bracketing_times([0.01, 0.01], 1, usable=[False, False])
 

@@ -25,9 +25,9 @@ def made_up_timed(reference_s: list[float], faults: list[int]) -> Timed:
 def test_the_fresh_reference_must_fault_its_output_the_donated_stream_nothing() -> None:
     fresh = reference("cpu", "stream-fresh")
     assert fresh.fresh_pages == 48 * 2**20 // page_size()
-    assert fresh.usable([fresh.fresh_pages, 5, fresh.fresh_pages // 2]) == [True, False, True]
+    assert fresh.usable([fresh.fresh_pages, 5, fresh.fresh_pages // 2], 3) == [True, False, True]
     stream = reference("cpu", "stream")
-    assert stream.fresh_pages == 0 and stream.usable([0, 0]) == [True, True]
+    assert stream.fresh_pages == 0 and stream.usable([0, 0], 2) == [True, True]
 
 
 def test_reference_runs_without_fresh_pages_leave_the_live_ceiling_and_are_counted() -> None:

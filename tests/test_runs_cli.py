@@ -183,7 +183,7 @@ def test_a_foreign_or_truncated_file_in_a_history_is_left_out_with_a_warning(
     worse = _write(tmp_path / "worse.json", _report({"test_a": 0.3, "test_b": 0.4}, 9))
     assert _cli(capsys, "compare", str(directory), str(worse))[0] == 1  # the baseline still reads the 6 good runs
     status, _, err = _cli(capsys, "html", str(worse), "--history", str(directory), "-o", str(tmp_path / "h.html"))
-    assert "cut.json" in err or status == 2  # html needs plotly; without it, exit 2 before the history
+    assert status == 0 and "cut.json: not a pytest-roofline report" in err  # the sparklines read the 6 good runs
 
 
 @pytest.mark.parametrize("args", [["history", "{d}", "--last", "0"], ["history", "{d}", "--last", "-1"],

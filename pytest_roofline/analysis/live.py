@@ -100,12 +100,13 @@ def bracketing_times(reference_s: Sequence[float], runs: int, width: int = BRACK
     return around
 
 
-def usable_references(faults: Sequence[int], fresh_pages: int) -> list[bool]:
-    """Which reference runs met their conditions: one that must write ``fresh_pages`` fresh pages and faulted
-    fewer than half of them reused pages an earlier buffer left mapped, and ran at a rate the kernel's fresh
-    pages do not get. All usable where nothing is expected (``fresh_pages`` 0) or faults were not counted."""
-    if fresh_pages <= 0 or not faults:
-        return [True] * len(faults)
+def usable_references(faults: Sequence[int], runs: int, fresh_pages: int) -> list[bool]:
+    """Which of ``runs`` reference runs met their conditions. A run that must write ``fresh_pages`` fresh pages
+    but faulted fewer than half of them reused pages an earlier buffer left mapped: it ran at a rate the kernel's
+    fresh pages never get. All usable where nothing is expected (``fresh_pages`` 0) or the faults were not
+    counted for every run."""
+    if fresh_pages <= 0 or len(faults) != runs:
+        return [True] * runs
     return [count * 2 >= fresh_pages for count in faults]
 
 

@@ -94,7 +94,7 @@ class Baseline:
         """A report file, or a history directory (its complete runs; partial ones are left out, and so are files
         that are not readable reports: ``warn`` names each)."""
         if Path(path).is_dir():
-            runs = load_history(path, warn) if warn is not None else load_history(path)
+            runs = load_history(path, warn)
             series = build_series(runs)
             if not series:
                 raise ReportError(f"{path}: no complete run in this history directory to use as a baseline")

@@ -119,9 +119,11 @@ def _warn(message: str) -> None:
     warnings.warn(message, UserWarning, stacklevel=3)
 
 
-def load_history(directory: str | Path, warn: Callable[[str], None] = _warn) -> list[Run]:
+def load_history(directory: str | Path, warn: Callable[[str], None] | None = None) -> list[Run]:
     """Every report in a history directory, oldest first (by the time each was created). A file that is not a
-    readable report (foreign, truncated) is left out, and ``warn`` gets a message naming it and why."""
+    readable report (foreign, truncated) is left out, and ``warn`` (default: a ``UserWarning``) gets a message
+    naming it and why."""
+    warn = warn or _warn
     root = Path(directory)
     if not root.is_dir():
         raise ReportError(f"{directory}: " + ("is not a directory" if root.exists() else "no such directory"))

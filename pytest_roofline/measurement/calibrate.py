@@ -36,7 +36,7 @@ from ..hardware.cpu import Contention, cpu_info, last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
 from ..quantiles import quantile, relative_iqr
 from .program import CompiledProgram, compile_program, time_compiled
-from .references import REFERENCE_KEYS, REFERENCES_VERSION, Reference, reference
+from .references import REFERENCE_KEYS, REFERENCES_VERSION, reference
 from .settings import TimingSettings
 from .timing import Timed, time_program
 
@@ -124,11 +124,13 @@ class _Figures:
         kernel under test: its calibrated rate is its median in that setting (for the stream: with the caches
         flushed by the large calibration stream, not warm from its own previous run)."""
         ref = reference(self.platform, ref_key)
-        times = [t for one in timed for t, ok in zip(one.reference_s, _usable(ref, one), strict=True) if ok]
+        times = [t for one in timed
+                 for t, ok in zip(one.reference_s, ref.usable(one.reference_faults, len(one.reference_s)), strict=True)
+                 if ok]
         left_out = sum(len(one.reference_s) for one in timed) - len(times)
         if not times:
             raise MeasureError(f"no run of the {ref_key} reference ({ref.name}) met its conditions: none "
-                                   f"faulted the fresh pages it writes")
+                               f"faulted the fresh pages it writes")
         self.data["references"][ref_key] = ref.work / median(times)
         self.record(f"reference {ref_key}", relative_iqr(times), f"{ref.name}, median of {len(times)} runs "
                     f"beside the calibration kernel" + (f" ({left_out} that faulted no fresh pages left out)"
@@ -226,11 +228,6 @@ def _memory(figures: _Figures, stream: int, stream_how: str) -> float:
     figures.record("memory", spread, f"donated f32 scale over {stream_how} (read + write), "
                    f"80th-percentile rate of {timing.runs} runs ({timing.timer}, spread {spread:.1%}{tries})")
     return quantile(timing.per_run_s, CEILING_QUANTILE)
-
-
-def _usable(ref: Reference, timed: Timed) -> list[bool]:
-    faults = timed.reference_faults
-    return ref.usable(faults) if len(faults) == len(timed.reference_s) else [True] * len(timed.reference_s)
 
 
 def _first_touch(figures: _Figures, stream: int, donated_s: float) -> None:

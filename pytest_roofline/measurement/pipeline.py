@@ -271,14 +271,14 @@ def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec) -> tuple[Live | Non
     if len(timed.reference_s) != timed.timing.runs + 1:
         return None, (f"the reference kernel's runs could not be read ({len(timed.reference_s)} for "
                       f"{timed.timing.runs} kernel runs): calibrated ceilings used")
-    usable = ref.usable(timed.reference_faults) if timed.reference_faults else None
-    if usable is not None and not any(usable):
+    usable = ref.usable(timed.reference_faults, len(timed.reference_s))
+    if not any(usable):
         return None, (f"no run of the reference ({ref.name}) faulted the fresh pages it must write (they reused "
                       f"mapped pages): calibrated ceilings used")
     around = bracketing_times(timed.reference_s, timed.timing.runs, usable=usable)
     name = ref.name + ("" if timed.reference_timer == "profiler" else f" ({timed.reference_timer})")
     live = Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
-                tuple(drifts(around, ref.work, plan.calibrated_rate)), usable.count(False) if usable else 0)
+                tuple(drifts(around, ref.work, plan.calibrated_rate)), usable.count(False))
     why = implausible_drift(live.drift, "measured while other processes used" in spec.memory_bandwidth.source)
     return (None, why) if why else (live, "")
 

@@ -65,9 +65,10 @@ class Reference:
     execute: Callable[[Any], Any]  # blocks until done; returns the outputs
     fresh_pages: int = 0  # pages each run must fault in (its fresh output) to meet its ceiling; 0: none
 
-    def usable(self, faults: Sequence[int]) -> list[bool]:
-        """Which of its runs, by their counted page faults, met its conditions (see ``usable_references``)."""
-        return usable_references(faults, self.fresh_pages)
+    def usable(self, faults: Sequence[int], runs: int) -> list[bool]:
+        """Which of its ``runs`` runs, by their counted page faults, met its conditions (see
+        ``usable_references``)."""
+        return usable_references(faults, runs, self.fresh_pages)
 
     def beside(self) -> Beside:
         """This reference as the timing loop alternates it with a kernel."""
