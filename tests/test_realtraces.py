@@ -14,7 +14,8 @@ import pytest
 
 from pytest_roofline.analysis.hlo import parse_hlo
 from pytest_roofline.analysis.profile import hlo_key, summarize_program
-from pytest_roofline.analysis.trace import ProgramKey, flatten, platform_of, programs, run_times
+from pytest_roofline.analysis.trace import ProgramKey, flatten, platform_of, programs
+from pytest_roofline.analysis.trace_runs import run_times
 from pytest_roofline.analysis.xspace import hlo_module_protos, read_xspace
 from pytest_roofline.cli.main import main
 from pytest_roofline.hardware.table import find_spec_for_profile, load_shipped_table

@@ -12,8 +12,8 @@ from pytest_roofline.analysis.trace import (
     REFERENCE_RUN_MARKER,
     TraceError,
     flatten,
-    run_times,
 )
+from pytest_roofline.analysis.trace_runs import run_times
 
 
 # --- constructed traces: objects shaped like jax.profiler.ProfileData (planes -> lines -> events) ---

@@ -17,7 +17,8 @@ from .hlo import HloModule
 from .kernels import PALLAS_REMEDY
 from .model import program_model
 from .ops import OpRow, attach_times, op_rows
-from .trace import ProgramKey, TraceEvent, run_times
+from .trace import ProgramKey, TraceEvent
+from .trace_runs import run_times
 
 __all__ = ["ProgramSummary", "summarize_program", "counts_summary", "hlo_key"]
 
