@@ -20,19 +20,14 @@ from .analysis.first_touch import FirstTouch
 from .analysis.live import Live, Uncertainty, pair_utilizations, uncertainty
 from .analysis.memory import MemoryFootprint
 from .analysis.ops import OpRow, OpsModel
-from .analysis.roofline import IMPOSSIBLE_ABOVE, RooflineEstimate
+from .analysis.roofline import RooflineEstimate
 from .analysis.runs import Timing
 from .analysis.verdict import Figures, suspect
 from .hardware.spec import HardwareSpec
 from .kinds import Bound, CeilingsUsed, CountSource, FirstTouchMode, Model, TimerUsed
-from .units import format_fraction, format_quantity, format_seconds
+from .result_text import describe, first_touch_text
 
 __all__ = ["ProgramInfo", "Result", "CeilingUse"]
-
-
-FIRST_TOUCH_BEATEN = ("first touch cheaper than calibrated: above 105% only with the page-fault term, within the "
-                      "traffic and compute ceilings without it; the cost of a fault moves with the host "
-                      "(--roofline-calibrate re-measures it)")
 
 
 @dataclass(frozen=True)
@@ -369,47 +364,10 @@ class Result:
 
     def first_touch_text(self) -> str:
         """The first-touch term: faults expected and counted, the split of the time, both utilizations."""
-        touch = self.first_touch
-        if touch is None:
-            return ""
-        if not touch.fresh_bytes and not touch.counted_faults:
-            return "first touch: no fresh pages (no faults expected or counted)"
-        which = "included in the roofline" if self.first_touch_charged else "not in the roofline (first_touch='exclude')"
-        text = (f"first touch {which}: {touch.faults_text()}; "
-                f"{touch.split(self.device_time_s, self.roofline.core_time_s)}; utilization "
-                f"{self.utilization_with_first_touch:.1%} with first touch, {self.utilization_without_first_touch:.1%} "
-                f"without")
-        saving = touch.saving_text()
-        return text + (f"; {saving}" if saving else "")
+        return first_touch_text(self)
 
     def __str__(self) -> str:
-        timer = self.timer if not self.timer_fallback_reason else f"{self.timer}: {self.timer_fallback_reason}"
-        flops = (">=" if self.counts_lower_bound else "") + format_quantity(self.flops, "FLOP")
-        text = (
-            f"{self.name} on {self.hardware.name} [{self.ceilings}]: {self.bound}-bound, {flops}, "
-            f"{format_quantity(self.bytes_accessed, 'B')}, intensity {self.intensity:.3g} "
-            f"(critical {self.critical_intensity:.3g}) FLOP/B; roofline {format_seconds(self.roofline_time_s)}, "
-            f"measured {format_seconds(self.device_time_s)} +/-{self.spread:.1%} over {self.runs} runs ({timer}); "
-            f"utilization {self.utilization:.1%} ({self.uncertainty.describe()})"
-        )
-        if self.memory is not None:
-            text += f"; peak memory {self.memory.describe()}"
-        if self.first_touch is not None:
-            text += f"; {self.first_touch_text()}"
-        if self.live is not None:
-            text += (f"; live ceilings: {self.live.describe()}; against the calibration alone "
-                     f"{self.utilization_calibrated:.1%}")
-        if self.contended and self.cpu_waiting is not None:
-            text += f"; {contention.describe(self.cpu_waiting, self.utilization_on_cpu, self.timing.others_cpu_share)}"
-        if self.marginal and self.threshold is not None:
-            text += f" MARGINAL: the threshold {format_fraction(self.threshold)} is inside the interval"
-        if self.counts_lower_bound:
-            text += f" [counts are a lower bound: {self.work.lower_bound_reason}]"
-        if self.impossible:
-            text += f" IMPOSSIBLE (> {format_fraction(IMPOSSIBLE_ABOVE)}): suspect {self.suspect}"
-        elif self.first_touch_beaten:
-            text += f" [{FIRST_TOUCH_BEATEN}]"
-        return text
+        return describe(self)
 
     @property
     def first_touch_beaten(self) -> bool:

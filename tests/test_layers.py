@@ -4,7 +4,7 @@ inside functions), so that the layout cannot erode.
     base        kinds, errors, files, units, quantiles  imports nothing of the package but base
     hardware/   table, peaks, CPU, calibration     base
     analysis/   pure analysis                      base, hardware
-    result      the Result                         base, hardware, analysis
+    result      the Result (result_text: in words)  base, hardware, analysis
     history/    reports over time, regressions     base
     report/     text, JSON and HTML                base, hardware, analysis, result, history
     measurement/  the only JAX                     base, hardware, analysis, result
@@ -56,6 +56,8 @@ def _layer(module: str) -> str:
         return "base"
     if parts[1] == "__main__":
         return "cli"
+    if parts[1] == "result_text":
+        return "result"
     return parts[1]
 
 
@@ -115,7 +117,8 @@ def test_import_rules(path: Path) -> None:
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_modules_stay_small(path: Path) -> None:
-    assert len(path.read_text(encoding="utf-8").splitlines()) <= 450
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= 400, f"{path.relative_to(PACKAGE)} has {lines} lines: split it by what it holds"
 
 
 def test_the_rules_catch_a_violation() -> None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
+from .hlo_text import match_close, split_top, strip_comments, unclosed
+
 __all__ = [
     "HloParseError",
     "Shape",
@@ -179,83 +181,12 @@ _OPCODE = re.compile(r"([a-z][a-z0-9\-_]*)\(")
 _ARRAY_SHAPE = re.compile(r"^([a-z][a-z0-9]*)\[([^\]]*)\](\{[^}]*\})?")
 
 
-def _after_quote(text: str, start: int) -> int:
-    """Index just past the quoted string that opens at ``text[start]`` (backslash escapes skipped)."""
-    i = start + 1
-    while i < len(text) and text[i] != '"':
-        i += 2 if text[i] == "\\" else 1
-    return i + 1
-
-
-def _unquoted(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
-    """``(index, character)`` of ``text`` from ``start``, skipping quoted strings (backslash escapes inside)."""
-    i = start
-    while i < len(text):
-        if text[i] == '"':
-            i = _after_quote(text, i)
-            continue
-        yield i, text[i]
-        i += 1
-
-
-def _match_close(text: str, start: int) -> int:
-    """Index of the bracket closing the one at ``text[start]``, skipping quoted strings."""
-    pairs = {"(": ")", "{": "}", "[": "]"}
-    stack = [pairs[text[start]]]
-    for i, ch in _unquoted(text, start + 1):
-        if ch in pairs:
-            stack.append(pairs[ch])
-        elif ch in ")}]":
-            if not stack or ch != stack[-1]:
-                raise ValueError(f"unbalanced {ch!r} at column {i}")
-            stack.pop()
-            if not stack:
-                return i
-    raise ValueError(f"no closing bracket for {text[start]!r} at column {start}")
-
-
-def _unclosed(text: str) -> bool:
-    """Whether a bracket opened in ``text`` (outside quoted strings) is still open at its end: an instruction
-    whose text goes on over the next lines (a backend_config JSON printed with newlines, as Mosaic's is)."""
-    depth = sum(1 if ch in "({[" else -1 for _, ch in _unquoted(text) if ch in "({[)}]")
-    return depth > 0
-
-
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """Split on ``sep`` outside brackets and quotes."""
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            j = _after_quote(text, i)
-            current.append(text[i:j])
-            i = j
-            continue
-        if ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-        if ch == sep and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    tail = "".join(current).strip()
-    if tail:
-        parts.append(tail)
-    return parts
-
-
 def _read_shape(text: str) -> tuple[Shape, int]:
     """Read one shape at the start of ``text``; returns it and the number of characters used."""
     if text.startswith("("):
-        end = _match_close(text, 0)
+        end = match_close(text, 0)
         inner = text[1:end].strip()
-        elements = tuple(parse_shape(part) for part in _split_top(inner)) if inner else ()
+        elements = tuple(parse_shape(part) for part in split_top(inner)) if inner else ()
         return Shape("tuple", (), elements), end + 1
     m = _ARRAY_SHAPE.match(text)
     if not m:
@@ -280,28 +211,6 @@ def parse_shape(text: str) -> Shape:
     return shape
 
 
-def strip_comments(line: str) -> str:
-    """Drop ``/*...*/`` comments outside quoted strings: XLA writes ``/*index=5*/`` before every fifth
-    element of a long tuple shape or operand list."""
-    if "/*" not in line:
-        return line
-    out: list[str] = []
-    i = 0
-    while i < len(line):
-        ch = line[i]
-        if ch == '"':
-            j = _after_quote(line, i)
-            out.append(line[i:j])
-            i = j
-        elif line.startswith("/*", i):
-            end = line.find("*/", i + 2)
-            i = len(line) if end < 0 else end + 2
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
-
-
 def _parse_instruction(raw_line: str, line_no: int) -> Instruction:
     line = strip_comments(raw_line)
     head = _INST_HEAD.match(line)
@@ -318,13 +227,13 @@ def _parse_instruction(raw_line: str, line_no: int) -> Instruction:
         raise HloParseError(line_no, line, "expected an opcode followed by '('")
     open_at = op.end() - 1
     try:
-        close_at = _match_close(rest, open_at)
+        close_at = match_close(rest, open_at)
     except ValueError as exc:
         raise HloParseError(line_no, line, f"operand list: {exc}") from None
     inside = rest[open_at + 1:close_at]
     operands: list[str] = []
     literal = ""
-    for part in _split_top(inside):
+    for part in split_top(inside):
         names = re.findall(r"%([\w.\-]+)", part)
         bare = _BARE_OPERAND.search(part) if not names and op.group(1) not in _LITERAL_OPS else None
         if names:
@@ -338,7 +247,7 @@ def _parse_instruction(raw_line: str, line_no: int) -> Instruction:
     if tail:
         if not tail.startswith(","):
             raise HloParseError(line_no, line, f"unexpected text after operands: {tail[:40]!r}")
-        for part in _split_top(tail[1:]):
+        for part in split_top(tail[1:]):
             if "=" not in part:
                 raise HloParseError(line_no, line, f"attribute without '=': {part[:40]!r}")
             key, value = part.split("=", 1)
@@ -369,7 +278,7 @@ def parse_hlo(text: str) -> HloModule:
         stripped = line.strip()
         if current is not None and pending is not None:
             joined = pending[1] + "\n" + line
-            if _unclosed(strip_comments(joined)):
+            if unclosed(strip_comments(joined)):
                 pending = (pending[0], joined)
             else:
                 current.append(_parse_instruction(joined, pending[0]))
@@ -395,7 +304,7 @@ def parse_hlo(text: str) -> HloModule:
             continue
         if not stripped:
             continue
-        if _unclosed(strip_comments(line)):
+        if unclosed(strip_comments(line)):
             pending = (line_no, line)
             continue
         current.append(_parse_instruction(line, line_no))
