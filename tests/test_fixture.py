@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 import pytest
 from fakes import FakeMeasure, fake_result
 
+from pytest_roofline.calls import KernelCall
 from pytest_roofline.kinds import Bound, CeilingsUsed
 from pytest_roofline.plugin.fixture import RooflineFixture
 from pytest_roofline.plugin.marker import parse_marker
@@ -206,7 +207,7 @@ def test_calibrate_setting_recalibrates_only_the_first_measurement() -> None:
     fake = FakeMeasure(0.5, 0.5, 0.5)
     session = RooflineSession(Settings(calibrate=True), measure=fake)
     for _ in range(2):
-        session.measure(kernel, (1,), {})
+        session.measure(KernelCall(kernel, (1,)), {})
     assert [c["recalibrate"] for c in fake.calls] == [True, False]
 
 
@@ -215,15 +216,15 @@ def test_a_kernel_that_beats_the_calibration_never_recalibrates_it() -> None:
     # kernels push the cached memory ceiling from 63 to 110 GB/s. Now the impossible result stands.
     fake = FakeMeasure(2.0, 2.0)
     session = RooflineSession(Settings(), measure=fake)
-    assert session.measure(kernel, (1,), {}).impossible
-    assert session.measure(kernel, (1,), {}).impossible
+    assert session.measure(KernelCall(kernel, (1,)), {}).impossible
+    assert session.measure(KernelCall(kernel, (1,)), {}).impossible
     assert [c["recalibrate"] for c in fake.calls] == [False, False]
 
 
 def test_session_passes_its_hardware_settings() -> None:
     fake = FakeMeasure(0.5)
     RooflineSession(Settings(hardware="H100 SXM", config="r.yaml", ceilings="datasheet"), measure=fake).measure(
-        kernel, (1,), {"name": "k"})
+        KernelCall(kernel, (1,)), {"name": "k"})
     call = fake.calls[0]
     assert (call["hardware"], call["hardware_file"], call["ceilings"], call["name"]) == ("H100 SXM", "r.yaml",
                                                                                       "datasheet", "k")
@@ -263,3 +264,33 @@ def test_result_json_keeps_the_schema_1_keys() -> None:
     assert data["device_time_s"] == 1e-3 and data["runs"] == 5 and data["bound"] == "memory"
     impossible = fake_result(1.5, bound="compute").to_dict()
     assert impossible["impossible"] and impossible["suspect"].startswith("the compute peak is too low")
+
+
+# --- kernel keywords: never taken silently ---
+def test_a_kernel_parameter_named_like_a_setting_fails_the_call_with_the_remedy() -> None:
+    def scaled(x: Any, warmup: int) -> Any:
+        return x * warmup
+
+    h = Harness(0.9)
+    with pytest.raises(Failed) as info:
+        h.fixture(scaled, 1, warmup=3, min=0.5)
+    assert str(info.value).startswith(f"roofline: roofline(...) in {NODE}: warmup= is both a setting of the "
+                                      "measurement and a parameter of kernel 'scaled'")
+    assert not h.measure.calls and info.value.__context__ is None
+
+
+def test_the_explicit_form_hands_the_kernel_its_keywords_and_keeps_the_settings() -> None:
+    def scaled(x: Any, warmup: int) -> Any:
+        return x * warmup
+
+    h = Harness(0.9)
+    h.fixture(scaled, args=(1,), kwargs={"warmup": 3}, warmup=0, min=0.5, name="s")
+    (call,) = h.measure.calls
+    assert (call["args"], call["kwargs"], call["warmup"], call["name"]) == ((1,), {"warmup": 3}, 0, "s")
+    assert h.records[0]["threshold"] == 0.5
+
+
+def test_record_only_measure_refuses_judging_keywords() -> None:
+    h = Harness(0.9)
+    with pytest.raises(Failed, match=r"roofline.measure\(...\) in .* only records: min= belongs to roofline"):
+        h.fixture.measure(kernel, 1, min=0.5)

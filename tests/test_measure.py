@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import pytest_roofline
+import pytest_roofline.calls
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 
 jax = pytest.importorskip("jax")
@@ -202,3 +203,18 @@ def test_artifacts_are_complete_or_absent(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(OSError, match="disk full"):
         save_artifacts(r, tmp_path, "t.py::test_y", "sin")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.py_test_x__sin"]  # nothing half-written
+
+
+def test_a_kernel_keyword_named_like_a_setting_reaches_the_kernel_in_the_explicit_form() -> None:
+    @partial(jax.jit, static_argnames="name")
+    def repeat(v: Any, name: int) -> Any:  # ``name`` multiplies ``name`` times: the FLOP count shows it took
+        out = v
+        for _ in range(name):
+            out = out * v
+        return out
+
+    x = jnp.ones((1024,), jnp.float32)
+    with pytest.raises(pytest_roofline.calls.CallError, match="name= is both a setting"):
+        pytest_roofline.measure(repeat, x, name=3, **FAST)
+    r = pytest_roofline.measure(repeat, args=(x,), kwargs={"name": 3}, name="label", **FAST)
+    assert r.name == "label" and r.flops == 3 * 1024

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.measurement.settings import DEFAULT_TIMING
+from pytest_roofline.measurement.options import DEFAULT_TIMING
 from pytest_roofline.plugin.marker import MARKER_SIGNATURE, parse_marker
 from pytest_roofline.plugin.settings import ConfigError, Settings, resolve_settings
 

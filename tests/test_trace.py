@@ -135,7 +135,7 @@ def test_gpu_trace_without_run_boundaries_is_an_error() -> None:
 def test_real_cpu_trace() -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
-    from pytest_roofline.measurement.settings import TimingSettings
+    from pytest_roofline.measurement.options import TimingSettings
     from pytest_roofline.measurement.timing import time_program
 
     x = jnp.ones((512, 512), jnp.float32)

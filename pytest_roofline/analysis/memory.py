@@ -17,8 +17,9 @@ from typing import Any
 
 from ..hardware.spec import Ceiling
 from ..units import format_fraction, format_quantity
+from .hlo import HloModule
 
-__all__ = ["MemoryFootprint", "footprint_from_stats", "device_peak", "MemoryLimit", "parse_max_memory",
+__all__ = ["MemoryFootprint", "working_set", "footprint_from_stats", "device_peak", "MemoryLimit", "parse_max_memory",
            "MemoryCheck", "check_memory", "format_bytes"]
 
 
@@ -180,3 +181,11 @@ def check_memory(footprint: MemoryFootprint | None, limit: MemoryLimit, capacity
     return MemoryCheck(limit, limit_bytes, peak, (
         f"needs {format_bytes(peak)} of device memory, more than max_memory {format_bytes(limit_bytes)}{of} "
         f"({limit.origin}): {footprint.breakdown()}"))
+
+
+def working_set(module: HloModule, footprint: MemoryFootprint | None) -> float:
+    """The bytes of a program's buffers: its memory analysis where there is one, else its parameters and result."""
+    if footprint is not None:
+        return float(footprint.peak_bytes)
+    root = module.entry.root
+    return float(sum(i.shape.bytes for i in module.entry.instructions if i.opcode == "parameter") + root.shape.bytes)

@@ -35,9 +35,9 @@ from ..hardware.calibration import (
 from ..hardware.cpu import Contention, cpu_info, last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
 from ..quantiles import quantile, relative_iqr
+from .options import TimingSettings
 from .program import CompiledProgram, compile_program, time_compiled
 from .references import REFERENCE_KEYS, REFERENCES_VERSION, reference
-from .settings import TimingSettings
 from .timing import Timed, time_program
 
 __all__ = ["machine_key", "measure_ceilings", "cpu_spec", "calibrated_spec"]

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,57 +18,36 @@ from ..analysis.hlo import HloModule, HloParseError, parse_hlo
 from ..analysis.interpret import INTERPRET_NOTE, interpret_counts
 from ..analysis.kernels import assign_estimates
 from ..analysis.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
-from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats
+from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
 from ..analysis.model import ProgramModel, program_model
 from ..analysis.ops import OpRow, OpsModel, attach_times
 from ..analysis.roofline import RooflineEstimate
 from ..analysis.runs import relative_iqr
 from ..analysis.walk import CONTAINER_OPS, executed_op_count
+from ..calls import KernelCall, split_call
 from ..errors import MeasureError
 from ..hardware.calibration import refresh_mode
 from ..hardware.cpu import last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
-from ..kinds import CEILINGS_MODES, FIRST_TOUCH_MODES, Timer, choose
 from ..labels import kernel_name
 from ..result import ProgramInfo, Result
 from .hardware import resolve_hardware
+from .options import MEASURE_OPTIONS, GivenCounts, MeasureOptions
 from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
 from .references import Reference, reference, reference_key_for
-from .settings import DEFAULT_TIMING, TimingSettings
 from .timing import Beside, Settled, Timed
 
-__all__ = ["measure"]
-
-_D = DEFAULT_TIMING
+__all__ = ["measure", "measure_call"]
 
 
-def measure(
-    fn: Callable[..., Any],
-    *args: Any,
-    flops: float | None = None,
-    bytes: float | None = None,  # noqa: A002 - the name users expect, mirrors cost_analysis
-    transcendentals: float | None = None,
-    name: str | None = None,
-    hardware: str | HardwareSpec | None = None,
-    hardware_file: str | os.PathLike[str] | None = None,
-    ceilings: str = "auto",
-    recalibrate: bool | str = False,
-    warmup: int = _D.warmup,
-    min_runs: int = _D.min_runs,
-    max_runs: int = _D.max_runs,
-    budget_s: float = _D.budget_s,
-    target_spread: float = _D.target_spread,
-    timer: Timer = _D.timer,
-    min_time_s: float = _D.min_time_s,
-    threshold: float | None = None,
-    first_touch: str = "include",
-    **kwargs: Any,
-) -> Result:
+def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
     """Measure ``fn(*args, **kwargs)`` against the roofline of the device it runs on.
 
     ``fn`` is jitted if it is not already (a ``jax.jit`` function with static or donated arguments is
-    used as it is; donated inputs get a fresh copy per run, outside the timing). Keyword arguments not
-    listed here go to ``fn``; bind ones whose names clash with ``functools.partial``.
+    used as it is; donated inputs get a fresh copy per run, outside the timing). Keywords other than the
+    settings below go to ``fn``; a setting that is also a parameter of ``fn`` is an error (a
+    :class:`~pytest_roofline.calls.CallError`): then give the kernel's arguments as ``args=(...)`` and
+    ``kwargs={...}``, and every other keyword is a setting.
 
     Counting: ``flops``, ``bytes`` and ``transcendentals`` replace the compiler's counts (analytic model
     FLOPs give MFU). Hardware: ``hardware`` forces a table entry by name (or is a ``HardwareSpec``);
@@ -85,21 +63,22 @@ def measure(
     ``first_touch``: "include" (the roofline adds the first touch of the program's fresh pages, on a CPU) or
     "exclude" (main memory and compute alone); the result carries both utilizations.
     """
-    label = name or kernel_name(fn)
-    given = _given_counts(flops, bytes, transcendentals)
-    mode = choose(ceilings, CEILINGS_MODES, "ceilings")
-    touch_mode = choose(first_touch, FIRST_TOUCH_MODES, "first_touch")
-    refresh = refresh_mode(recalibrate)
-    settings = TimingSettings(warmup, min_runs, max_runs, budget_s, target_spread, timer, min_time_s=min_time_s)
+    call, settings = split_call(fn, args, keywords, MEASURE_OPTIONS, "measure()")
+    return measure_call(call, MeasureOptions.from_keywords(settings))
 
-    threshold = _non_negative("threshold", threshold)
 
-    program = compile_program(fn, args, kwargs, label)
+def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
+    """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out)."""
+    label = options.name or kernel_name(call.fn)
+    given, choice, touch_mode, settings = options.counts, options.hardware, options.first_touch, options.timing
+    refresh = refresh_mode(choice.recalibrate)
+    program = compile_program(call.fn, call.args, dict(call.kwargs), label)
     module, counts = _read_program(program, label, given)
-    spec, used = resolve_hardware(program.platform, program.device_kind, hardware, hardware_file, mode, refresh)
+    spec, used = resolve_hardware(program.platform, program.device_kind, choice.name, choice.file, choice.ceilings,
+                                  refresh)
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
     model = program_model(spec, counts, module, program.num_devices, given.flops, given.bytes,
-                          given.transcendentals, working_set=_working_set(module, footprint))
+                          given.transcendentals, working_set=working_set(module, footprint))
     touch = _first_touch(spec, footprint, program.platform)
     charged = touch is not None and touch_mode == "include"
     plan = _live_plan(spec, used, model, program.platform, _planned_touch_s(touch) if charged else 0.0)
@@ -108,7 +87,7 @@ def measure(
     before = allocator_stats(program.device)
     planned = replace(model.estimate, first_touch_time_s=_planned_touch_s(touch) if charged else 0.0)
     timed = time_compiled(program, settings, executed_op_count(module), plan.beside,
-                          _stopping_rule(planned, plan, threshold, settings.target_spread))
+                          _stopping_rule(planned, plan, options.threshold, settings.target_spread))
     memory = _memory(program, footprint, before)
     ops_model, busy = _per_op(model.rows, module, program, timed)
     if touch is not None:
@@ -133,19 +112,11 @@ def measure(
         hlo_text=program.hlo_text,
         xspace=timed.xspace,
         live=live,
-        threshold=threshold,
+        threshold=options.threshold,
         memory=memory,
         first_touch=touch,
         first_touch_mode=touch_mode,
     )
-
-
-def _working_set(module: HloModule, footprint: MemoryFootprint | None) -> float:
-    """The bytes of a program's buffers: its memory analysis where there is one, else its parameters and result."""
-    if footprint is not None:
-        return float(footprint.peak_bytes)
-    root = module.entry.root
-    return float(sum(i.shape.bytes for i in module.entry.instructions if i.opcode == "parameter") + root.shape.bytes)
 
 
 def _first_touch(spec: HardwareSpec, footprint: MemoryFootprint | None, platform: str) -> FirstTouch | None:
@@ -175,29 +146,7 @@ def _memory(program: CompiledProgram, footprint: MemoryFootprint | None,
     return replace(footprint, device_peak=peak, device_peak_note=note)
 
 
-@dataclass(frozen=True)
-class _Given:
-    """Analytic counts from the user (None: the compiler's)."""
-
-    flops: float | None
-    bytes: float | None
-    transcendentals: float | None
-
-
-def _non_negative(keyword: str, value: float | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"{keyword}= must be a non-negative number, got {value!r}")
-    return float(value)
-
-
-def _given_counts(flops: float | None, bytes_: float | None, transcendentals: float | None) -> _Given:
-    return _Given(_non_negative("flops", flops), _non_negative("bytes", bytes_),
-                  _non_negative("transcendentals", transcendentals))
-
-
-def _read_program(program: CompiledProgram, label: str, given: _Given) -> tuple[HloModule, Counts]:
+def _read_program(program: CompiledProgram, label: str, given: GivenCounts) -> tuple[HloModule, Counts]:
     """The optimized HLO and the program's counts (compiler analysis, loops multiplied)."""
     try:
         module = parse_hlo(program.hlo_text)
@@ -338,6 +287,6 @@ def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, m
     root = module.entry.root
     return hints(rows, platform=program.platform, device_time_s=timed.timing.median_s, bound=model.estimate.bound,
                  donated=any(program.donated), output_bytes=root.shape.bytes,
-                 working_set_bytes=_working_set(module, None),
+                 working_set_bytes=working_set(module, None),
                  has_loops=bool(model.work.loops), busy_s=busy,
                  cache_bytes=last_level_cache_bytes() if program.platform == "cpu" and not cache_known else None)

@@ -12,8 +12,8 @@ import jax
 import numpy as np
 
 from ..errors import MeasureError
+from .options import TimingSettings
 from .pallas import TracedProgram, traced_program
-from .settings import TimingSettings
 from .timing import Beside, Settled, Timed, time_program
 
 __all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats"]

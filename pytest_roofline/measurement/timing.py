@@ -21,7 +21,7 @@ from ..analysis.runs import Timing, relative_iqr
 from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, RunTimes, TraceError, flatten
 from ..analysis.trace_runs import run_times
 from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns
-from .settings import TimingSettings
+from .options import TimingSettings
 
 __all__ = ["Timed", "time_program"]
 

@@ -9,10 +9,12 @@ from typing import Any, NoReturn
 
 from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
 from ..analysis.verdict import Decision, decide
+from ..calls import CallError, KernelCall, split_call
 from ..errors import MeasureError
 from ..history.baseline import Check
 from ..kinds import ExpectedBound, Model
 from ..labels import kernel_name
+from ..measurement.options import MEASURE_OPTIONS
 from ..report.records import baseline_record, make_record
 from ..report.text import failure_message
 from ..result import Result
@@ -20,7 +22,10 @@ from .marker import MarkerSpec, parse_bound
 from .session import RooflineSession
 from .settings import ConfigError, Threshold, parse_model, parse_threshold
 
-__all__ = ["RooflineFixture"]
+__all__ = ["RooflineFixture", "FIXTURE_SETTINGS"]
+
+# The keywords roofline(...) takes for itself; any other goes to the kernel.
+FIXTURE_SETTINGS = ("min", "bound", "model", "max_memory", *MEASURE_OPTIONS)
 
 
 class RooflineFixture:
@@ -38,13 +43,18 @@ class RooflineFixture:
         self._labels: dict[str, int] = {}
         self.results: list[Result] = []
 
-    def measure(self, fn: Callable[..., Any], *args: Any, name: str | None = None, max_memory: Any = None,
-                **kwargs: Any) -> Result:
+    def measure(self, fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
         """Measure and record, never fail (a kernel that cannot be measured still fails the test); a kernel over
-        ``max_memory`` is recorded with the check and warned about."""
-        label = self._label(fn, name)
-        limit = self._memory_limit(max_memory)
-        result = self._measure(label, fn, args, kwargs)
+        ``max_memory`` is recorded with the check and warned about. Keywords as for ``roofline(...)``, but for
+        ``min``, ``bound`` and ``model``, which only a call that judges takes."""
+        call, kwargs = self._split(fn, args, keywords, "roofline.measure(...)")
+        judging = sorted(set(kwargs) & {"min", "bound", "model"})
+        if judging:
+            self._fail(f"roofline: roofline.measure(...) in {self._nodeid} only records: {judging[0]}= belongs to "
+                       f"roofline(...), which judges")
+        label = self._label(fn, kwargs.pop("name", None))
+        limit = self._memory_limit(kwargs.pop("max_memory", None))
+        result = self._measure(label, call, kwargs)
         decision = decide(result.figures, None)
         memory = self._memory_check(label, result, limit)
         record = self._record(label, result, None, decision, "program", check=self._check(label, result, "program"),
@@ -55,24 +65,26 @@ class RooflineFixture:
             self._warn(failure_message(record, memory.reason))
         return result
 
-    def __call__(self, fn: Callable[..., Any], *args: Any, name: str | None = None, min: float | None = None,  # noqa: A002
-                 bound: str | None = None, model: str | None = None, max_memory: Any = None, **kwargs: Any) -> Result:
+    def __call__(self, fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
         """Measure, record, and fail the test when the kernel is below its threshold, of the wrong bound, or
-        needs more memory than ``max_memory``."""
-        label = self._label(fn, name)
-        threshold, expected, chosen = self._call_settings(min, bound, model)
-        memory_limit = self._memory_limit(max_memory)
+        needs more memory than ``max_memory``. ``roofline(fn, *args, min=..., **kernel_kwargs)``, or
+        ``roofline(fn, args=(...), kwargs={...}, min=...)`` where a kernel parameter shares a setting's name."""
+        call, kwargs = self._split(fn, args, keywords, "roofline(...)")
+        label = self._label(fn, kwargs.pop("name", None))
+        threshold, expected, chosen = self._call_settings(kwargs.pop("min", None), kwargs.pop("bound", None),
+                                                          kwargs.pop("model", None))
+        memory_limit = self._memory_limit(kwargs.pop("max_memory", None))
         value = threshold.value if threshold else None
         # Sampling goes on while the interval of the program-level utilization straddles the threshold.
         if value is not None and chosen == "program":
             kwargs = {**kwargs, "threshold": value}
-        result = self._measure(label, fn, args, kwargs)
+        result = self._measure(label, call, kwargs)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen)
         check = self._check(label, result, chosen)
         first: float | None = None
         if decision.confirm or (isinstance(check, Check) and check.regressed):  # measure again before failing
             first = result.utilization_for(chosen)
-            result = self._measure(label, fn, args, kwargs)
+            result = self._measure(label, call, kwargs)
             decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first)
             check = self._check(label, result, chosen)
         if isinstance(check, Check) and check.regressed and not decision.warning:
@@ -143,10 +155,19 @@ class RooflineFixture:
             problem = f"roofline: {exc}"
         self._fail(problem)  # outside the except block: the failure shows no chained traceback
 
-    def _measure(self, label: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
+    def _split(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any],
+               where: str) -> tuple[KernelCall, dict[str, Any]]:
+        """The kernel's call and this call's settings (:mod:`pytest_roofline.calls`); a clash fails the test."""
+        try:
+            return split_call(fn, args, keywords, FIXTURE_SETTINGS, f"{where} in {self._nodeid}")
+        except CallError as exc:
+            problem = f"roofline: {exc}"
+        self._fail(problem)  # outside the except block: the failure shows no chained traceback
+
+    def _measure(self, label: str, call: KernelCall, kwargs: dict[str, Any]) -> Result:
         merged = {**(self._marker.measure_kwargs if self._marker else {}), **kwargs, "name": label}
         try:
-            return self._session.measure(fn, args, merged)
+            return self._session.measure(call, merged)
         except (MeasureError, ValueError) as exc:  # ValueError: a bad keyword value or an unknown device
             message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {exc}"
         self._fail(message)  # outside the except block: the failure shows no chained traceback

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..analysis.memory import MemoryLimit, parse_max_memory
 from ..kinds import CEILINGS_MODES, EXPECTED_BOUNDS, TIMERS, ExpectedBound, Model, choose
-from ..measurement.settings import TIMING_KEYWORDS, timing_defaults_text
+from ..measurement.options import TIMING_KEYWORDS, timing_defaults_text
 from .settings import ConfigError, Threshold, parse_first_touch, parse_max_drop, parse_model, parse_threshold
 
 __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpec", "parse_marker",

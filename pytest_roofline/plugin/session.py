@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..calls import KernelCall
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline
 from ..result import Result
@@ -69,13 +70,15 @@ class RooflineSession:
         self._save = save
         self._recalibrate = settings.calibrate  # --roofline-calibrate: once per process
 
-    def measure(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Result:
+    def measure(self, call: KernelCall, settings: dict[str, Any]) -> Result:
+        """Measure ``call`` with the session's hardware settings, overridden by ``settings`` (measure()'s
+        keywords); the kernel's arguments go in the explicit form, so none is taken for a setting."""
         recalibrate, self._recalibrate = self._recalibrate, False
         options = {"hardware": self.settings.hardware, "hardware_file": self.settings.hardware_file,
                    "ceilings": self.settings.ceilings, "first_touch": self.settings.first_touch,
-                   "recalibrate": recalibrate, **kwargs}
+                   "recalibrate": recalibrate, **settings}
         with device_lock():
-            return self._measure(fn, *args, **options)
+            return self._measure(call.fn, args=call.args, kwargs=dict(call.kwargs), **options)
 
     def hardware(self) -> tuple[dict[str, Any], str]:
         """The detected hardware's ceilings and the ceilings mode in use (imports JAX; calibrates a CPU unless
