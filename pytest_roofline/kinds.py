@@ -62,10 +62,13 @@ CEILINGS_MODES: tuple[CeilingsMode, ...] = get_args(CeilingsMode)
 CeilingsUsed = Literal["datasheet", "calibrated", "live", "given"]
 """Which ceilings a result was measured against."""
 
-Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible", "regression", "over-memory", "contended"]
+Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible", "regression", "over-memory", "contended",
+                  "no-work"]
 """regression: utilization dropped from the --roofline-baseline beyond its gate; over-memory: the program needs
-more device memory than its max_memory=."""
-FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "impossible", "regression", "over-memory"})
+more device memory than its max_memory=; no-work: the compiled program computes nothing (the kernel returns None,
+a constant or its input), so there is no roofline to judge it against."""
+FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "impossible", "regression", "over-memory",
+                                                   "no-work"})
 
 Platform = Literal["cpu", "gpu", "tpu"]
 PLATFORMS: tuple[Platform, ...] = get_args(Platform)

@@ -64,6 +64,7 @@ class Result:
     memory: MemoryFootprint | None = None  # the compiled program's memory analysis (None: the compiler gave none)
     first_touch: FirstTouch | None = None  # a CPU's first touch of the program's fresh pages (None: no such term)
     first_touch_mode: FirstTouchMode = "include"  # whether the roofline charges it (where there is one)
+    no_work: bool = False  # the compiled program computes nothing (returns None, a constant or its input)
 
     # The work
     @property
@@ -287,7 +288,7 @@ class Result:
         on_cpu, ops_on_cpu = (self.utilization_on_cpu, self._on_cpu(self.ops_roofline_time_s)) if self.contended \
             else (None, None)
         return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity,
-                       self.utilization_interval, core_low, on_cpu, ops_on_cpu)
+                       self.utilization_interval, core_low, on_cpu, ops_on_cpu, self.no_work)
 
     @property
     def cpu_waiting(self) -> float | None:
@@ -360,6 +361,7 @@ class Result:
             "others_cpu_share": self.timing.others_cpu_share if self.cpu_waiting is not None else None,
             "contended": self.contended,
             "utilization_on_cpu": self.utilization_on_cpu,
+            "no_work": self.no_work,
         }
 
     def first_touch_text(self) -> str:

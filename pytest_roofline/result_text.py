@@ -59,6 +59,8 @@ def describe(result: Result) -> str:
         text += f" MARGINAL: the threshold {format_fraction(result.threshold)} is inside the interval"
     if result.counts_lower_bound:
         text += f" [counts are a lower bound: {result.work.lower_bound_reason}]"
+    if result.no_work:
+        text += " NO WORK: the compiled program computes nothing (it returns None, a constant or its input)"
     if result.impossible:
         text += f" IMPOSSIBLE (> {format_fraction(IMPOSSIBLE_ABOVE)}): suspect {result.suspect}"
     elif result.first_touch_beaten:

@@ -12,6 +12,7 @@ from pytest_roofline.analysis.memory import MemoryFootprint
 from pytest_roofline.analysis.ops import OpsModel
 from pytest_roofline.analysis.roofline import RooflineEstimate
 from pytest_roofline.analysis.runs import Timing
+from pytest_roofline.errors import MeasureError
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 from pytest_roofline.kinds import Bound, CeilingsUsed
 from pytest_roofline.result import ProgramInfo, Result
@@ -60,6 +61,8 @@ class FakeMeasure:
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
         self.calls.append(kwargs)
+        if getattr(fn, "__name__", "") == "broken":  # a made-up failure, for kernels named "broken"
+            raise MeasureError("broken: running it failed: RuntimeError: made up for the test")
         return fake_result(next(self._next), bound=self.bound, name=kwargs.get("name", "kernel"),
                            ceilings=self.ceilings, hardware=self.hardware, waiting=self.waiting)
 

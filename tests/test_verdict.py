@@ -131,3 +131,14 @@ def test_a_contended_kernel_of_the_wrong_bound_still_fails() -> None:
     contended = Figures(0.5, 0.5, "memory", 1.0, 10.0, None, None, on_cpu=0.9, ops_on_cpu=0.9)
     d = decide(contended, 0.8, expected_bound="compute", first_utilization=0.5)
     assert (d.verdict, d.fails) == ("wrong-bound", True)
+
+
+@pytest.mark.parametrize(("threshold", "bound", "fails"), [(0.5, None, True), (None, "compute", True),
+                                                           (None, "memory", True), (None, None, False)])
+def test_a_kernel_that_does_no_work_never_passes_and_says_so(threshold: float | None, bound: str | None,
+                                                             fails: bool) -> None:
+    # A kernel returning None reads "compute-bound, 0 FLOP, intensity inf": it must not pass bound="compute".
+    figures = Figures(0.0, 0.0, "compute", float("inf"), 10.0, no_work=True)
+    d = decide(figures, threshold, expected_bound=bound)  # type: ignore[arg-type]
+    assert d.verdict == "no-work" and d.fails is fails and d.warning is not fails
+    assert "the kernel does no work: its compiled program computes nothing" in d.reason

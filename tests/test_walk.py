@@ -43,3 +43,21 @@ def test_loop_bodies_run_trip_count_times() -> None:
     in_body = [e for e in executed(module) if not e.computation.is_entry]
     assert in_body and all(e.times == 9 for e in in_body)
     assert executed_op_count(module) == sum(e.times for e in executed(module))
+
+
+@pytest.mark.parametrize(("hlo", "nothing"), [
+    # jax.jit(lambda x: 3) on jax 0.10.2 (CPU): a copy of a constant.
+    ("ENTRY %main.1 () -> s32[] {\n  %constant.1 = s32[] constant(3)\n  ROOT %copy = s32[] copy(%constant.1)\n}", True),
+    # jax.jit(lambda x: None): an empty tuple.
+    ("ENTRY %main.2 (x.1: f32[4]) -> () {\n  %x.1 = f32[4]{0} parameter(0)\n  ROOT %tuple.1 = () tuple()\n}", True),
+    # jax.jit(lambda x: x): a copy of the input moves its bytes (a copy kernel).
+    ("ENTRY %main.1 (x.1: f32[4]) -> f32[4] {\n  %x.1 = f32[4]{0} parameter(0)\n"
+     "  ROOT %copy = f32[4]{0} copy(%x.1)\n}", False),
+    ("ENTRY %main (x: f32[4]) -> f32[4] {\n  %x = f32[4]{0} parameter(0)\n"
+     "  ROOT %n = f32[4]{0} negate(%x)\n}", False),
+])
+def test_a_program_that_computes_nothing_is_told(hlo: str, nothing: bool) -> None:
+    from pytest_roofline.analysis.hlo import parse_hlo
+    from pytest_roofline.analysis.walk import does_no_work
+
+    assert does_no_work(parse_hlo("HloModule m\n\n" + hlo + "\n")) is nothing

@@ -14,6 +14,8 @@ expected bound and the model into a verdict and its reason.
   above it once the waiting is taken out, a kernel is "contended": a warning, not a failure (a neighbour must
   not fail a test); below it even then, it fails, and the reason says both.
 * A kernel bound by the other resource than the test expects is "wrong-bound" (unless impossible).
+* A kernel whose program computes nothing is "no-work": it fails a test with a threshold or a bound (it never
+  passes ``bound=``), and is a warning without one.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Figures:
     # program and on the per-op model.
     on_cpu: float | None = None
     ops_on_cpu: float | None = None
+    no_work: bool = False  # the compiled program computes nothing
 
     def utilization_for(self, model: Model) -> float:
         return self.utilization if model == "program" else self.ops_utilization
@@ -92,6 +95,11 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
            model: Model = "program", first_utilization: float | None = None) -> Decision:
     """The verdict on one measurement. ``first_utilization`` is the utilization of the first measurement
     when this one confirms it (see ``Decision.confirm``)."""
+    if figures.no_work:
+        judged = threshold is not None or expected_bound is not None
+        return Decision("no-work", "the kernel does no work: its compiled program computes nothing (it returns "
+                        "None, a constant or its input unchanged), so no roofline can judge it",
+                        warning=not judged)
     util = figures.utilization_for(model)
     reason = ""
     verdict: Verdict

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from .costs import FREE_OPS, costliest_branch
 from .hlo import Computation, HloModule, Instruction
 
-__all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_op_count"]
+__all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_op_count", "does_no_work"]
 
 CONTAINER_OPS = frozenset({"while", "call", "conditional"})
 _MAX_DEPTH = 16
@@ -49,6 +49,26 @@ def _walk(module: HloModule, comp: Computation, times: int, depth: int) -> Itera
             sub = module.computations.get(name)
             if sub is not None:
                 yield from _walk(module, sub, times * repeat, depth + 1)
+
+
+# Ops that compute nothing: a program made only of them (and copies of constants) returns a constant or nothing.
+_NOTHING_OPS = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all"})
+
+
+def does_no_work(module: HloModule) -> bool:
+    """Whether the program computes nothing: its entry holds only parameters, constants and views of them, and
+    copies nothing but constants (a kernel that returns None or a Python number). A copy of an input is work:
+    a copy kernel moves its bytes."""
+    reads_input: set[str] = set()
+    for inst in module.entry.instructions:
+        from_input = inst.opcode == "parameter" or any(o in reads_input for o in inst.operands)
+        if inst.opcode == "copy" and from_input:
+            return False
+        if inst.opcode not in _NOTHING_OPS and inst.opcode != "copy":
+            return False
+        if from_input:
+            reads_input.add(inst.name)
+    return True
 
 
 def executed_op_count(module: HloModule) -> int:

@@ -23,7 +23,7 @@ from ..analysis.model import ProgramModel, program_model
 from ..analysis.ops import OpRow, OpsModel, attach_times
 from ..analysis.roofline import RooflineEstimate
 from ..analysis.runs import relative_iqr
-from ..analysis.walk import CONTAINER_OPS, executed_op_count
+from ..analysis.walk import CONTAINER_OPS, does_no_work, executed_op_count
 from ..calls import KernelCall, split_call
 from ..errors import MeasureError
 from ..hardware.calibration import refresh_mode
@@ -116,6 +116,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         memory=memory,
         first_touch=touch,
         first_touch_mode=touch_mode,
+        no_work=does_no_work(module),
     )
 
 

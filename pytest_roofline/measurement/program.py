@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..errors import MeasureError
+from ..errors import MeasureError, exception_text
 from .options import TimingSettings
 from .pallas import TracedProgram, traced_program
 from .timing import Beside, Settled, Timed, time_program
@@ -99,11 +99,11 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         hint = f"; not arrays: {', '.join(bad)}" if bad else ""
         raise MeasureError(f"{name}: cannot trace it with the given arguments{hint}: {exc}") from exc
     except Exception as exc:
-        raise MeasureError(f"{name}: tracing/lowering failed: {type(exc).__name__}: {exc}") from exc
+        raise MeasureError(f"{name}: tracing/lowering failed: {exception_text(exc)}") from exc
     try:
         compiled = lowered.compile()
     except Exception as exc:
-        raise MeasureError(f"{name}: compilation failed: {type(exc).__name__}: {exc}") from exc
+        raise MeasureError(f"{name}: compilation failed: {exception_text(exc)}") from exc
     compile_time = time.perf_counter() - t0
 
     dyn_args, dyn_kwargs = _dynamic_args(name, tuple(args), dict(kwargs), lowered.args_info)
@@ -164,4 +164,4 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
     except MeasureError:
         raise
     except Exception as exc:
-        raise MeasureError(f"{program.name}: running it failed: {type(exc).__name__}: {exc}") from exc
+        raise MeasureError(f"{program.name}: running it failed: {exception_text(exc)}") from exc

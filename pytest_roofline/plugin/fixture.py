@@ -15,7 +15,7 @@ from ..history.baseline import Check
 from ..kinds import ExpectedBound, Model
 from ..labels import kernel_name
 from ..measurement.options import MEASURE_OPTIONS
-from ..report.records import baseline_record, make_record
+from ..report.records import Unmeasured, baseline_record, make_record
 from ..report.text import failure_message
 from ..result import Result
 from .marker import MarkerSpec, parse_bound
@@ -169,6 +169,7 @@ class RooflineFixture:
         try:
             return self._session.measure(call, merged)
         except (MeasureError, ValueError) as exc:  # ValueError: a bad keyword value or an unknown device
+            self._session.unmeasured.append(Unmeasured(self._nodeid, label, str(exc)))
             message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {exc}"
         self._fail(message)  # outside the except block: the failure shows no chained traceback
 

@@ -18,6 +18,7 @@ from ..history.baseline import Baseline
 from ..history.reports import ReportError
 from ..report.document import build_report, session_block
 from ..report.html import plotly_missing
+from ..report.records import Unmeasured
 from ..report.text import header_line, summary_lines
 from .fixture import RooflineFixture
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
@@ -27,6 +28,7 @@ from .settings import OPTIONS, ConfigError, resolve_settings
 
 SESSION_KEY = pytest.StashKey[RooflineSession]()
 MARKER_KEY = pytest.StashKey[MarkerSpec]()
+MARKER_ERROR_KEY = pytest.StashKey[str]()  # a bad marker under an xdist worker: the test errors at setup
 USED_KEY = pytest.StashKey[bool]()
 COLLECTED_KEY = pytest.StashKey[bool]()
 REPORT_ERROR_KEY = pytest.StashKey[str]()
@@ -107,10 +109,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             try:
                 item.stash[MARKER_KEY] = parse_marker(marker.args, marker.kwargs, item.nodeid)
             except ConfigError as exc:
-                raise pytest.UsageError(str(exc)) from None
+                if not hasattr(config, "workerinput"):
+                    raise pytest.UsageError(str(exc)) from None
+                # An xdist worker cannot stop the run (the controller would lose the message in an internal
+                # error): the test errors at setup with it instead.
+                item.stash[MARKER_ERROR_KEY] = str(exc)
         if _uses_roofline(item):
             config.stash[USED_KEY] = True
     config.stash[COLLECTED_KEY] = True
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    error = item.stash.get(MARKER_ERROR_KEY, "")
+    if error:
+        pytest.fail(error, pytrace=False)
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
@@ -148,9 +160,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if hasattr(config, "workerinput"):
         return
     state = config.stash[SESSION_KEY]
-    if state.records:
+    if state.records or state.unmeasured:
         terminalreporter.write_sep("=", "roofline summary (worst first)")
-        for line in summary_lines(state.records):
+        for line in summary_lines(state.records, state.unmeasured):
             terminalreporter.write_line(line)
     error = config.stash.get(REPORT_ERROR_KEY, "")
     if error:
@@ -164,6 +176,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = config.stash[SESSION_KEY]
     if hasattr(config, "workerinput"):  # an xdist worker: hand the records to the controller
         config.workeroutput["roofline_records"] = json.dumps(state.records, default=str)  # type: ignore[attr-defined]
+        config.workeroutput["roofline_unmeasured"] = json.dumps(  # type: ignore[attr-defined]
+            [u.to_dict() for u in state.unmeasured])
         return
     used: bool = config.stash.get(USED_KEY, False)
     chosen = state.settings
@@ -174,7 +188,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         settings["min_value"] = str(chosen.min.value)
     run = session_block(int(exitstatus), session.testscollected, config.stash.get(RUN_KEY, 0),
                         str(session.shouldstop or session.shouldfail or ""))
-    payload = build_report(state.records, settings, str(config.rootpath), run)
+    payload = build_report(state.records, settings, str(config.rootpath), run, state.unmeasured)
     config.hook.pytest_roofline_report(config=config, report=payload)
     written, errors = write_outputs(chosen, payload)
     config.stash[WRITTEN_KEY] = written
@@ -202,7 +216,11 @@ class _XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        raw = getattr(node, "workeroutput", {}).get("roofline_records")
-        if raw:
-            self.config.stash[SESSION_KEY].records.extend(json.loads(raw))
+        output = getattr(node, "workeroutput", {})
+        state = self.config.stash[SESSION_KEY]
+        if output.get("roofline_records"):
+            state.records.extend(json.loads(output["roofline_records"]))
+            self.config.stash[USED_KEY] = True
+        if output.get("roofline_unmeasured"):
+            state.unmeasured.extend(Unmeasured.from_dict(u) for u in json.loads(output["roofline_unmeasured"]))
             self.config.stash[USED_KEY] = True

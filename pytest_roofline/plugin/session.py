@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from ..calls import KernelCall
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline
+from ..report.records import Unmeasured
 from ..result import Result
 from .lock import device_lock
 from .settings import Settings
@@ -65,6 +66,7 @@ class RooflineSession:
         # Where trace artifacts go; a callable so that the directory is made only when something is saved.
         self.trace_root = trace_root or (lambda: settings.trace_dir or default_trace_root())
         self.records: list[dict[str, Any]] = []
+        self.unmeasured: list[Unmeasured] = []  # kernels that could not be measured, with their error
         self._measure = measure
         self._hardware = hardware
         self._save = save

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .provenance import git_commit, machine, versions
+from .records import Unmeasured
 
 __all__ = ["SCHEMA_VERSION", "build_report", "report_document", "session_block"]
 
@@ -31,7 +32,7 @@ def session_block(exit_status: int, collected: int, ran: int, stopped: str = "")
 
 
 def report_document(records: Iterable[Mapping[str, Any]], settings: Mapping[str, Any], created: str,
-                    provenance: Mapping[str, Any]) -> dict[str, Any]:
+                    provenance: Mapping[str, Any], unmeasured: Iterable[Unmeasured] = ()) -> dict[str, Any]:
     """The report from its parts (pure)."""
     records = list(records)
     hardware: dict[str, Any] = {}
@@ -39,13 +40,14 @@ def report_document(records: Iterable[Mapping[str, Any]], settings: Mapping[str,
         hw = rec["result"]["hardware"]
         hardware.setdefault(f"{hw['name']} [{rec['result']['ceilings']}]", hw)
     return {"schema_version": SCHEMA_VERSION, "created": created, **provenance, "settings": dict(settings),
-            "hardware": hardware, "results": records}
+            "hardware": hardware, "results": records, "unmeasured": [u.to_dict() for u in unmeasured]}
 
 
 def build_report(records: Iterable[Mapping[str, Any]], settings: Mapping[str, Any], rootdir: str,
-                 session: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The report of this session on this machine, now; ``session``: see :func:`session_block`."""
+                 session: Mapping[str, Any] | None = None, unmeasured: Iterable[Unmeasured] = ()) -> dict[str, Any]:
+    """The report of this session on this machine, now; ``session``: see :func:`session_block`; ``unmeasured``:
+    the kernels that could not be measured."""
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     provenance = {"machine": machine(), "git": git_commit(rootdir), "versions": versions(),
                   **({"session": dict(session)} if session is not None else {})}
-    return report_document(records, settings, created, provenance)
+    return report_document(records, settings, created, provenance, unmeasured)

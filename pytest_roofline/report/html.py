@@ -18,6 +18,7 @@ from ..history.reports import Run, record_utilization
 from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
+from .records import Unmeasured
 from .runs import run_line
 from .text import verdict_marks
 
@@ -32,7 +33,7 @@ table { border-collapse: collapse; font-size: 0.85em; }
 th, td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
 th.sortable { cursor: pointer; background: #f4f4f4; } th.sortable:hover { background: #e8e8e8; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.wide { overflow-x: auto; }
+.wide { overflow-x: auto; } td.name { max-width: 30em; overflow-wrap: anywhere; } td.num.bad { font-weight: 600; }
 .verdict { font-weight: 600; } .meta { color: #555; font-size: 0.9em; } .bad { color: #d62728; }
 .spark { display: flex; align-items: center; gap: 1em; } .spark .name { width: 32em; font-size: 0.85em; }
 """
@@ -98,8 +99,9 @@ def _memory_cell(rec: Mapping[str, Any]) -> str:
 
 def _summary(records: Sequence[Mapping[str, Any]]) -> str:
     several = len({(r["result"]["hardware"]["name"], r["result"]["ceilings"]) for r in records}) > 1
-    head = ["test", "kernel", "bound", "intensity (FLOP/B)", "device time", "roofline time", "utilization",
-            "95% interval", "first touch", "threshold", "peak memory", "verdict", "vs baseline", *(["hardware"] if several else []), "trace"]
+    head = ["test [kernel]", "bound", "intensity (FLOP/B)", "device time", "roofline time", "utilization [95% interval]",
+            "first touch", "threshold", "peak memory", "verdict", "vs baseline", *(["hardware"] if several else []),
+            "trace"]
     rows = []
     for rec in sorted(records, key=record_utilization):
         r = rec["result"]
@@ -111,13 +113,15 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> str:
         colour = VERDICT_COLOURS.get(rec["verdict"], "#444")
         trace = " ".join(filter(None, [_link(rec.get("perfetto"), "perfetto"), _link(rec.get("hlo"), "hlo"),
                                        _link(rec.get("trace_dir"), "dir")]))
+        within = f"<br><span class=meta>[{interval[0]:.1%} - {interval[1]:.1%}]</span>" if interval else ""
+        flagged = ' class="num bad" title="above 105%: a peak or a count is wrong"' if r["impossible"] else ""
         rows.append("<tr>" + "".join([
-            _cell(_e(rec["nodeid"])), _cell(_e(rec["label"])), _cell(_e(r["bound"])),
+            _cell(f'{_e(rec["nodeid"])} <b>[{_e(rec["label"])}]</b>', f'{rec["nodeid"]} [{rec["label"]}]',
+                  attrs=' class="name"'), _cell(_e(r["bound"])),
             _cell(f"{r['intensity']:.3g}", r["intensity"], True),
             _cell(format_seconds(r["device_time_s"]), r["device_time_s"], True),
             _cell(format_seconds(r["roofline_time_s"]), r["roofline_time_s"], True),
-            _cell(f"{util:.1%}", util, True),
-            _cell(f"{interval[0]:.1%} - {interval[1]:.1%}" if interval else "", interval[0] if interval else "", True),
+            _cell(f"{util:.1%}{' IMPOSSIBLE' if r['impossible'] else ''}{within}", util, not flagged, flagged),
             _first_touch_cell(r),
             _cell(format_fraction(rec["threshold"]) if rec["threshold"] is not None else "",
                   rec["threshold"] if rec["threshold"] is not None else -1, True),
@@ -189,6 +193,12 @@ def html_report(run: Run, series: Sequence[Series] = ()) -> str:
         parts.append(f"<p class=bad>This run was incomplete: {_e(run.why_incomplete)}. Its figures are not part "
                      "of the history's series.</p>")
     parts.append(f"<h2>Summary ({len(records)} kernels; click a column to sort)</h2>{_summary(records)}")
+    unmeasured = [Unmeasured.from_dict(u) for u in run.report.get("unmeasured") or []]
+    if unmeasured:
+        rows = "".join(f"<tr><td class=name>{_e(u.nodeid)} <b>[{_e(u.label)}]</b></td><td>{_e(u.error)}</td></tr>"
+                       for u in unmeasured)
+        parts.append(f"<h2 class=bad>Could not be measured ({len(unmeasured)})</h2><table><thead><tr><th>test "
+                     f"[kernel]</th><th>error</th></tr></thead><tbody>{rows}</tbody></table>")
     parts.append("<h2>Roofline</h2><p class=meta>Each kernel at its arithmetic intensity and achieved FLOP/s "
                  "(FLOPs / measured device time), against the roofs of the hardware it was measured on: one flat "
                  "roof per compute dtype, the memory slope (and the interconnect where collectives run). With live "

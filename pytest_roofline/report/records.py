@@ -3,13 +3,32 @@ and the result's JSON. Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..history.baseline import Check
 from ..kinds import ExpectedBound, Model, Verdict
 from ..result import Result
 
-__all__ = ["make_record", "baseline_record"]
+__all__ = ["make_record", "baseline_record", "Unmeasured"]
+
+
+@dataclass(frozen=True)
+class Unmeasured:
+    """A kernel that could not be measured, and why: listed in the summary, the JSON (``unmeasured``) and the
+    HTML beside the measured ones."""
+
+    nodeid: str
+    label: str
+    error: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"nodeid": self.nodeid, "label": self.label, "error": self.error}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Unmeasured:
+        return cls(str(data["nodeid"]), str(data["label"]), str(data["error"]))
 
 
 def make_record(nodeid: str, label: str, result: Result, threshold: float | None, threshold_origin: str,

@@ -12,6 +12,7 @@ from typing import Any
 from ..analysis.roofline import IMPOSSIBLE_ABOVE
 from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
+from .records import Unmeasured
 
 __all__ = ["failure_message", "summary_lines", "header_line", "top_ops_lines"]
 
@@ -180,6 +181,9 @@ def verdict_marks(rec: Mapping[str, Any]) -> list[tuple[str, str]]:
     marks = []
     if rec.get("warn_only") and rec["verdict"] in FAILING_VERDICTS:
         marks.append(("warn-only", "--roofline-warn-only: reported as a warning, not a failure"))
+    if r.get("impossible") and rec["verdict"] != "impossible":
+        marks.append(("impossible", f"utilization above {format_fraction(IMPOSSIBLE_ABOVE)}: a peak or a count is "
+                      f"wrong"))
     if r.get("marginal"):
         marks.append(("marginal", "the threshold is inside the 95% interval: within the noise"))
     if r.get("first_touch_beaten"):
@@ -191,10 +195,8 @@ def verdict_marks(rec: Mapping[str, Any]) -> list[tuple[str, str]]:
     return marks
 
 
-def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One table of every measured kernel, worst first (impossible ones on top)."""
-    if not records:
-        return []
+def _table(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One row per measured kernel, worst first (impossible ones on top), columns aligned."""
     rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "first touch", "memory", "verdict")]
     for rec in sorted(records, key=_sort_key):
         r = rec["result"]
@@ -209,15 +211,20 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
                      format_seconds(r["device_time_s"]), format_seconds(r["roofline_time_s"]),
                      _util_cell(r), _other_util_cell(r), _memory_cell(rec), verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 8) else cell.rjust(widths[i]) for i, cell in enumerate(row))
-           for row in rows]
+    return ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 8) else cell.rjust(widths[i]) for i, cell in enumerate(row))
+            for row in rows]
+
+
+def _footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the table's figures are against: the hardware, live drift, first touch, contention."""
+    out = []
     hardware = sorted({f"{rec['result']['hardware']['name']} [{rec['result']['ceilings']}]" for rec in records})
     out.append(f"hardware: {'; '.join(hardware)}")
     drifts = [rec["result"]["drift"] for rec in records if rec["result"].get("drift") is not None]
     if drifts:
         out.append(f"live ceilings: the machine ran at {min(drifts):.0%}-{max(drifts):.0%} of its calibrated speed "
                    f"during these measurements; util is against that speed, [low-high] its 95% interval")
-    if any(row[6] != "-" for row in rows[1:]):
+    if any(_other_util_cell(rec["result"]) != "-" for rec in records):
         out.append("first touch: util includes the first touch of each kernel's fresh pages (page faults of new "
                    "buffers) unless first_touch='exclude'; the column gives the other figure")
     if any(rec["result"].get("first_touch_beaten") for rec in records):
@@ -225,11 +232,17 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
                    "calibrated (their cost moves with the host; --roofline-calibrate re-measures it)")
     contended = [rec["result"]["cpu_waiting"] for rec in records if rec["result"].get("contended")]
     if contended:
-        waited = (f"{min(contended):.0%}" if f"{min(contended):.0%}" == f"{max(contended):.0%}"
-                  else f"{min(contended):.0%}-{max(contended):.0%}")
+        low, high = f"{min(contended):.0%}", f"{max(contended):.0%}"
         out.append(f"contended: {len(contended)} kernel(s) measured while other processes held the CPUs (their threads "
-                   f"waited {waited} of their ready time); their figures may be off "
+                   f"waited {low if low == high else f'{low}-{high}'} of their ready time); their figures may be off "
                    f"by tens of percent, and a kernel below its threshold only with that waiting is not failed")
+    return out
+
+
+def summary_lines(records: Sequence[Mapping[str, Any]], unmeasured: Sequence[Unmeasured] = ()) -> list[str]:
+    """One table of every measured kernel, worst first, what its figures are against, the ops of failing
+    kernels, and the kernels that could not be measured with their error."""
+    out = _table(records) + _footnotes(records) if records else []
     failing = [rec for rec in sorted(records, key=_sort_key)
                if rec["verdict"] in FAILING_VERDICTS and rec["result"].get("ops")]
     for rec in failing:
@@ -237,6 +250,9 @@ def summary_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
         out += top_ops_lines(rec["result"], count=3)
         if rec.get("trace_dir"):
             out.append(f"    trace: {rec['trace_dir']}")
+    if unmeasured:
+        out.append(f"could not be measured ({len(unmeasured)}):")
+        out += [f"  {u.nodeid} [{u.label}]: {u.error}" for u in unmeasured]
     return out
 
 
