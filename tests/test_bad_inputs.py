@@ -91,3 +91,15 @@ def test_bad_kernels_and_a_marker_typo_under_xdist(pytester: pytest.Pytester) ->
     assert line.endswith("cannot be measured: fails_when_run: running it failed: JaxRuntimeError: INTERNAL: "
                          "CpuCallback error calling callback: RuntimeError: boom at run time"), line
     result.stdout.fnmatch_lines(["could not be measured (1):", "  test_k.py::test_raises_when_run [[]fails_when_run[]]*"])
+
+
+def test_the_html_summary_flags_an_impossible_result_as_the_terminal_does(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("plotly")
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="1.3, 1.3"))  # made up: 130% of the roofline
+    pytester.makepyfile(test_k="def fine(x):\n    return x\n\ndef test_a(roofline):\n    roofline(fine, 1, min=0.5)\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--roofline-warn-only", "--roofline-html=r.html")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*test_k.py::test_a [[]fine[]]*130.0%*impossible (min 50%) [[]warn-only[]]*"])
+    page = (pytester.path / "r.html").read_text()
+    assert '<td data-value="1.3" class="num bad" title="above 105%: a peak or a count is wrong">130.0% IMPOSSIBLE' \
+        in page.replace("1.2999999999999998", "1.3")

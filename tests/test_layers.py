@@ -1,5 +1,5 @@
 """The package's layers and their import rules, read from the source (every import statement, also those
-inside functions), so that the layout cannot erode.
+inside functions), so that the layout cannot erode; and the sizes: no module over 400 lines, no function over 60.
 
     base        kinds, errors, files, units, quantiles  imports nothing of the package but base
     hardware/   table, peaks, CPU, calibration     base
@@ -136,3 +136,12 @@ def test_importing_does_not_import_jax(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in ('jax', 'jaxlib') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_functions_stay_short(path: Path) -> None:
+    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines, line {node.lineno})"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None
+            and node.end_lineno - node.lineno + 1 > 60]
+    assert not long, f"{path.relative_to(PACKAGE)}: functions over 60 lines: {', '.join(long)}"

@@ -40,29 +40,27 @@ class ConfigError(ValueError):
     """A bad setting; the message names the value and where it came from."""
 
 
-def parse_threshold(raw: Any, where: str) -> float:
+def _fraction(raw: Any, where: str, kind: str, in_range: Callable[[float], bool], out_of_range: str) -> float:
     if isinstance(raw, bool):
-        raise ConfigError(f"{where}: must be a number in (0, 1], got {raw!r}")
+        raise ConfigError(f"{where}: must be {kind}, got {raw!r}")
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise ConfigError(f"{where}: must be a number in (0, 1], got {raw!r}") from None
-    if not 0 < value <= 1:
-        raise ConfigError(f"{where}: must be in (0, 1]")
+        raise ConfigError(f"{where}: must be {kind}, got {raw!r}") from None
+    if not in_range(value):
+        raise ConfigError(f"{where}: must be {out_of_range}")
     return value
+
+
+def parse_threshold(raw: Any, where: str) -> float:
+    """A utilization threshold, a number in (0, 1]."""
+    return _fraction(raw, where, "a number in (0, 1]", lambda v: 0 < v <= 1, "in (0, 1]")
 
 
 def parse_max_drop(raw: Any, where: str) -> float:
     """A drop in utilization relative to the baseline, a fraction in (0, 1)."""
-    if isinstance(raw, bool):
-        raise ConfigError(f"{where}: must be a fraction in (0, 1), got {raw!r}")
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: must be a fraction in (0, 1), got {raw!r}") from None
-    if not 0 < value < 1:
-        raise ConfigError(f"{where}: must be in (0, 1) (0.1 = fail a drop of more than 10%)")
-    return value
+    return _fraction(raw, where, "a fraction in (0, 1)", lambda v: 0 < v < 1,
+                     "in (0, 1) (0.1 = fail a drop of more than 10%)")
 
 
 def parse_bool(raw: Any, where: str) -> bool:
@@ -76,18 +74,17 @@ def parse_bool(raw: Any, where: str) -> bool:
     raise ConfigError(f"{where}: must be true or false, got {raw!r}")
 
 
-def _parse_path(raw: Any, where: str) -> str:
-    text = str(raw).strip()
-    if not text:
-        raise ConfigError(f"{where}: must be a path, got an empty value")
-    return text
+def _non_empty(what: str) -> Callable[[Any, str], str]:
+    def parse(raw: Any, where: str) -> str:
+        text = str(raw).strip()
+        if not text:
+            raise ConfigError(f"{where}: must be {what}, got an empty value")
+        return text
+    return parse
 
 
-def _parse_name(raw: Any, where: str) -> str:
-    text = str(raw).strip()
-    if not text:
-        raise ConfigError(f"{where}: must be a hardware name, got an empty value")
-    return text
+_parse_path = _non_empty("a path")
+_parse_name = _non_empty("a hardware name")
 
 
 def parse_model(raw: Any, where: str) -> Model:
@@ -170,6 +167,16 @@ class Threshold:
     origin: str  # e.g. "--roofline-min=0.8 on the command line"
 
 
+def _per_test(nodeid: str, marker: Threshold | None, patterns: tuple[tuple[str, Threshold], ...],
+              suite: Threshold | None) -> Threshold | None:
+    if marker is not None:
+        return marker
+    for pattern, value in patterns:
+        if fnmatch.fnmatchcase(nodeid, pattern):
+            return value
+    return suite
+
+
 @dataclass(frozen=True)
 class Settings:
     min: Threshold | None = None
@@ -192,21 +199,12 @@ class Settings:
     origins: Mapping[str, str] = field(default_factory=dict)
 
     def threshold_for(self, nodeid: str, marker_min: Threshold | None = None) -> Threshold | None:
-        if marker_min is not None:
-            return marker_min
-        for pattern, threshold in self.patterns:
-            if fnmatch.fnmatchcase(nodeid, pattern):
-                return threshold
-        return self.min
+        """A test's threshold: the marker's ``min``, a YAML pattern's, the suite's."""
+        return _per_test(nodeid, marker_min, self.patterns, self.min)
 
     def max_drop_for(self, nodeid: str, marker_drop: Threshold | None = None) -> Threshold | None:
         """The floor of a test's baseline gate: the marker's ``max_drop``, a YAML pattern, the suite's."""
-        if marker_drop is not None:
-            return marker_drop
-        for pattern, drop in self.drop_patterns:
-            if fnmatch.fnmatchcase(nodeid, pattern):
-                return drop
-        return self.max_drop
+        return _per_test(nodeid, marker_drop, self.drop_patterns, self.max_drop)
 
     @property
     def hardware_file(self) -> str | None:
@@ -234,14 +232,10 @@ def load_config_file(path: str, where: str) -> dict[str, Any]:
     return data
 
 
-def resolve_settings(
-    cli: Mapping[str, Any],
-    env: Mapping[str, str],
-    ini: Mapping[str, Any],
-    ini_file: str,
-    base_dir: str = ".",
-) -> Settings:
-    """Resolve every option. ``cli``/``ini`` map option names to raw values (None when not given)."""
+def _from_sources(cli: Mapping[str, Any], env: Mapping[str, str], ini: Mapping[str, Any], ini_file: str,
+                  base_dir: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each option from the first source that gives it (command line > environment > ini file), parsed, and
+    where it came from."""
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for opt in OPTIONS:
@@ -262,38 +256,46 @@ def resolve_settings(
         value = opt.parse(raw, where)
         values[opt.name] = Threshold(value, where) if opt.name in ("min", "max_drop") else value
         origins[opt.name] = where
+    return values, origins
 
+
+# The YAML config's suite-wide keys, each with its parser; an option given elsewhere wins.
+_CONFIG_SETTINGS: dict[str, Callable[[Any, str], Any]] = {
+    "min": lambda raw, where: Threshold(parse_threshold(raw, where), where),
+    "max_drop": lambda raw, where: Threshold(parse_max_drop(raw, where), where),
+    "ceilings": lambda raw, where: _parse_ceilings(raw, where),
+    "model": lambda raw, where: parse_model(raw, where),
+    "first_touch": lambda raw, where: parse_first_touch(raw, where),
+}
+
+
+def _merge_config(data: Mapping[str, Any], config_path: str, values: dict[str, Any],
+                  origins: dict[str, str]) -> tuple[list[tuple[str, Threshold]], list[tuple[str, Threshold]]]:
+    """The YAML config's suite-wide settings into ``values`` (where not given elsewhere), and its per-test
+    patterns: (min patterns, max_drop patterns)."""
+    for key, parse in _CONFIG_SETTINGS.items():
+        if key in data and key not in values:
+            where = f"{key}: {data[key]} in {config_path}"
+            values[key] = parse(data[key], where)
+            if key in ("min", "max_drop"):
+                origins[key] = where
     patterns: list[tuple[str, Threshold]] = []
     drop_patterns: list[tuple[str, Threshold]] = []
-    config_path = values.get("config")
-    if config_path is not None:
-        data = load_config_file(config_path, origins["config"])
-        if "min" in data and "min" not in values:
-            where = f"min: {data['min']} in {config_path}"
-            values["min"] = Threshold(parse_threshold(data["min"], where), where)
-            origins["min"] = where
-        if "ceilings" in data and "ceilings" not in values:
-            values["ceilings"] = _parse_ceilings(data["ceilings"], f"ceilings: {data['ceilings']} in {config_path}")
-        if "model" in data and "model" not in values:
-            values["model"] = parse_model(data["model"], f"model: {data['model']} in {config_path}")
-        if "first_touch" in data and "first_touch" not in values:
-            values["first_touch"] = parse_first_touch(data["first_touch"],
-                                                      f"first_touch: {data['first_touch']} in {config_path}")
-        if "max_drop" in data and "max_drop" not in values:
-            where = f"max_drop: {data['max_drop']} in {config_path}"
-            values["max_drop"] = Threshold(parse_max_drop(data["max_drop"], where), where)
-            origins["max_drop"] = where
-        for pattern, raw in (data.get("thresholds") or {}).items():
-            where = f"thresholds: {pattern!r}: {raw} in {config_path}"
-            entry = raw if isinstance(raw, dict) else {"min": raw}
-            unknown = set(entry) - _PATTERN_KEYS
-            if unknown:
-                raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_PATTERN_KEYS)}")
-            if entry.get("min") is not None:
-                patterns.append((str(pattern), Threshold(parse_threshold(entry["min"], where), where)))
-            if entry.get("max_drop") is not None:
-                drop_patterns.append((str(pattern), Threshold(parse_max_drop(entry["max_drop"], where), where)))
-    _check_hardware(values.get("hardware"), origins.get("hardware", ""), config_path, origins.get("config", ""))
+    for pattern, raw in (data.get("thresholds") or {}).items():
+        where = f"thresholds: {pattern!r}: {raw} in {config_path}"
+        entry = raw if isinstance(raw, dict) else {"min": raw}
+        unknown = set(entry) - _PATTERN_KEYS
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_PATTERN_KEYS)}")
+        if entry.get("min") is not None:
+            patterns.append((str(pattern), Threshold(parse_threshold(entry["min"], where), where)))
+        if entry.get("max_drop") is not None:
+            drop_patterns.append((str(pattern), Threshold(parse_max_drop(entry["max_drop"], where), where)))
+    return patterns, drop_patterns
+
+
+def _check_outputs(values: Mapping[str, Any], origins: Mapping[str, str]) -> None:
+    """The report, HTML and history paths can be written (checked now, not after the run)."""
     for name, what in (("report", "report"), ("html", "HTML report")):
         if values.get(name) is not None:
             problem = check_writable(values[name])
@@ -303,6 +305,26 @@ def resolve_settings(
         problem = check_writable(os.path.join(values["history"], "roofline-run.json"))
         if problem:
             raise ConfigError(f"{origins['history']}: cannot add runs to that directory: {problem}")
+
+
+def resolve_settings(
+    cli: Mapping[str, Any],
+    env: Mapping[str, str],
+    ini: Mapping[str, Any],
+    ini_file: str,
+    base_dir: str = ".",
+) -> Settings:
+    """Resolve every option. ``cli``/``ini`` map option names to raw values (None when not given). In steps:
+    the sources in order, the YAML config, the hardware name against the table, the output paths."""
+    values, origins = _from_sources(cli, env, ini, ini_file, base_dir)
+    patterns: list[tuple[str, Threshold]] = []
+    drop_patterns: list[tuple[str, Threshold]] = []
+    config_path = values.get("config")
+    if config_path is not None:
+        data = load_config_file(config_path, origins["config"])
+        patterns, drop_patterns = _merge_config(data, config_path, values, origins)
+    _check_hardware(values.get("hardware"), origins.get("hardware", ""), config_path, origins.get("config", ""))
+    _check_outputs(values, origins)
     return Settings(patterns=tuple(patterns), drop_patterns=tuple(drop_patterns), origins=origins, **values)
 
 

@@ -30,10 +30,10 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 0.85em; }
-th, td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
+th, td { padding: 3px 6px; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
 th.sortable { cursor: pointer; background: #f4f4f4; } th.sortable:hover { background: #e8e8e8; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.wide { overflow-x: auto; } td.name { max-width: 30em; overflow-wrap: anywhere; } td.num.bad { font-weight: 600; }
+.wide { overflow-x: auto; } td.name { min-width: 18em; max-width: 30em; overflow-wrap: anywhere; } td.num.bad { font-weight: 600; }
 .verdict { font-weight: 600; } .meta { color: #555; font-size: 0.9em; } .bad { color: #d62728; }
 .spark { display: flex; align-items: center; gap: 1em; } .spark .name { width: 32em; font-size: 0.85em; }
 """
@@ -111,7 +111,7 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> str:
         change = f"{-base['drop']:+.1%} (gate {base['allowed_drop']:.1%})" if "drop" in base else _e(
             "new" if base.get("missing") else "")
         colour = VERDICT_COLOURS.get(rec["verdict"], "#444")
-        trace = " ".join(filter(None, [_link(rec.get("perfetto"), "perfetto"), _link(rec.get("hlo"), "hlo"),
+        trace = "<br>".join(filter(None, [_link(rec.get("perfetto"), "perfetto"), _link(rec.get("hlo"), "hlo"),
                                        _link(rec.get("trace_dir"), "dir")]))
         within = f"<br><span class=meta>[{interval[0]:.1%} - {interval[1]:.1%}]</span>" if interval else ""
         flagged = ' class="num bad" title="above 105%: a peak or a count is wrong"' if r["impossible"] else ""
@@ -148,7 +148,7 @@ def _first_touch_cell(r: Mapping[str, Any]) -> str:
         return _cell("", "")
     key = "utilization_without_first_touch" if r.get("first_touch_charged") else "utilization_with_first_touch"
     label = "without" if r.get("first_touch_charged") else "with"
-    return _cell(f"{r[key]:.1%} {label} ({format_seconds(touch['time_s'])})", r[key], True,
+    return _cell(f"{r[key]:.1%} {label}<br><span class=meta>({format_seconds(touch['time_s'])})</span>", r[key], True,
                  f' title="{_e(touch.get("text", ""))}"')
 
 
@@ -193,12 +193,7 @@ def html_report(run: Run, series: Sequence[Series] = ()) -> str:
         parts.append(f"<p class=bad>This run was incomplete: {_e(run.why_incomplete)}. Its figures are not part "
                      "of the history's series.</p>")
     parts.append(f"<h2>Summary ({len(records)} kernels; click a column to sort)</h2>{_summary(records)}")
-    unmeasured = [Unmeasured.from_dict(u) for u in run.report.get("unmeasured") or []]
-    if unmeasured:
-        rows = "".join(f"<tr><td class=name>{_e(u.nodeid)} <b>[{_e(u.label)}]</b></td><td>{_e(u.error)}</td></tr>"
-                       for u in unmeasured)
-        parts.append(f"<h2 class=bad>Could not be measured ({len(unmeasured)})</h2><table><thead><tr><th>test "
-                     f"[kernel]</th><th>error</th></tr></thead><tbody>{rows}</tbody></table>")
+    parts.append(_unmeasured(run))
     parts.append("<h2>Roofline</h2><p class=meta>Each kernel at its arithmetic intensity and achieved FLOP/s "
                  "(FLOPs / measured device time), against the roofs of the hardware it was measured on: one flat "
                  "roof per compute dtype, the memory slope (and the interconnect where collectives run). With live "
@@ -233,6 +228,17 @@ def html_report(run: Run, series: Sequence[Series] = ()) -> str:
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>pytest-roofline report</title>"
             f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>{''.join(parts)}"
             f"<script>{SORT_SCRIPT}</script></body></html>\n")
+
+
+def _unmeasured(run: Run) -> str:
+    """The kernels that could not be measured, with their error ("" when every kernel was measured)."""
+    unmeasured = [Unmeasured.from_dict(u) for u in run.report.get("unmeasured") or []]
+    if not unmeasured:
+        return ""
+    rows = "".join(f"<tr><td class=name>{_e(u.nodeid)} <b>[{_e(u.label)}]</b></td><td>{_e(u.error)}</td></tr>"
+                   for u in unmeasured)
+    return (f"<h2 class=bad>Could not be measured ({len(unmeasured)})</h2><table><thead><tr><th>test [kernel]</th>"
+            f"<th>error</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def _top_ops(record: Mapping[str, Any], count: int = 5) -> str:

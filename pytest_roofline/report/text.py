@@ -46,21 +46,9 @@ def _memory_lines(record: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def failure_message(record: Mapping[str, Any], reason: str) -> str:
-    """Everything a person needs to act without rerunning: the figures, their sources and the verdict."""
-    r = record["result"]
-    hw = r["hardware"]
-    lines = [f"roofline: kernel {record['label']!r} of {record['nodeid']}: {reason}",
-             f"  hardware      {hw['name']} ({hw['platform']}, {r['ceilings']} ceilings, device_kind "
-             f"{r['device_kind']!r})"]
-    lines += _ceiling_lines(r)
-    lower = f" (a lower bound: {r.get('counts_lower_bound_reason') or 'see notes'})" if r["counts_lower_bound"] else ""
-    lines.append(f"  counts        {format_quantity(r['flops'], 'FLOP')} ({r['flops_source']}), "
-                 f"{format_quantity(r['bytes_accessed'], 'B')} ({r['bytes_source']}), "
-                 f"{format_quantity(r['transcendentals'], 'transcendentals')}{lower}")
-    lines += _memory_lines(record)
-    lines.append(f"  intensity     {r['intensity']:.3g} FLOP/B vs critical {r['critical_intensity']:.3g} FLOP/B "
-                 f"-> {r['bound']}-bound")
+def _time_lines(r: Mapping[str, Any]) -> list[str]:
+    """The roofline's time and its parts, the first-touch term, the measured runs."""
+    lines = []
     comms = f", interconnect {format_seconds(r['comms_time_s'])}" if r.get("comms_time_s") else ""
     trans = (f", transcendental {format_seconds(r['transcendental_time_s'])}"
              if r.get("transcendental_time_s") else "")
@@ -75,6 +63,13 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
     lines.append(f"  measured      {format_seconds(r['device_time_s'])} median, min {format_seconds(r['min_s'])}, "
                  f"spread {r['spread']:.1%} (IQR/median), {r['runs']} runs ({timer}); compile "
                  f"{format_seconds(r['compile_time_s'])}")
+    return lines
+
+
+def _judgement_lines(record: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
+    """The utilization against the threshold, and what qualifies it: live drift, contention, the baseline, the
+    second measurement, the bound, an impossible figure."""
+    lines = []
     threshold = record["threshold"]
     versus = (f" vs threshold {format_fraction(threshold)} ({record['threshold_origin']})" if threshold is not None
               else " (no threshold)")
@@ -104,6 +99,26 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
         lines.append(f"  bound         expected {record['expected_bound']}-bound, measured {r['bound']}-bound")
     if r["impossible"]:
         lines.append(f"  IMPOSSIBLE    utilization above {format_fraction(IMPOSSIBLE_ABOVE)}: suspect {r['suspect']}")
+    return lines
+
+
+def failure_message(record: Mapping[str, Any], reason: str) -> str:
+    """Everything a person needs to act without rerunning: the figures, their sources and the verdict."""
+    r = record["result"]
+    hw = r["hardware"]
+    lines = [f"roofline: kernel {record['label']!r} of {record['nodeid']}: {reason}",
+             f"  hardware      {hw['name']} ({hw['platform']}, {r['ceilings']} ceilings, device_kind "
+             f"{r['device_kind']!r})"]
+    lines += _ceiling_lines(r)
+    lower = f" (a lower bound: {r.get('counts_lower_bound_reason') or 'see notes'})" if r["counts_lower_bound"] else ""
+    lines.append(f"  counts        {format_quantity(r['flops'], 'FLOP')} ({r['flops_source']}), "
+                 f"{format_quantity(r['bytes_accessed'], 'B')} ({r['bytes_source']}), "
+                 f"{format_quantity(r['transcendentals'], 'transcendentals')}{lower}")
+    lines += _memory_lines(record)
+    lines.append(f"  intensity     {r['intensity']:.3g} FLOP/B vs critical {r['critical_intensity']:.3g} FLOP/B "
+                 f"-> {r['bound']}-bound")
+    lines += _time_lines(r)
+    lines += _judgement_lines(record, r)
     if r.get("ops"):
         lines.append(f"  ops model     sum of per-op roofline times {format_seconds(r['ops_roofline_time_s'])}: "
                      f"utilization {r['ops_utilization']:.1%} (threshold checked against the "
