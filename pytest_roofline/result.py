@@ -1,7 +1,7 @@
 """The immutable result of one measurement, composed of the value objects it is made of, and its JSON form.
 
 A :class:`Result` holds the hardware and the ceilings each share of the work met, the work counted
-(:class:`~.analysis.counts.Work`), the roofline estimate, the timed runs (:class:`~.analysis.runs.Timing`),
+(:class:`~.analysis.counts.Work`), the roofline estimate, the timed runs (:class:`~.analysis.timed_runs.Timing`),
 the compiled program's facts and the per-op model. The flat attributes (``flops``, ``device_time_s``,
 ``utilization`` ...) and the JSON keys are derived from those parts, never copied. Pure: no JAX.
 """
@@ -21,7 +21,7 @@ from .analysis.live import Live, Uncertainty, pair_utilizations, uncertainty
 from .analysis.memory import MemoryFootprint
 from .analysis.ops import OpRow, OpsModel
 from .analysis.roofline import RooflineEstimate
-from .analysis.runs import Timing
+from .analysis.timed_runs import Timing
 from .analysis.verdict import Figures, suspect
 from .hardware.spec import HardwareSpec
 from .kinds import Bound, CeilingsUsed, CountSource, FirstTouchMode, Model, TimerUsed

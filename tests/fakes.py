@@ -11,7 +11,7 @@ from pytest_roofline.analysis.counts import Work
 from pytest_roofline.analysis.memory import MemoryFootprint
 from pytest_roofline.analysis.ops import OpsModel
 from pytest_roofline.analysis.roofline import RooflineEstimate
-from pytest_roofline.analysis.runs import Timing
+from pytest_roofline.analysis.timed_runs import Timing
 from pytest_roofline.errors import MeasureError
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 from pytest_roofline.kinds import Bound, CeilingsUsed

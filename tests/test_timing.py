@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline.analysis.contention import CONTENDED_ABOVE, OTHERS_ABOVE
-from pytest_roofline.analysis.runs import relative_iqr
+from pytest_roofline.analysis.timed_runs import relative_iqr
 from pytest_roofline.hardware.cpu import minor_page_faults, thread_times_ns
 from pytest_roofline.measurement import timing
 from pytest_roofline.measurement.options import TimingSettings

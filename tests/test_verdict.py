@@ -142,3 +142,31 @@ def test_a_kernel_that_does_no_work_never_passes_and_says_so(threshold: float | 
     d = decide(figures, threshold, expected_bound=bound)  # type: ignore[arg-type]
     assert d.verdict == "no-work" and d.fails is fails and d.warning is not fails
     assert "the kernel does no work: its compiled program computes nothing" in d.reason
+
+
+class _Gate:
+    """A made-up baseline judgement."""
+
+    def __init__(self, regressed: bool) -> None:
+        self.regressed = regressed
+
+    def message(self) -> str:
+        return "utilization 30.0% dropped 50.0% from the baseline's 60.0%"
+
+
+def test_one_rule_decides_a_regression_a_contended_drop_and_over_memory() -> None:
+    from pytest_roofline.analysis.memory import MemoryCheck, MemoryLimit
+
+    quiet = Figures(0.3, 0.3, "memory", 1.0, 10.0)
+    d = decide(quiet, None, baseline=_Gate(True), first_utilization=0.31)
+    assert (d.verdict, d.fails) == ("regression", True)
+    assert d.reason.endswith("(measured twice: 31.0%, then 30.0%)")
+    assert decide(quiet, None, baseline=_Gate(False)).verdict == "measured"
+    contended = Figures(0.3, 0.3, "memory", 1.0, 10.0, on_cpu=0.55)
+    d = decide(contended, None, baseline=_Gate(True))
+    assert (d.verdict, d.warning, d.fails) == ("contended", True, False) and "not judged" in d.reason
+    over = MemoryCheck(MemoryLimit(1e6, False, "max_memory= in the call"), 1e6, 2_000_000, "needs 2 MB, over 1 MB")
+    d = decide(quiet, None, memory=over)
+    assert (d.verdict, d.reason) == ("over-memory", "needs 2 MB, over 1 MB")
+    d = decide(quiet, 0.5, first_utilization=0.3, baseline=_Gate(True), memory=over)  # on top of a failure
+    assert d.verdict == "fail" and "dropped 50.0%" in d.reason and d.reason.endswith("; needs 2 MB, over 1 MB")

@@ -14,6 +14,9 @@ expected bound and the model into a verdict and its reason.
   above it once the waiting is taken out, a kernel is "contended": a warning, not a failure (a neighbour must
   not fail a test); below it even then, it fails, and the reason says both.
 * A kernel bound by the other resource than the test expects is "wrong-bound" (unless impossible).
+* Against a --roofline-baseline, a drop beyond its gate is a "regression" (measured twice first); on a
+  contended machine it is "contended", a warning. A program over its ``max_memory`` is "over-memory". Either adds
+  its reason to a failure found on the figures.
 * A kernel whose program computes nothing is "no-work": it fails a test with a threshold or a bound (it never
   passes ``bound=``), and is a warning without one.
 """
@@ -21,16 +24,18 @@ expected bound and the model into a verdict and its reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from ..hardware.spec import HardwareSpec
 from ..kinds import FAILING_VERDICTS, Bound, ExpectedBound, Model, Verdict
 from ..units import format_fraction, format_quantity
 from .ceilings import CeilingUse
 from .counts import Work
+from .memory import MemoryCheck
 from .roofline import IMPOSSIBLE_ABOVE
 
-__all__ = ["Figures", "Decision", "decide", "suspect"]
+__all__ = ["Figures", "Decision", "decide", "suspect", "BaselineJudgement"]
 
 
 @dataclass(frozen=True)
@@ -91,10 +96,45 @@ class Decision:
         return bool(self.reason) and self.verdict in FAILING_VERDICTS and not self.warning
 
 
+class BaselineJudgement(Protocol):
+    """A kernel against its --roofline-baseline (:mod:`pytest_roofline.history.baseline`)."""
+
+    @property
+    def regressed(self) -> bool: ...
+
+    def message(self) -> str: ...
+
+
 def decide(figures: Figures, threshold: float | None, *, expected_bound: ExpectedBound | None = None,
-           model: Model = "program", first_utilization: float | None = None) -> Decision:
+           model: Model = "program", first_utilization: float | None = None,
+           baseline: BaselineJudgement | None = None, memory: MemoryCheck | None = None) -> Decision:
     """The verdict on one measurement. ``first_utilization`` is the utilization of the first measurement
-    when this one confirms it (see ``Decision.confirm``)."""
+    when this one confirms it (see ``Decision.confirm``); ``baseline``: the kernel against its baseline
+    (a regression); ``memory``: its footprint against ``max_memory`` (over-memory). A reason found on top of a
+    failure is added to it; a warning stays a warning."""
+    decision = _on_figures(figures, threshold, expected_bound, model, first_utilization)
+    if decision.warning or decision.confirm:
+        return decision
+    if baseline is not None and baseline.regressed:
+        util = figures.utilization_for(model)
+        twice = f" (measured twice: {first_utilization:.1%}, then {util:.1%})" if first_utilization is not None else ""
+        regression = baseline.message() + twice
+        if decision.fails:
+            decision = replace(decision, reason=f"{decision.reason}; {regression}")
+        elif figures.on_cpu is not None:  # contended: a neighbour must not fail a test; say it, do not fail
+            decision = replace(decision, verdict="contended", warning=True,
+                               reason=f"{regression}; not judged: measured on a contended machine")
+        else:
+            decision = replace(decision, verdict="regression", reason=regression)
+    if memory is not None and not memory.ok and not decision.warning:
+        decision = (replace(decision, reason=f"{decision.reason}; {memory.reason}") if decision.fails
+                    else replace(decision, verdict="over-memory", reason=memory.reason))
+    return decision
+
+
+def _on_figures(figures: Figures, threshold: float | None, expected_bound: ExpectedBound | None, model: Model,
+                first_utilization: float | None) -> Decision:
+    """The verdict on the figures alone: no work, impossible, the threshold, contention, the bound."""
     if figures.no_work:
         judged = threshold is not None or expected_bound is not None
         return Decision("no-work", "the kernel does no work: its compiled program computes nothing (it returns "

@@ -7,7 +7,7 @@ from ..history.baseline import build_series
 from ..history.reports import ReportError, load_history, load_run
 from ..report.html import HtmlUnavailable, html_report
 from .analyze import CliError
-from .runs import warn
+from .report_commands import warn
 
 __all__ = ["html_command"]
 

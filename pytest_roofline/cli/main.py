@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import runs
+from . import report_commands
 from .analyze import CliError, analyze_hlo, analyze_profile
 
 __all__ = ["main"]
@@ -102,13 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(out)
             return 0
         if args.command == "show":
-            out, status = runs.show(args.report)
+            out, status = report_commands.show(args.report)
         elif args.command == "compare":
-            out, status = runs.compare(args.baseline, args.current, args.max_drop)
+            out, status = report_commands.compare(args.baseline, args.current, args.max_drop)
         elif args.command == "history":
-            out, status = runs.history(args.directory, args.last)
+            out, status = report_commands.history(args.directory, args.last)
         elif args.command == "export":
-            out, status = runs.export(args.report, args.format)
+            out, status = report_commands.export(args.report, args.format)
         else:  # html
             from .html import html_command
 

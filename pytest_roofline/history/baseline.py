@@ -18,7 +18,7 @@ from typing import Any
 from .detect import FLOOR, MIN_WINDOW, Gate, Z, gate, history_gate
 from .reports import ReportError, Run, SeriesKey, load_history, load_run, record_utilization, series_key
 
-__all__ = ["SINGLE_RUN_FLOOR", "Series", "build_series", "Check", "Baseline", "interval_noise"]
+__all__ = ["SINGLE_RUN_FLOOR", "Series", "build_series", "BaselineCheck", "NoBaseline", "Baseline", "interval_noise"]
 
 SINGLE_RUN_FLOOR = 0.10  # asv's default threshold for a change between two runs
 
@@ -51,7 +51,7 @@ def interval_noise(record: Mapping[str, Any]) -> float:
 
 
 @dataclass(frozen=True)
-class Check:
+class BaselineCheck:
     """A kernel's current utilization against its baseline."""
 
     key: SeriesKey
@@ -72,11 +72,36 @@ class Check:
     def regressed(self) -> bool:
         return self.gate.regressed(self.current)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The record's ``baseline`` field."""
+        gate = self.gate
+        return {"baseline": gate.baseline, "current": self.current, "drop": self.drop, "regressed": self.regressed,
+                "allowed_drop": gate.allowed_drop, "noise": gate.noise, "runs": gate.runs, "floor": gate.floor,
+                "floor_origin": self.floor_origin, "origin": self.origin, "message": self.message()}
+
     def message(self) -> str:
         change = f"dropped {self.drop:.1%}" if self.drop >= 0 else f"rose {-self.drop:.1%}"
         verdict = "beyond" if self.regressed else "within"
         return (f"utilization {self.current:.1%} {change} from the baseline's {self.baseline:.1%} ({self.origin}), "
                 f"{verdict} its {self.gate.describe()}; floor from {self.floor_origin}")
+
+
+@dataclass(frozen=True)
+class NoBaseline:
+    """Why a kernel has no baseline to be judged against: it is new, or its series key differs."""
+
+    reason: str
+    regressed: bool = False
+
+    @property
+    def new_kernel(self) -> bool:
+        return self.reason.startswith("no baseline for this kernel")
+
+    def message(self) -> str:
+        return self.reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"missing": self.reason}
 
 
 class Baseline:
@@ -115,7 +140,7 @@ class Baseline:
         return cls(path, values, records, describe)
 
     def check(self, record: Mapping[str, Any], max_drop: float | None = None,
-              max_drop_origin: str = "") -> Check | None:
+              max_drop_origin: str = "") -> BaselineCheck | None:
         """The current ``record`` against its series' baseline; None when the baseline has no such series."""
         key = series_key(record)
         values = self.values.get(key)
@@ -131,7 +156,13 @@ class Baseline:
                                    else (SINGLE_RUN_FLOOR, "the default for a one-run baseline"))
             noise = math.hypot(interval_noise(self.records[key]), interval_noise(record))
             judged = gate(list(values), floor, Z, extra_noise=noise)
-        return Check(key, current, judged, self._describe[key], floor_origin)
+        return BaselineCheck(key, current, judged, self._describe[key], floor_origin)
+
+    def judge(self, record: Mapping[str, Any], max_drop: float | None = None,
+              max_drop_origin: str = "") -> BaselineCheck | NoBaseline:
+        """The current ``record`` against its series' baseline, or why there is none."""
+        check = self.check(record, max_drop, max_drop_origin)
+        return check if check is not None else NoBaseline(self.missing(record))
 
     def missing(self, record: Mapping[str, Any]) -> str:
         """Why the baseline has no series for ``record``: the kernel is new, or what differs."""

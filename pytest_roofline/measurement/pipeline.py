@@ -22,7 +22,7 @@ from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats
 from ..analysis.model import ProgramModel, program_model
 from ..analysis.ops import OpRow, OpsModel, attach_times
 from ..analysis.roofline import RooflineEstimate
-from ..analysis.runs import relative_iqr
+from ..analysis.timed_runs import relative_iqr
 from ..analysis.walk import CONTAINER_OPS, does_no_work, executed_op_count
 from ..calls import KernelCall, split_call
 from ..errors import MeasureError
@@ -31,7 +31,7 @@ from ..hardware.cpu import last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
 from ..labels import kernel_name
 from ..result import ProgramInfo, Result
-from .hardware import resolve_hardware
+from .device import resolve_hardware
 from .options import MEASURE_OPTIONS, GivenCounts, MeasureOptions
 from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
 from .references import Reference, reference, reference_key_for

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.runs import Timing, relative_iqr
+from ..analysis.timed_runs import Timing, relative_iqr
 from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, RunTimes, TraceError, flatten
 from ..analysis.trace_runs import run_times
 from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns

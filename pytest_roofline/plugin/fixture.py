@@ -4,18 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, NoReturn
 
 from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
 from ..analysis.verdict import Decision, decide
 from ..calls import CallError, KernelCall, split_call
 from ..errors import MeasureError
-from ..history.baseline import Check
+from ..history.baseline import BaselineCheck, NoBaseline
 from ..kinds import ExpectedBound, Model
 from ..labels import kernel_name
 from ..measurement.options import MEASURE_OPTIONS
-from ..report.records import Unmeasured, baseline_record, make_record
+from ..report.records import Unmeasured, make_record
 from ..report.text import failure_message
 from ..result import Result
 from .marker import MarkerSpec, parse_bound
@@ -79,28 +78,16 @@ class RooflineFixture:
         if value is not None and chosen == "program":
             kwargs = {**kwargs, "threshold": value}
         result = self._measure(label, call, kwargs)
-        decision = decide(result.figures, value, expected_bound=expected, model=chosen)
         check = self._check(label, result, chosen)
+        decision = decide(result.figures, value, expected_bound=expected, model=chosen)
         first: float | None = None
-        if decision.confirm or (isinstance(check, Check) and check.regressed):  # measure again before failing
+        if decision.confirm or (check is not None and check.regressed):  # measure again before failing
             first = result.utilization_for(chosen)
             result = self._measure(label, call, kwargs)
-            decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first)
             check = self._check(label, result, chosen)
-        if isinstance(check, Check) and check.regressed and not decision.warning:
-            twice = f" (measured twice: {first:.1%}, then {check.current:.1%})" if first is not None else ""
-            regression = check.message() + twice
-            if decision.fails:
-                decision = replace(decision, reason=f"{decision.reason}; {regression}")
-            elif result.contended:  # a neighbour must not fail a test: say it, do not fail
-                decision = replace(decision, verdict="contended", warning=True,
-                                   reason=f"{regression}; not judged: measured on a contended machine")
-            else:
-                decision = replace(decision, verdict="regression", reason=regression)
         memory = self._memory_check(label, result, memory_limit)
-        if memory is not None and not memory.ok and not decision.warning:
-            decision = (replace(decision, reason=f"{decision.reason}; {memory.reason}") if decision.fails
-                        else replace(decision, verdict="over-memory", reason=memory.reason))
+        decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
+                          baseline=check, memory=memory)
         record = self._record(label, result, threshold, decision, chosen, expected, first, check, memory)
         if decision.warning:
             self._warn(failure_message(record, decision.reason))
@@ -173,26 +160,24 @@ class RooflineFixture:
             message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {exc}"
         self._fail(message)  # outside the except block: the failure shows no chained traceback
 
-    def _check(self, label: str, result: Result, model: Model) -> Check | str | None:
-        """The result against the --roofline-baseline: a Check, why there is none (a str), or None without a
-        baseline."""
+    def _check(self, label: str, result: Result, model: Model) -> BaselineCheck | NoBaseline | None:
+        """The result against the --roofline-baseline, or why there is none; None without a baseline."""
         baseline = self._session.baseline
         if baseline is None:
             return None
         record = {"nodeid": self._nodeid, "label": label, "model": model, "result": result.to_dict()}
         drop = self._session.settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
-        check = baseline.check(record, drop.value if drop else None, drop.origin if drop else "")
-        return check if check is not None else baseline.missing(record)
+        return baseline.judge(record, drop.value if drop else None, drop.origin if drop else "")
 
     def _record(self, label: str, result: Result, threshold: Threshold | None, decision: Decision, model: Model,
                 expected_bound: ExpectedBound | None = None, first_utilization: float | None = None,
-                check: Check | str | None = None, memory: MemoryCheck | None = None) -> dict[str, Any]:
+                check: BaselineCheck | NoBaseline | None = None, memory: MemoryCheck | None = None) -> dict[str, Any]:
         settings = self._session.settings
         record = make_record(self._nodeid, label, result, threshold.value if threshold else None,
                              threshold.origin if threshold else "", decision.verdict, expected_bound,
                              first_utilization, settings.warn_only, model)
         if check is not None:
-            record["baseline"] = baseline_record(check)
+            record["baseline"] = check.to_dict()
         if memory is not None:
             record["max_memory"] = memory.to_dict()
         if decision.fails or settings.trace_all:

@@ -30,7 +30,7 @@ def _jax_measure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
 
 
 def _jax_hardware(settings: Settings, recalibrate: bool) -> tuple[HardwareSpec, str]:
-    from ..measurement.hardware import detect_device, resolve_hardware
+    from ..measurement.device import detect_device, resolve_hardware
 
     platform, device_kind = detect_device()
     return resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,

@@ -18,8 +18,8 @@ from ..history.reports import Run, record_utilization
 from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
+from .history_text import run_line
 from .records import Unmeasured
-from .runs import run_line
 from .text import verdict_marks
 
 __all__ = ["HtmlUnavailable", "html_report", "plotly_missing"]

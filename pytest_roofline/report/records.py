@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..history.baseline import Check
 from ..kinds import ExpectedBound, Model, Verdict
 from ..result import Result
 
-__all__ = ["make_record", "baseline_record", "Unmeasured"]
+__all__ = ["make_record", "Unmeasured"]
 
 
 @dataclass(frozen=True)
@@ -47,13 +46,3 @@ def make_record(nodeid: str, label: str, result: Result, threshold: float | None
         "model": model,
         "result": result.to_dict(),
     }
-
-
-def baseline_record(check: Check | str) -> dict[str, Any]:
-    """The record's ``baseline`` field: the comparison, or why there was none (``missing``)."""
-    if isinstance(check, str):
-        return {"missing": check}
-    gate = check.gate
-    return {"baseline": gate.baseline, "current": check.current, "drop": check.drop, "regressed": check.regressed,
-            "allowed_drop": gate.allowed_drop, "noise": gate.noise, "runs": gate.runs, "floor": gate.floor,
-            "floor_origin": check.floor_origin, "origin": check.origin, "message": check.message()}

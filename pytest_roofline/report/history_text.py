@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..history.baseline import Check, Series
+from ..history.baseline import BaselineCheck, NoBaseline, Series
 from ..history.detect import Finding
 from ..history.reports import Run, SeriesKey, record_utilization, series_key
 from .text import summary_lines
@@ -46,16 +46,16 @@ def _table(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
                       for i, c in enumerate(row)).rstrip() for row in rows]
 
 
-def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[SeriesKey, Check | str]],
+def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[SeriesKey, BaselineCheck | NoBaseline]],
                   gone: Sequence[SeriesKey]) -> list[str]:
     """Each kernel of the current run against the baseline; regressions say "REGRESSION"."""
     lines = [f"baseline: {baseline_path}", f"current:  {run_line(current)}"]
     rows = [("kernel", "baseline", "current", "change", "gate", "status")]
     details = []
     for key, check in checks:
-        if isinstance(check, str):
-            rows.append((key.kernel, "-", "", "", "", "new" if "new kernel" in check else "no comparable baseline"))
-            details.append(f"  {key.kernel}: {check}")
+        if isinstance(check, NoBaseline):
+            rows.append((key.kernel, "-", "", "", "", "new" if check.new_kernel else "no comparable baseline"))
+            details.append(f"  {key.kernel}: {check.reason}")
             continue
         status = "REGRESSION" if check.regressed else ("improved" if check.drop < -check.gate.allowed_drop else "ok")
         rows.append((key.kernel, f"{check.baseline:.1%}", f"{check.current:.1%}", f"{-check.drop:+.1%}",

@@ -10,7 +10,7 @@ from typing import TypeVar
 from ..history.baseline import Baseline, build_series
 from ..history.detect import judge_series
 from ..history.reports import ReportError, load_history, load_run, series_key
-from ..report.runs import compare_lines, github_benchmark, history_lines, show_lines
+from ..report.history_text import compare_lines, github_benchmark, history_lines, show_lines
 from .analyze import CliError
 
 __all__ = ["show", "compare", "history", "export"]
@@ -41,11 +41,10 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None) -> tu
     current = _read(lambda: load_run(current_path))
     checks = []
     for record in current.records:
-        check = baseline.check(record, max_drop, "--max-drop")
-        checks.append((series_key(record), check if check is not None else baseline.missing(record)))
+        checks.append((series_key(record), baseline.judge(record, max_drop, "--max-drop")))
     present = {key for key, _ in checks}
     gone = sorted(k for k in baseline.values if k not in present)
-    regressed = any(not isinstance(c, str) and c.regressed for _, c in checks)
+    regressed = any(c.regressed for _, c in checks)
     return "\n".join(compare_lines(baseline_path, current, checks, gone)), 1 if regressed else 0
 
 
