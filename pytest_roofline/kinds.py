@@ -65,8 +65,8 @@ CeilingsUsed = Literal["datasheet", "calibrated", "live", "given"]
 Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible", "regression", "over-memory", "contended",
                   "no-work"]
 """regression: utilization dropped from the --roofline-baseline beyond its gate; over-memory: the program needs
-more device memory than its max_memory=; no-work: the compiled program computes nothing (the kernel returns None,
-a constant or its input), so there is no roofline to judge it against."""
+more device memory than its max_memory=; no-work: the compiled program computes nothing (the kernel returns None
+or a constant), so there is no roofline to judge it against."""
 FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "impossible", "regression", "over-memory",
                                                    "no-work"})
 

@@ -64,7 +64,7 @@ class Result:
     memory: MemoryFootprint | None = None  # the compiled program's memory analysis (None: the compiler gave none)
     first_touch: FirstTouch | None = None  # a CPU's first touch of the program's fresh pages (None: no such term)
     first_touch_mode: FirstTouchMode = "include"  # whether the roofline charges it (where there is one)
-    no_work: bool = False  # the compiled program computes nothing (returns None, a constant or its input)
+    no_work: bool = False  # the compiled program computes nothing (returns None or a constant)
 
     # The work
     @property

@@ -60,7 +60,7 @@ def describe(result: Result) -> str:
     if result.counts_lower_bound:
         text += f" [counts are a lower bound: {result.work.lower_bound_reason}]"
     if result.no_work:
-        text += " NO WORK: the compiled program computes nothing (it returns None, a constant or its input)"
+        text += " NO WORK: the compiled program computes nothing (it returns None or a constant)"
     if result.impossible:
         text += f" IMPOSSIBLE (> {format_fraction(IMPOSSIBLE_ABOVE)}): suspect {result.suspect}"
     elif result.first_touch_beaten:

@@ -138,7 +138,7 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
     if figures.no_work:
         judged = threshold is not None or expected_bound is not None
         return Decision("no-work", "the kernel does no work: its compiled program computes nothing (it returns "
-                        "None, a constant or its input unchanged), so no roofline can judge it",
+                        "None or a constant), so no roofline can judge it",
                         warning=not judged)
     util = figures.utilization_for(model)
     reason = ""
