@@ -21,6 +21,7 @@ from .reports import ReportError, Run, SeriesKey, load_history, load_run, record
 __all__ = ["SINGLE_RUN_FLOOR", "Series", "build_series", "BaselineCheck", "NoBaseline", "Baseline", "interval_noise"]
 
 SINGLE_RUN_FLOOR = 0.10  # asv's default threshold for a change between two runs
+Z95 = 1.96  # a 95% interval spans +/- Z95 standard deviations (normal)
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def interval_noise(record: Mapping[str, Any]) -> float:
     value = result.get("utilization") or 0.0
     if not interval or value <= 0 or record.get("model") == "ops":
         return 0.0
-    return (float(interval[1]) - float(interval[0])) / (2 * 1.96 * float(value))
+    return (float(interval[1]) - float(interval[0])) / (2 * Z95 * float(value))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis.roofline import IMPOSSIBLE_ABOVE
+from ..history.reports import record_utilization
 from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 from .records import Unmeasured
@@ -74,7 +75,7 @@ def _judgement_lines(record: Mapping[str, Any], r: Mapping[str, Any]) -> list[st
     versus = (f" vs threshold {format_fraction(threshold)} ({record['threshold_origin']})" if threshold is not None
               else " (no threshold)")
     model = record.get("model", "program")
-    util = r["utilization"] if model == "program" else r.get("ops_utilization", r["utilization"])
+    util = record_utilization(record)
     interval = r.get("utilization_interval")
     within = (f", 95% interval {interval[0]:.1%}-{interval[1]:.1%}" if interval and model == "program" else "")
     marginal = " MARGINAL: the threshold is inside the interval" if r.get("marginal") and model == "program" else ""
@@ -123,7 +124,7 @@ def failure_message(record: Mapping[str, Any], reason: str) -> str:
         lines.append(f"  ops model     sum of per-op roofline times {format_seconds(r['ops_roofline_time_s'])}: "
                      f"utilization {r['ops_utilization']:.1%} (threshold checked against the "
                      f"{record.get('model', 'program')} model)")
-        lines += top_ops_lines(r, count=record.get("top_ops", 5))
+        lines += top_ops_lines(r, count=5)
     check = r.get("ops_check")
     if check and not check["ok"]:
         lines.append(f"  counts check  per-op sums differ from the compiler's: {'; '.join(check['mismatches'])}")
