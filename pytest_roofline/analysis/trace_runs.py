@@ -83,6 +83,11 @@ def _device_of(e: TraceEvent) -> str:
     return e.plane
 
 
+def _launched(e: TraceEvent, launch_of: dict[int, tuple[float, str]]) -> float:
+    """When an op's work was launched: its host launch where the trace ties one to it (GPU), else its start."""
+    return launch_of[id(e)][0] if id(e) in launch_of else e.start_ns
+
+
 def _per_plane(module_events: Iterable[TraceEvent]) -> dict[str, list[Window]]:
     out: dict[str, list[Window]] = {}
     for w in sorted(module_events, key=lambda w: w.start_ns):
@@ -155,7 +160,7 @@ def _split_runs(events: list[TraceEvent], ops: list[TraceEvent], module_events: 
                 launch_of: dict[int, tuple[float, str]]) -> _Split:
     """The first way of telling runs apart that the trace allows, in order of trust."""
     def launched(e: TraceEvent) -> float:
-        return launch_of[id(e)][0] if id(e) in launch_of else e.start_ns
+        return _launched(e, launch_of)
 
     launch_marker, marker_windows = marker
     if module_events:
@@ -229,7 +234,7 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
     marker_windows = _windows(events, launch_marker) if launch_marker else []
     if marker_windows:
         module_events = [e for e in module_events if _containing(marker_windows, e.start_ns) is not None]
-        ops = [e for e in ops if _containing(marker_windows, launch_of.get(id(e), (e.start_ns, ""))[0]) is not None]
+        ops = [e for e in ops if _containing(marker_windows, _launched(e, launch_of)) is not None]
     pid = _one_program(ops, module_events, module_name, program_id)
     split = _split_runs(events, ops, module_events, module_name, platform, expected_runs,
                         (launch_marker, marker_windows), launch_of)
@@ -238,8 +243,7 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
         method += f", inside host annotations {launch_marker!r}"
     ops_all, assignment = _with_consumers(on_device, ops, split.assignment)
     per_device, run_of_event = _device_runs(ops_all, assignment, split, module_name, method)
-    counts = {d: len(t) for d, t in per_device.items()}
-    n_runs = next(iter(counts.values()))
+    n_runs = len(next(iter(per_device.values())))  # the same on every device (_device_runs checks)
     per_run = tuple(max(t[k] for t in per_device.values()) for k in range(n_runs))
     notes: list[str] = []
     graph_launched = any(_GRAPH_LAUNCH.search(name) for _, name in launch_of.values())
