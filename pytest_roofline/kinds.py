@@ -24,6 +24,7 @@ __all__ = [
     "CEILINGS_MODES",
     "CeilingsUsed",
     "Verdict",
+    "VERDICTS",
     "FAILING_VERDICTS",
     "Platform",
     "PLATFORMS",
@@ -67,6 +68,7 @@ Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible", "regr
 """regression: utilization dropped from the --roofline-baseline beyond its gate; over-memory: the program needs
 more device memory than its max_memory=; no-work: the compiled program computes nothing (the kernel returns None
 or a constant), so there is no roofline to judge it against."""
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 FAILING_VERDICTS: frozenset[Verdict] = frozenset({"fail", "wrong-bound", "impossible", "regression", "over-memory",
                                                    "no-work"})
 

@@ -14,7 +14,9 @@ from pytest_roofline.analysis.roofline import RooflineEstimate
 from pytest_roofline.analysis.timed_runs import Timing
 from pytest_roofline.errors import MeasureError
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
-from pytest_roofline.kinds import Bound, CeilingsUsed
+from pytest_roofline.history.recorded import RecordedResult
+from pytest_roofline.history.records import KernelRecord
+from pytest_roofline.kinds import Bound, CeilingsUsed, Verdict
 from pytest_roofline.result import ProgramInfo, Result
 
 FAKE_CPU = HardwareSpec("fake CPU", "cpu", {"f32": Ceiling(1e11, "calibration", "fake", "2026-11-22")},
@@ -45,6 +47,13 @@ def fake_result(utilization: float, *, bound: Bound = "memory", name: str = "ker
         program=ProgramInfo("jit_kernel", "cpu", 0.01, {"jax": "fake"}),
         ops_model=OpsModel(), notes=notes, memory=footprint,
     )
+
+
+def record_of(nodeid: str, label: str, result: Result, verdict: Verdict, threshold: float | None = None,
+              origin: str = "", **fields: Any) -> KernelRecord:
+    """The record the plugin keeps for ``result`` (any other :class:`KernelRecord` field by keyword)."""
+    return KernelRecord(nodeid, label, RecordedResult.from_dict(result.to_dict()), verdict, threshold, origin,
+                        **fields)
 
 
 class FakeMeasure:

@@ -152,10 +152,11 @@ def test_a_first_touch_cheaper_than_calibrated_is_said_not_failed() -> None:
     # Excluded from the roofline, the term plays no part in the verdict.
     assert not replace(result, first_touch_mode="exclude").first_touch_beaten
     # The summary marks it and says what the mark means.
-    from pytest_roofline.report.records import make_record
+    from fakes import record_of
+
     from pytest_roofline.report.text import summary_lines
 
-    lines = summary_lines([make_record("t.py::test_scale", "scale", result, 0.8, "marker", "pass")])
+    lines = summary_lines([record_of("t.py::test_scale", "scale", result, "pass", 0.8, "marker")])
     assert "[faults cheaper]" in lines[1] and any(line.startswith("[faults cheaper]: ") for line in lines)
-    plain = summary_lines([make_record("t.py::test_scale", "scale", base, 0.4, "marker", "pass")])
+    plain = summary_lines([record_of("t.py::test_scale", "scale", base, "pass", 0.4, "marker")])
     assert not any("faults cheaper" in line for line in plain)

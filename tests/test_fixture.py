@@ -9,6 +9,7 @@ import pytest
 from fakes import FakeMeasure, fake_result
 
 from pytest_roofline.calls import KernelCall
+from pytest_roofline.history.records import Artifacts, KernelRecord
 from pytest_roofline.kinds import Bound, CeilingsUsed
 from pytest_roofline.plugin.fixture import RooflineFixture
 from pytest_roofline.plugin.marker import parse_marker
@@ -46,7 +47,7 @@ class Harness:
         raise Failed(message)
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[KernelRecord]:
         return self.session.records
 
 
@@ -59,8 +60,8 @@ def test_passing_kernel_is_measured_once_and_recorded() -> None:
     r = h.fixture(kernel, 1, min=0.8)
     assert r.utilization == pytest.approx(0.9) and len(h.measure.calls) == 1
     (rec,) = h.records
-    assert (rec["verdict"], rec["threshold"], rec["label"], rec["model"]) == ("pass", 0.8, "kernel", "program")
-    assert rec["threshold_origin"] == f"min= in the roofline() call of {NODE}"
+    assert (rec.verdict, rec.threshold, rec.label, rec.model) == ("pass", 0.8, "kernel", "program")
+    assert rec.threshold_origin == f"min= in the roofline() call of {NODE}"
     assert ("roofline[kernel].verdict", "pass") in h.properties and not h.saved
 
 
@@ -74,21 +75,21 @@ def test_failing_kernel_is_measured_twice_then_fails_with_both_figures_and_its_t
                               f"below its threshold 80% (measured twice: 50.0%, then 40.0%)")
     assert h.measure.calls[0]["threshold"] == 0.8  # sampling went on while the interval straddled it
     assert "re-measured   first run 50.0%, second 40.0%" in message and "trace         /traces/kernel" in message
-    assert h.records[0]["verdict"] == "fail" and h.records[0]["first_utilization"] == pytest.approx(0.5)
+    assert h.records[0].verdict == "fail" and h.records[0].first_utilization == pytest.approx(0.5)
     assert h.saved == ["kernel"]
 
 
 def test_a_second_measurement_that_passes_passes() -> None:
     h = Harness(0.5, 0.9)
     h.fixture(kernel, 1, min=0.8)
-    assert h.records[0]["verdict"] == "pass" and h.records[0]["first_utilization"] == pytest.approx(0.5)
+    assert h.records[0].verdict == "pass" and h.records[0].first_utilization == pytest.approx(0.5)
 
 
 def test_an_impossible_result_without_a_threshold_is_a_warning_not_a_silent_pass() -> None:
     for call in ("measure", "assert"):
         h = Harness(1.5)
         result = h.fixture.measure(kernel, 1) if call == "measure" else h.fixture(kernel, 1)
-        assert result.impossible and h.records[0]["verdict"] == "impossible"
+        assert result.impossible and h.records[0].verdict == "impossible"
         assert len(h.warnings) == 1 and "impossible (above 105%)" in h.warnings[0]
         assert "IMPOSSIBLE    utilization above 105%: suspect" in h.warnings[0]
 
@@ -104,19 +105,19 @@ def test_warn_only_warns_instead_of_failing() -> None:
     h = Harness(0.1, 0.1, settings=Settings(warn_only=True))
     h.fixture(kernel, 1, min=0.8)
     assert len(h.warnings) == 1 and "below its threshold 80%" in h.warnings[0]
-    assert h.records[0]["warn_only"] is True
+    assert h.records[0].warn_only is True
 
 
 def test_measure_method_records_and_never_fails() -> None:
     h = Harness(0.01, settings=Settings(min=Threshold(0.9, "cli")))
     h.fixture.measure(kernel, 1)
-    assert h.records[0]["verdict"] == "measured" and h.records[0]["threshold"] is None
+    assert h.records[0].verdict == "measured" and h.records[0].threshold is None
 
 
 def test_impossible_fails_with_a_threshold_and_is_only_reported_without() -> None:
     h = Harness(1.5, 1.5, ceilings="datasheet")  # a datasheet is not re-calibrated
     h.fixture(kernel, 1)  # no threshold anywhere
-    assert h.records[0]["verdict"] == "impossible"
+    assert h.records[0].verdict == "impossible"
     with pytest.raises(Failed, match=r"utilization 150.0% is impossible \(above 105%\)"):
         h.fixture(kernel, 1, min=0.5)
     assert len(h.measure.calls) == 2  # no confirmation run for an impossible result
@@ -127,7 +128,7 @@ def test_wrong_bound_from_the_marker_and_from_the_call() -> None:
     with pytest.raises(Failed, match="expected compute-bound, but it is memory-bound"):
         h.fixture(kernel, 1)
     h.fixture(kernel, 1, bound="memory")  # the call's keyword wins over the marker
-    assert [r["verdict"] for r in h.records] == ["wrong-bound", "measured"]
+    assert [r.verdict for r in h.records] == ["wrong-bound", "measured"]
 
 
 def test_threshold_precedence_call_marker_pattern_suite() -> None:
@@ -135,23 +136,23 @@ def test_threshold_precedence_call_marker_pattern_suite() -> None:
     h = Harness(0.9, 0.9, 0.9, 0.9, settings=settings, marker={"min": 0.3})
     h.fixture(kernel, 1, min=0.4)
     h.fixture(kernel, 1)
-    assert [r["threshold"] for r in h.records] == [0.4, 0.3]
+    assert [r.threshold for r in h.records] == [0.4, 0.3]
     h2 = Harness(0.9, 0.9, settings=settings)
     h2.fixture(kernel, 1)
-    assert h2.records[0]["threshold"] == 0.2
+    assert h2.records[0].threshold == 0.2
     h3 = Harness(0.9, settings=Settings(min=Threshold(0.1, "suite")))
     h3.fixture(kernel, 1)
-    assert h3.records[0]["threshold"] == 0.1
+    assert h3.records[0].threshold == 0.1
 
 
 def test_model_precedence_call_marker_settings() -> None:
     h = Harness(0.9, 0.9, 0.9, settings=Settings(model="ops"), marker={"model": "program"})
     h.fixture(kernel, 1, model="ops")
     h.fixture(kernel, 1)
-    assert [r["model"] for r in h.records] == ["ops", "program"]
+    assert [r.model for r in h.records] == ["ops", "program"]
     h2 = Harness(0.9, settings=Settings(model="ops"))
     h2.fixture(kernel, 1)
-    assert h2.records[0]["model"] == "ops"
+    assert h2.records[0].model == "ops"
 
 
 def test_marker_and_call_keywords_reach_measure() -> None:
@@ -166,7 +167,7 @@ def test_labels_are_unique_within_a_test() -> None:
     h.fixture.measure(kernel, 1)
     h.fixture.measure(kernel, 1)
     h.fixture.measure(kernel, 1, name="mine")
-    assert [r["label"] for r in h.records] == ["kernel", "kernel#2", "mine"]
+    assert [r.label for r in h.records] == ["kernel", "kernel#2", "mine"]
 
 
 @pytest.mark.parametrize("keywords,fragment", [
@@ -199,7 +200,7 @@ def test_a_kernel_that_cannot_be_measured_fails_naming_test_and_kernel() -> None
 def test_trace_all_saves_every_kernel() -> None:
     h = Harness(0.9, settings=Settings(trace_all=True))
     h.fixture(kernel, 1)
-    assert h.saved == ["kernel"] and h.records[0]["trace_dir"] == "/traces/kernel"
+    assert h.saved == ["kernel"] and h.records[0].artifacts == Artifacts("/traces/kernel")
 
 
 # --- the session ---
@@ -287,7 +288,7 @@ def test_the_explicit_form_hands_the_kernel_its_keywords_and_keeps_the_settings(
     h.fixture(scaled, args=(1,), kwargs={"warmup": 3}, warmup=0, min=0.5, name="s")
     (call,) = h.measure.calls
     assert (call["args"], call["kwargs"], call["warmup"], call["name"]) == ((1,), {"warmup": 3}, 0, "s")
-    assert h.records[0]["threshold"] == 0.5
+    assert h.records[0].threshold == 0.5
 
 
 def test_record_only_measure_refuses_judging_keywords() -> None:

@@ -5,7 +5,7 @@ inside functions), so that the layout cannot erode; and the sizes: no module ove
     hardware/   table, peaks, CPU, calibration     base
     analysis/   pure analysis                      base, hardware
     result      the Result (result_text: in words)  base, hardware, analysis
-    history/    reports over time, regressions     base
+    history/    records, reports over time, regressions  base, hardware, analysis
     report/     text, JSON and HTML                base, hardware, analysis, result, history
     measurement/  the only JAX                     base, hardware, analysis, result
     plugin/     the only pytest                    anything but JAX itself
@@ -28,7 +28,7 @@ ALLOWED = {
     "hardware": {"base", "hardware"},
     "analysis": {"base", "hardware", "analysis"},
     "result": {"base", "hardware", "analysis", "result"},
-    "history": {"base", "history"},
+    "history": {"base", "hardware", "analysis", "history"},
     "report": {"base", "hardware", "analysis", "result", "history", "report", "package"},  # package: __version__
     "measurement": {"base", "hardware", "analysis", "result", "measurement"},
     "plugin": {"base", "hardware", "analysis", "result", "history", "report", "measurement", "plugin"},

@@ -156,7 +156,7 @@ def test_a_result_measured_under_contention_says_so_and_carries_the_figure_witho
     """A made-up measurement: 5 runs of 1 ms whose threads waited for a CPU during 40% of their ready time."""
     from dataclasses import replace
 
-    from fakes import fake_result
+    from fakes import fake_result, record_of
 
     from pytest_roofline.analysis.contention import on_cpu_utilization
     from pytest_roofline.report.text import summary_lines
@@ -170,9 +170,7 @@ def test_a_result_measured_under_contention_says_so_and_carries_the_figure_witho
     assert "waited for a CPU held by another process during 40%" in str(busy)
     data = busy.to_dict()
     assert (data["contended"], data["cpu_waiting"]) == (True, pytest.approx(0.4))
-    record = {"nodeid": "t.py::test_k", "label": "k", "threshold": 0.8, "threshold_origin": "o", "verdict": "pass",
-              "result": data}
-    lines = summary_lines([record])
+    lines = summary_lines([record_of("t.py::test_k", "k", busy, "pass", 0.8, "o")])
     assert "[contended]" in lines[1] and any(line.startswith("contended: 1 kernel(s)") for line in lines)
     assert on_cpu_utilization(1.0, [1.0, 2.0], [0.5]) is None  # a waiting share for every run, or no figure
     # A made-up GPU: host threads waiting for a CPU do not stretch device time, so nothing is called contended.
@@ -185,7 +183,7 @@ def test_waiting_for_the_processes_own_threads_is_not_contention() -> None:
     (seen on the quiet VM); only where other processes also used the CPUs is the measurement contended."""
     from dataclasses import replace
 
-    from fakes import fake_result
+    from fakes import fake_result, record_of
 
     from pytest_roofline.analysis.contention import contended
     from pytest_roofline.report.text import failure_message
@@ -198,6 +196,5 @@ def test_waiting_for_the_processes_own_threads_is_not_contention() -> None:
     beside = replace(busy, timing=replace(busy.timing, others_cpu_share=0.48))
     assert beside.contended and "other processes used 48% of the CPUs meanwhile" in str(beside)
     assert beside.to_dict()["others_cpu_share"] == pytest.approx(0.48)
-    record = {"nodeid": "t.py::test_k", "label": "k", "threshold": 0.8, "threshold_origin": "o", "verdict": "fail",
-              "result": beside.to_dict()}
+    record = record_of("t.py::test_k", "k", beside, "fail", 0.8, "o")
     assert "(other processes used 48% of the CPUs)" in failure_message(record, "below its threshold")

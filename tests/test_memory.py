@@ -132,13 +132,14 @@ def test_fixture_fails_a_kernel_over_its_max_memory_with_the_breakdown() -> None
     assert "  memory        7 MB peak (arguments 2 MB + outputs 1 MB + temporaries 4 MB - aliased 0 B) vs " \
            "max_memory 6 MB (max_memory in the marker of test_k.py::test_a): TOO MUCH" in message
     (rec,) = h.records
-    assert rec["verdict"] == "over-memory" and rec["max_memory"]["ok"] is False
+    assert rec.verdict == "over-memory" and rec.max_memory is not None and rec.max_memory.ok is False
 
 
 def test_fixture_passes_within_max_memory_and_the_call_overrides_the_marker() -> None:
     h = Harness(0.9, 0.9, marker={"max_memory": "6 MB"})
     h.fixture(kernel, 1, max_memory=0.01)  # 1% of the fake 1 GB: 10 MB
-    assert h.records[0]["verdict"] == "measured" and h.records[0]["max_memory"]["limit_bytes"] == 1e7
+    check = h.records[0].max_memory
+    assert h.records[0].verdict == "measured" and check is not None and check.limit_bytes == 1e7
     with pytest.raises(Failed, match=r"max_memory= in the roofline\(\) call"):
         h.fixture(kernel, 1, max_memory=0.005)
 
@@ -166,8 +167,10 @@ def test_bad_max_memory_in_a_marker_names_the_test() -> None:
 def test_measure_only_records_the_memory_check_and_warns() -> None:
     h = Harness(0.9, 0.9)
     h.fixture.measure(kernel, 1, max_memory="6 MB")  # the fake footprint is 7 MB
-    assert h.records[0]["verdict"] == "measured" and h.records[0]["max_memory"]["ok"] is False
+    over = h.records[0].max_memory
+    assert h.records[0].verdict == "measured" and over is not None and over.ok is False
     (warning,) = h.warnings
     assert warning.startswith("roofline: kernel 'kernel' of test_k.py::test_a: needs 7 MB of device memory")
     h.fixture.measure(kernel, 1, max_memory="8 MB")
-    assert h.records[1]["max_memory"]["ok"] is True and len(h.warnings) == 1
+    under = h.records[1].max_memory
+    assert under is not None and under.ok is True and len(h.warnings) == 1

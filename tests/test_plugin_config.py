@@ -92,7 +92,7 @@ def test_bad_ini_values(pytester: pytest.Pytester, ini_line: str, fragment: str)
     ("flops=-3", "flops=-3: must be a non-negative number"),
     ("timer='sundial'", "timer='sundial': must be one of 'auto', 'profiler', 'wallclock', got 'sundial'"),
     ("0.5, 0.6", "at most one positional argument"),
-    ("min_runs=5, max_runs=2", "max_runs=2 is below min_runs=5"),
+    ("min_runs=5, max_runs=2", "max_runs=2: must be at least min_runs (5)"),
 ])
 def test_bad_marker_is_a_collection_error_naming_test_and_keyword(pytester: pytest.Pytester, args: str,
                                                                    fragment: str) -> None:

@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import fake_result
+from fakes import fake_result, record_of
 
 from pytest_roofline.cli.main import main
 from pytest_roofline.report.document import report_document, session_block
-from pytest_roofline.report.records import make_record
 
 
 def _report(utils: dict[str, float], day: int, complete: bool = True, commit: str = "c0ffee") -> dict[str, Any]:
-    records = [make_record(f"test_k.py::{name}", "kernel", fake_result(u, name="kernel"), None, "", "measured")
+    records = [record_of(f"test_k.py::{name}", "kernel", fake_result(u, name="kernel"), "measured")
                for name, u in utils.items()]
     session = session_block(0 if complete else 2, len(utils), len(utils) if complete else 1)
     provenance = {"git": {"commit": f"{commit}{day:02d}" + "0" * 30, "dirty": False}, "versions": {"jax": "fake"},

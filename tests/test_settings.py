@@ -81,7 +81,7 @@ def test_marker_keywords_are_checked_and_split() -> None:
     ((0.5, 0.6), {}, "takes at most one positional argument (min), got 2"),
     ((0.5,), {"min": 0.6}, "min given both positionally and as a keyword"),
     ((), {"mni": 0.5}, "unknown keyword 'mni'"),
-    ((), {"min_runs": 5, "max_runs": 2}, "max_runs=2 is below min_runs=5"),
+    ((), {"min_runs": 5, "max_runs": 2}, "max_runs=2: must be at least min_runs (5)"),
     ((), {"warmup": -1}, "warmup=-1: must be an integer >= 0"),
     ((), {"budget_s": 0}, "budget_s=0: must be a positive number"),
     ((), {"flops": True}, "flops=True: must be a non-negative number"),
@@ -109,3 +109,20 @@ def test_first_touch_from_the_ini_and_the_yaml_config(tmp_path: Path) -> None:
     config.write_text("first_touch: never\n")
     with pytest.raises(ConfigError, match="first_touch: never in .*roofline.yaml: must be one of 'include', 'exclude'"):
         resolve({"config": str(config)})
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("flops", -1), ("bytes", "8"), ("transcendentals", True), ("warmup", 1.5), ("min_runs", 0), ("max_runs", -2),
+    ("budget_s", 0), ("target_spread", -0.1), ("min_time_s", "0.2"), ("timer", "sundial"), ("ceilings", "alive"),
+    ("first_touch", "maybe"),
+])
+def test_the_marker_and_measure_check_a_setting_alike(key: str, value: object) -> None:
+    """One check per setting (measurement/options.py: OPTION_CHECKS), whether a marker or measure() gives it."""
+    from pytest_roofline.measurement.options import MeasureOptions
+
+    with pytest.raises(ConfigError) as marker:
+        parse_marker((), {key: value}, "t.py::test_a")
+    with pytest.raises(ValueError) as call:
+        MeasureOptions.from_keywords({key: value})
+    problem = str(call.value).removeprefix(f"{key}= ")
+    assert problem.startswith("must be ") and str(marker.value) == f"roofline marker of t.py::test_a: {key}={value!r}: {problem}"

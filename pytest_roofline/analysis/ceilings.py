@@ -3,6 +3,7 @@ the rest at the vector peak, bytes at the memory bandwidth, collective bytes at 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,11 @@ class CeilingUse:
     def to_dict(self) -> dict[str, Any]:
         return {"work": self.work, "amount": self.amount, "key": self.key, "ceiling": self.ceiling.to_dict(),
                 "note": self.note}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CeilingUse:
+        return cls(str(data["work"]), float(data["amount"]), str(data["key"]), Ceiling.from_dict(data["ceiling"]),
+                   str(data.get("note") or ""))
 
 
 def dot_precision(counts: Counts) -> str:

@@ -31,6 +31,12 @@ class OpsCheck:
         return {"model": dict(self.model), "compiler": dict(self.compiler), "tolerance": self.tolerance,
                 "ok": self.ok, "mismatches": list(self.mismatches)}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OpsCheck:
+        return cls({str(k): float(v) for k, v in data["model"].items()},
+                   {str(k): float(v) for k, v in data["compiler"].items()}, float(data["tolerance"]),
+                   tuple(str(m) for m in data["mismatches"]))
+
 
 def ops_check(module: HloModule, raw_cost_analysis: Any, tolerance: float = 0.02) -> OpsCheck:
     once = computation_cost(module, module.entry_name, multiply_loops=False)

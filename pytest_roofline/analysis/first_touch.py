@@ -16,6 +16,7 @@ the machine with a stream that writes a fresh output, against the same stream do
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +100,12 @@ class FirstTouch:
                 "expected_faults": self.expected_faults, "counted_faults": self.counted_faults,
                 "charged_bytes": self.charged_bytes, "time_s": self.time_s, "saving_s": self.saving_s,
                 "agrees": self.agrees}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FirstTouch:
+        counted = data.get("counted_faults")
+        return cls(int(data["fresh_bytes"]), int(data["donatable_bytes"]), Ceiling.from_dict(data["rate_bytes_per_s"]),
+                   float(data["bytes_per_fault"]), float(counted) if counted is not None else None)
 
 
 def first_touch(outputs: int, temporaries: int, aliased: int, rate: Ceiling | None, bytes_per_fault: float | None,

@@ -11,7 +11,7 @@ noise, deterministic). A sequential rule keeps sampling while the interval strad
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Any, Literal
@@ -179,6 +179,12 @@ class Live:
         return {"reference": self.reference, "resource": self.resource, "drift": self.drift,
                 "drift_per_run": list(self.drift_per_run), "reference_s": list(self.reference_s),
                 "calibrated_rate": self.calibrated_rate, "reference_runs_left_out": self.left_out}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Live:
+        return cls(str(data["reference"]), data["resource"], tuple(float(s) for s in data["reference_s"]),
+                   float(data["calibrated_rate"]), tuple(float(d) for d in data["drift_per_run"]),
+                   int(data.get("reference_runs_left_out") or 0))
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,17 @@ class MemoryFootprint:
                 "compiler_peak_bytes": self.compiler_peak, "device_peak_bytes": self.device_peak,
                 "device_peak_note": self.device_peak_note, "breakdown": self.breakdown()}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryFootprint:
+        def maybe(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if value is not None else None
+
+        return cls(int(data["arguments_bytes"]), int(data["outputs_bytes"]), int(data["temporaries_bytes"]),
+                   int(data["aliased_bytes"]), int(data.get("generated_code_bytes") or 0),
+                   int(data.get("host_bytes") or 0), maybe("compiler_peak_bytes"), maybe("device_peak_bytes"),
+                   str(data.get("device_peak_note") or ""))
+
 
 def _int(stats: Any, name: str) -> int:
     value = getattr(stats, name, 0)
@@ -157,6 +168,12 @@ class MemoryCheck:
         return {"given": self.limit.value, "fraction": self.limit.fraction, "origin": self.limit.origin,
                 "limit_bytes": self.limit_bytes, "peak_bytes": self.peak_bytes, "ok": self.ok,
                 "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryCheck:
+        limit = data.get("limit_bytes")
+        return cls(MemoryLimit(float(data["given"]), bool(data["fraction"]), str(data["origin"])),
+                   float(limit) if limit is not None else None, int(data["peak_bytes"]), str(data["reason"]))
 
 
 def check_memory(footprint: MemoryFootprint | None, limit: MemoryLimit, capacity: Ceiling | None,

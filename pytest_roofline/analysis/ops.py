@@ -76,6 +76,20 @@ class OpRow:
             "utilization": self.utilization, "time_lost_s": self.time_lost_s,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OpRow:
+        measured = data.get("measured_s")
+        return cls(
+            name=str(data["name"]), opcode=str(data["opcode"]), fusion_kind=data.get("fusion_kind"),
+            computation=str(data["computation"]), shape=str(data["shape"]),
+            operand_shapes=tuple(str(s) for s in data["operand_shapes"]), dtype=str(data["dtype"]),
+            executions=int(data["executions"]), flops=float(data["flops"]),
+            transcendentals=float(data["transcendentals"]), bytes=float(data["bytes"]),
+            collective_bytes=float(data["collective_bytes"]), compute_time_s=float(data["compute_time_s"]),
+            memory_time_s=float(data["memory_time_s"]), comms_time_s=float(data["comms_time_s"]),
+            measured_s=float(measured) if measured is not None else None,
+            events_per_run=float(data.get("events_per_run") or 0.0))
+
 
 def op_rows(module: HloModule, peak_for: Callable[[str], float], vector_peak: float, bandwidth: float,
             interconnect: float | None = None, devices: int = 1) -> list[OpRow]:

@@ -35,7 +35,13 @@ from .counts import Work
 from .memory import MemoryCheck
 from .roofline import IMPOSSIBLE_ABOVE
 
-__all__ = ["Figures", "Decision", "decide", "suspect", "BaselineJudgement"]
+__all__ = ["Figures", "Decision", "decide", "suspect", "BaselineJudgement", "model_utilization"]
+
+
+def model_utilization(model: Model, program: float, ops: float) -> float:
+    """The utilization a threshold is checked against on ``model``: the one place that says which (a live
+    result's :class:`Figures` and a recorded one read it here)."""
+    return program if model == "program" else ops
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ class Figures:
     no_work: bool = False  # the compiled program computes nothing
 
     def utilization_for(self, model: Model) -> float:
-        return self.utilization if model == "program" else self.ops_utilization
+        return model_utilization(model, self.utilization, self.ops_utilization)
 
     def on_cpu_for(self, model: Model) -> float | None:
         return self.on_cpu if model == "program" else self.ops_on_cpu

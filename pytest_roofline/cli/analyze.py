@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ..analysis.hlo import HloModule, HloParseError, parse_hlo
 from ..analysis.profile import ProgramSummary, counts_summary, hlo_key, summarize_program
@@ -184,8 +183,7 @@ def _program_lines(s: ProgramSummary, top: int) -> list[str]:
     if s.roofline_time_s is not None:
         lines.append(f"roofline  {format_seconds(s.roofline_time_s)} ({s.bound}-bound) -> utilization "
                      f"{_cell_util(s)} of the median run")
-        record: dict[str, Any] = {"ops": [r.to_dict() for r in s.ops]}
-        lines += top_ops_lines(record, count=top, indent="    ")
+        lines += top_ops_lines(s.ops, count=top, indent="    ")
     else:
         lines += _ops_counts_lines(s, top)
     lines += [f"note      {n}" for n in s.notes]

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from ..history.baseline import Baseline, build_series
 from ..history.detect import judge_series
-from ..history.reports import ReportError, load_history, load_run, series_key
+from ..history.reports import ReportError, load_history, load_run
 from ..report.history_text import compare_lines, github_benchmark, history_lines, show_lines
 from .analyze import CliError
 
@@ -41,7 +41,7 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None) -> tu
     current = _read(lambda: load_run(current_path))
     checks = []
     for record in current.records:
-        checks.append((series_key(record), baseline.judge(record, max_drop, "--max-drop")))
+        checks.append((record.key, baseline.judge_record(record, max_drop, "--max-drop")))
     present = {key for key, _ in checks}
     gone = sorted(k for k in baseline.values if k not in present)
     regressed = any(c.regressed for _, c in checks)
@@ -62,4 +62,4 @@ def export(path: str, fmt: str) -> tuple[str, int]:
     run = _read(lambda: load_run(path))
     if fmt != "github-action-benchmark":
         raise CliError(f"--format {fmt}: unknown; known: github-action-benchmark")
-    return json.dumps(github_benchmark(run.report), indent=2), 0
+    return json.dumps(github_benchmark(run), indent=2), 0

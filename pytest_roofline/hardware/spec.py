@@ -41,6 +41,15 @@ class Ceiling:
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.value, "origin": self.origin, "source": self.source, "date": self.date}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Ceiling:
+        return cls(float(data["value"]), str(data["origin"]), str(data["source"]), str(data.get("date") or ""))
+
+    @classmethod
+    def maybe(cls, data: Mapping[str, Any] | None) -> Ceiling | None:
+        """The ceiling of a JSON field that may be null."""
+        return cls.from_dict(data) if data else None
+
 
 @dataclass(frozen=True)
 class HardwareSpec:
@@ -95,3 +104,24 @@ class HardwareSpec:
             "theoretical": {k: c.to_dict() for k, c in self.theoretical.items()},
             "notes": list(self.notes),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HardwareSpec:
+        """Read :meth:`to_dict`'s form back (a report's hardware); what it leaves out (device kinds, reference
+        rates, compute capabilities) is empty."""
+        def ceilings(key: str) -> dict[str, Ceiling]:
+            return {str(k): Ceiling.from_dict(c) for k, c in (data.get(key) or {}).items()}
+
+        fault = data.get("bytes_per_fault")
+        cache = data.get("cache_bytes")
+        return cls(
+            name=str(data["name"]), platform=data["platform"], peaks=ceilings("peaks_flops_per_s"),
+            memory_bandwidth=Ceiling.from_dict(data["memory_bandwidth_bytes_per_s"]),
+            interconnect_bandwidth=Ceiling.maybe(data.get("interconnect_bandwidth_bytes_per_s")),
+            theoretical=ceilings("theoretical"), notes=tuple(str(n) for n in data.get("notes") or ()),
+            transcendental=Ceiling.maybe(data.get("transcendentals_per_s")),
+            memory_capacity=Ceiling.maybe(data.get("memory_capacity_bytes")),
+            first_touch=Ceiling.maybe(data.get("first_touch_bytes_per_s")),
+            bytes_per_fault=float(fault) if fault is not None else None,
+            cache_bandwidth=Ceiling.maybe(data.get("cache_bandwidth_bytes_per_s")),
+            cache_bytes=int(cache) if cache is not None else None)

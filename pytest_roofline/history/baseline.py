@@ -13,10 +13,13 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from .detect import FLOOR, MIN_WINDOW, Gate, Z, gate, history_gate
-from .reports import ReportError, Run, SeriesKey, load_history, load_run, record_utilization, series_key
+from ..kinds import Model
+from .checks import BaselineCheck, NoBaseline, SeriesKey
+from .detect import FLOOR, MIN_WINDOW, Z, gate, history_gate
+from .recorded import RecordedResult
+from .records import KernelRecord
+from .reports import ReportError, Run, load_history, load_run
 
 __all__ = ["SINGLE_RUN_FLOOR", "Series", "build_series", "BaselineCheck", "NoBaseline", "Baseline", "interval_noise"]
 
@@ -37,79 +40,24 @@ def build_series(runs: Iterable[Run]) -> list[Series]:
     for run in runs:
         if run.complete:
             for record in run.records:
-                points.setdefault(series_key(record), []).append((run, record_utilization(record)))
+                points.setdefault(record.key, []).append((run, record.utilization))
     return [Series(k, tuple(r for r, _ in p), tuple(v for _, v in p)) for k, p in sorted(points.items())]
 
 
-def interval_noise(record: Mapping[str, Any]) -> float:
-    """Relative standard deviation implied by a record's 95% utilization interval (0 when it has none)."""
-    result = record["result"]
-    interval = result.get("utilization_interval")
-    value = result.get("utilization") or 0.0
-    if not interval or value <= 0 or record.get("model") == "ops":
+def interval_noise(result: RecordedResult, model: Model) -> float:
+    """Relative standard deviation implied by a result's 95% utilization interval (0 when it has none, and on the
+    per-op model, which has no interval)."""
+    interval = result.utilization_interval
+    if interval is None or result.utilization <= 0 or model == "ops":
         return 0.0
-    return (float(interval[1]) - float(interval[0])) / (2 * Z95 * float(value))
-
-
-@dataclass(frozen=True)
-class BaselineCheck:
-    """A kernel's current utilization against its baseline."""
-
-    key: SeriesKey
-    current: float
-    gate: Gate
-    origin: str  # where the baseline came from, for the message
-    floor_origin: str
-
-    @property
-    def baseline(self) -> float:
-        return self.gate.baseline
-
-    @property
-    def drop(self) -> float:
-        return self.gate.drop(self.current)
-
-    @property
-    def regressed(self) -> bool:
-        return self.gate.regressed(self.current)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record's ``baseline`` field."""
-        gate = self.gate
-        return {"baseline": gate.baseline, "current": self.current, "drop": self.drop, "regressed": self.regressed,
-                "allowed_drop": gate.allowed_drop, "noise": gate.noise, "runs": gate.runs, "floor": gate.floor,
-                "floor_origin": self.floor_origin, "origin": self.origin, "message": self.message()}
-
-    def message(self) -> str:
-        change = f"dropped {self.drop:.1%}" if self.drop >= 0 else f"rose {-self.drop:.1%}"
-        verdict = "beyond" if self.regressed else "within"
-        return (f"utilization {self.current:.1%} {change} from the baseline's {self.baseline:.1%} ({self.origin}), "
-                f"{verdict} its {self.gate.describe()}; floor from {self.floor_origin}")
-
-
-@dataclass(frozen=True)
-class NoBaseline:
-    """Why a kernel has no baseline to be judged against: it is new, or its series key differs."""
-
-    reason: str
-    regressed: bool = False
-
-    @property
-    def new_kernel(self) -> bool:
-        return self.reason.startswith("no baseline for this kernel")
-
-    def message(self) -> str:
-        return self.reason
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"missing": self.reason}
+    return (interval[1] - interval[0]) / (2 * Z95 * result.utilization)
 
 
 class Baseline:
     """Per series, the values a new run is judged against."""
 
     def __init__(self, path: str, values: Mapping[SeriesKey, Sequence[float]],
-                 records: Mapping[SeriesKey, Mapping[str, Any]], describe: Mapping[SeriesKey, str]) -> None:
+                 records: Mapping[SeriesKey, KernelRecord], describe: Mapping[SeriesKey, str]) -> None:
         self.path = path
         self.values = dict(values)
         self.records = dict(records)  # the latest baseline record of each series
@@ -132,22 +80,17 @@ class Baseline:
         if not run.complete:
             raise ReportError(f"{path}: this report's run was incomplete ({run.why_incomplete}); it cannot be a "
                               "baseline")
-        values, records, describe = {}, {}, {}
-        for record in run.records:
-            key = series_key(record)
-            values[key] = (record_utilization(record),)
-            records[key] = record
-            describe[key] = f"report {path}, {run.short}"
-        return cls(path, values, records, describe)
+        latest = {record.key: record for record in run.records}
+        return cls(path, {k: (r.utilization,) for k, r in latest.items()}, latest,
+                   {k: f"report {path}, {run.short}" for k in latest})
 
-    def check(self, record: Mapping[str, Any], max_drop: float | None = None,
+    def check(self, key: SeriesKey, current: float, noise: float, max_drop: float | None = None,
               max_drop_origin: str = "") -> BaselineCheck | None:
-        """The current ``record`` against its series' baseline; None when the baseline has no such series."""
-        key = series_key(record)
+        """The ``current`` utilization of series ``key`` (``noise``: its own, from :func:`interval_noise`) against
+        the baseline; None when the baseline has no such series."""
         values = self.values.get(key)
         if not values:
             return None
-        current = record_utilization(record)
         if len(values) >= MIN_WINDOW:
             floor, floor_origin = (max_drop, max_drop_origin) if max_drop is not None else (FLOOR, "the default")
             judged = history_gate(list(values), floor, Z)
@@ -155,19 +98,25 @@ class Baseline:
         else:
             floor, floor_origin = ((max_drop, max_drop_origin) if max_drop is not None
                                    else (SINGLE_RUN_FLOOR, "the default for a one-run baseline"))
-            noise = math.hypot(interval_noise(self.records[key]), interval_noise(record))
-            judged = gate(list(values), floor, Z, extra_noise=noise)
+            earlier = self.records[key]
+            both = math.hypot(interval_noise(earlier.result, earlier.model), noise)
+            judged = gate(list(values), floor, Z, extra_noise=both)
         return BaselineCheck(key, current, judged, self._describe[key], floor_origin)
 
-    def judge(self, record: Mapping[str, Any], max_drop: float | None = None,
+    def judge(self, key: SeriesKey, current: float, noise: float, max_drop: float | None = None,
               max_drop_origin: str = "") -> BaselineCheck | NoBaseline:
-        """The current ``record`` against its series' baseline, or why there is none."""
-        check = self.check(record, max_drop, max_drop_origin)
-        return check if check is not None else NoBaseline(self.missing(record))
+        """The ``current`` utilization of series ``key`` against its baseline, or why there is none."""
+        check = self.check(key, current, noise, max_drop, max_drop_origin)
+        return check if check is not None else NoBaseline(self.missing(key))
 
-    def missing(self, record: Mapping[str, Any]) -> str:
-        """Why the baseline has no series for ``record``: the kernel is new, or what differs."""
-        key = series_key(record)
+    def judge_record(self, record: KernelRecord, max_drop: float | None = None,
+                     max_drop_origin: str = "") -> BaselineCheck | NoBaseline:
+        """A recorded kernel against its series' baseline (``compare``)."""
+        return self.judge(record.key, record.utilization, interval_noise(record.result, record.model), max_drop,
+                          max_drop_origin)
+
+    def missing(self, key: SeriesKey) -> str:
+        """Why the baseline has no series ``key``: the kernel is new, or what differs."""
         same_kernel = [k for k in self.values if (k.nodeid, k.label) == (key.nodeid, key.label)]
         if not same_kernel:
             return f"no baseline for this kernel in {self.path} (a new kernel)"
@@ -177,8 +126,8 @@ class Baseline:
         return f"no comparable baseline in {self.path}: {'; '.join(differs)} (a new series starts)"
 
 
-def _record_of(run: Run, key: SeriesKey) -> Mapping[str, Any]:
-    return next(r for r in run.records if series_key(r) == key)
+def _record_of(run: Run, key: SeriesKey) -> KernelRecord:
+    return next(r for r in run.records if r.key == key)
 
 
 def _describe_runs(path: str, series: Series) -> str:

@@ -1,6 +1,6 @@
-"""The JSON reports as the history reads them: loading one (a foreign or broken file is a
-:class:`ReportError` naming it), the series a record belongs to, its utilization, whether the run was
-complete, and the history directory's file names. Pure but for reading and writing files."""
+"""The JSON reports as the history reads them: loading one into a typed :class:`Run` (a foreign or broken
+file is a :class:`ReportError` naming it), whether its run was complete, and the history directory's file
+names. Pure but for reading and writing files."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..files import write_text_atomic
+from .records import KernelRecord, Unmeasured
 
-__all__ = ["ReportError", "SeriesKey", "Run", "load_report", "load_run", "load_history", "series_key",
-           "record_utilization", "history_name", "add_to_history", "HISTORY_GLOB"]
+__all__ = ["ReportError", "SessionEnd", "Run", "load_report", "load_run", "run_from_document", "load_history",
+           "history_name", "add_to_history", "HISTORY_GLOB"]
 
 HISTORY_GLOB = "roofline-*.json"
 
@@ -24,54 +25,43 @@ class ReportError(ValueError):
     """A file that is not a pytest-roofline report (or not a readable one); the message names it."""
 
 
-@dataclass(frozen=True, order=True)
-class SeriesKey:
-    """One kernel on one hardware entry, ceilings mode, model and JAX version: a change of any of them
-    starts a new series, since utilizations across them are not the same measurement."""
+@dataclass(frozen=True)
+class SessionEnd:
+    """How the pytest run of a report ended (the report's ``session`` block)."""
 
-    nodeid: str
-    label: str
-    hardware: str
-    ceilings: str
-    model: str
-    jax: str
+    exit_status: int
+    exit_name: str
+    tests_run: int
+    tests_collected: int
+    complete: bool
+    why_incomplete: str
 
-    @property
-    def kernel(self) -> str:
-        return f"{self.nodeid} [{self.label}]"
-
-    @property
-    def context(self) -> str:
-        return f"{self.hardware} [{self.ceilings}], model {self.model}, jax {self.jax}"
-
-
-def series_key(record: Mapping[str, Any]) -> SeriesKey:
-    result = record["result"]
-    return SeriesKey(record["nodeid"], record["label"], result["hardware"]["name"], result["ceilings"],
-                     record.get("model", "program"), (result.get("versions") or {}).get("jax") or "?")
-
-
-def record_utilization(record: Mapping[str, Any]) -> float:
-    """The utilization the record's threshold was checked against (its model's)."""
-    result = record["result"]
-    value = result["ops_utilization"] if record.get("model") == "ops" else result["utilization"]
-    return float(value)
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SessionEnd:
+        return cls(int(data["exit_status"]), str(data["exit_name"]), int(data["tests_run"]),
+                   int(data["tests_collected"]), bool(data["complete"]), str(data.get("why_incomplete") or ""))
 
 
 @dataclass(frozen=True)
 class Run:
-    """One report: where it came from, when, which commit, whether the run was complete."""
+    """One report, read: where it came from, when, which commit, how its run ended, and its records."""
 
     path: str
     created: str
     commit: str | None
-    complete: bool
-    why_incomplete: str
-    report: Mapping[str, Any]
+    dirty: bool
+    session: SessionEnd | None  # None: a report from before the session block (assumed complete)
+    versions: Mapping[str, str]
+    records: tuple[KernelRecord, ...]
+    unmeasured: tuple[Unmeasured, ...] = ()
 
     @property
-    def records(self) -> list[Mapping[str, Any]]:
-        return list(self.report["results"])
+    def complete(self) -> bool:
+        return self.session is None or self.session.complete
+
+    @property
+    def why_incomplete(self) -> str:
+        return self.session.why_incomplete if self.session is not None else ""
 
     @property
     def short(self) -> str:
@@ -97,22 +87,41 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise ReportError(f"{where}: not a pytest-roofline report (no schema_version and results)")
     if data["schema_version"] != 1:
         raise ReportError(f"{where}: report schema version {data['schema_version']!r}; this version reads 1")
-    for i, record in enumerate(data["results"]):
-        try:
-            series_key(record)
-            record_utilization(record)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ReportError(f"{where}: result {i} is malformed (missing or bad {exc})") from None
     return data
 
 
+def _records(data: Mapping[str, Any], where: str) -> tuple[tuple[KernelRecord, ...], tuple[Unmeasured, ...]]:
+    """The report's records, typed; a malformed one is a :class:`ReportError` naming it."""
+    records = []
+    for i, record in enumerate(data["results"]):
+        try:
+            records.append(KernelRecord.from_dict(record))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ReportError(f"{where}: result {i} is malformed (missing or bad {exc})") from None
+    try:
+        unmeasured = tuple(Unmeasured.from_dict(u) for u in data.get("unmeasured") or ())
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ReportError(f"{where}: its unmeasured list is malformed (missing or bad {exc})") from None
+    return tuple(records), unmeasured
+
+
 def load_run(path: str | Path) -> Run:
-    data = load_report(path)
-    session = data.get("session") or {}
-    complete = bool(session.get("complete", True))  # reports before the session block: assumed complete
+    """Read a report file into a :class:`Run` (a file that is not a readable report: :class:`ReportError`)."""
+    return run_from_document(load_report(path), str(path))
+
+
+def run_from_document(data: Mapping[str, Any], where: str) -> Run:
+    """A report document (a file's JSON, or the one a session is about to write) as a :class:`Run`; ``where``
+    names it in errors and in the run's line."""
+    records, unmeasured = _records(data, where)
+    try:
+        session = SessionEnd.from_dict(data["session"]) if data.get("session") else None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReportError(f"{where}: its session block is malformed (missing or bad {exc})") from None
     git = data.get("git") or {}
-    return Run(str(path), str(data.get("created", "")), git.get("commit"), complete,
-               str(session.get("why_incomplete", "")), data)
+    versions = {str(k): str(v) for k, v in (data.get("versions") or {}).items() if v}
+    return Run(where, str(data.get("created", "")), git.get("commit"), bool(git.get("dirty")), session, versions,
+               records, unmeasured)
 
 
 def _warn(message: str) -> None:

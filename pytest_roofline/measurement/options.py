@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -12,7 +12,7 @@ from ..hardware.spec import HardwareSpec
 from ..kinds import CEILINGS_MODES, FIRST_TOUCH_MODES, TIMERS, CeilingsMode, FirstTouchMode, Timer, choose
 
 __all__ = ["TimingSettings", "DEFAULT_TIMING", "TIMING_KEYWORDS", "MeasureOptions", "GivenCounts", "HardwareChoice",
-           "MEASURE_OPTIONS"]
+           "MEASURE_OPTIONS", "OPTION_CHECKS", "check_options"]
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,72 @@ def timing_defaults_text() -> str:
     return ", ".join(f"{k}={values[k]!r}" for k in TIMING_KEYWORDS)
 
 
-def _non_negative(keyword: str, value: Any) -> float | None:
-    if value is None:
-        return None
+def _count(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"{keyword}= must be a non-negative number, got {value!r}")
+        raise ValueError(f"must be a non-negative number, got {value!r}")
     return float(value)
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _non_negative_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _positive_float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _choice(value: Any, choices: tuple[str, ...]) -> str:
+    try:
+        return choose(value, choices, "")
+    except ValueError as exc:
+        raise ValueError(str(exc).removeprefix(": ")) from None
+
+
+# The check of each measurement setting a marker, a fixture call or measure() may give, by keyword: the one
+# place a setting's type and range are written. A check returns the value or raises ValueError("must be ...").
+OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "flops": _count,
+    "bytes": _count,
+    "transcendentals": _count,
+    "warmup": _non_negative_int,
+    "min_runs": _positive_int,
+    "max_runs": _positive_int,
+    "budget_s": _positive_float,
+    "target_spread": _count,
+    "min_time_s": _count,
+    "timer": lambda v: _choice(v, TIMERS),
+    "ceilings": lambda v: _choice(v, CEILINGS_MODES),
+    "first_touch": lambda v: _choice(v, FIRST_TOUCH_MODES),
+    "threshold": _count,
+}
+
+
+def check_options(keywords: Mapping[str, Any], describe: Callable[[str, Any], str]) -> dict[str, Any]:
+    """The settings among ``keywords`` that :data:`OPTION_CHECKS` knows, each checked (None: not given); a bad
+    value is a ValueError whose text starts with ``describe(keyword, value)`` (where it came from)."""
+    checked = {}
+    for key, check in OPTION_CHECKS.items():
+        value = keywords.get(key)
+        if value is None:
+            continue
+        try:
+            checked[key] = check(value)
+        except ValueError as exc:
+            raise ValueError(f"{describe(key, value)} {exc}") from None
+    low, high = checked.get("min_runs", DEFAULT_TIMING.min_runs), checked.get("max_runs", DEFAULT_TIMING.max_runs)
+    if high < low:
+        raise ValueError(f"{describe('max_runs', high)} must be at least min_runs ({low})")
+    return checked
 
 
 @dataclass(frozen=True)
@@ -111,17 +171,15 @@ class MeasureOptions:
         unknown = sorted(set(keywords) - set(MEASURE_OPTIONS))
         if unknown:
             raise TypeError(f"measure() got an unexpected keyword {unknown[0]!r}")
-        k = dict(keywords)
-        counts = GivenCounts(*(_non_negative(n, k.get(n)) for n in ("flops", "bytes", "transcendentals")))
-        hardware = HardwareChoice(k.get("hardware"), k.get("hardware_file"),
-                                  choose(k.get("ceilings", "auto"), CEILINGS_MODES, "ceilings"),
-                                  k.get("recalibrate", False))
+        k = check_options(keywords, lambda key, value: f"{key}=")
+        counts = GivenCounts(k.get("flops"), k.get("bytes"), k.get("transcendentals"))
+        hardware = HardwareChoice(keywords.get("hardware"), keywords.get("hardware_file"), k.get("ceilings", "auto"),
+                                  keywords.get("recalibrate", False))
         timing = replace(DEFAULT_TIMING, **{n: k[n] for n in TIMING_KEYWORDS if n in k})
-        name = k.get("name")
+        name = keywords.get("name")
         if name is not None and not isinstance(name, str):
             raise ValueError(f"name= must be a string, got {name!r}")
-        return cls(name, counts, hardware, timing, _non_negative("threshold", k.get("threshold")),
-                   choose(k.get("first_touch", "include"), FIRST_TOUCH_MODES, "first_touch"))
+        return cls(name, counts, hardware, timing, k.get("threshold"), k.get("first_touch", "include"))
 
 
 # The keywords measure() takes for itself; any other goes to the kernel (see pytest_roofline.calls).

@@ -10,11 +10,13 @@ from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_
 from ..analysis.verdict import Decision, decide
 from ..calls import CallError, KernelCall, split_call
 from ..errors import MeasureError
-from ..history.baseline import BaselineCheck, NoBaseline
+from ..history.baseline import interval_noise
+from ..history.checks import BaselineCheck, NoBaseline
+from ..history.recorded import RecordedResult
+from ..history.records import Artifacts, KernelRecord, Unmeasured, series_key
 from ..kinds import ExpectedBound, Model
 from ..labels import kernel_name
 from ..measurement.options import MEASURE_OPTIONS
-from ..report.records import Unmeasured, make_record
 from ..report.text import failure_message
 from ..result import Result
 from .marker import MarkerSpec, parse_bound
@@ -56,8 +58,9 @@ class RooflineFixture:
         result = self._measure(label, call, kwargs)
         decision = decide(result.figures, None)
         memory = self._memory_check(label, result, limit)
-        record = self._record(label, result, None, decision, "program", check=self._check(label, result, "program"),
-                              memory=memory)
+        recorded = RecordedResult.from_dict(result.to_dict())
+        record = self._record(label, result, recorded, None, decision, "program",
+                              check=self._check(label, recorded, "program"), memory=memory)
         if decision.warning:  # an impossible result is never a silent pass
             self._warn(failure_message(record, decision.reason))
         elif memory is not None and not memory.ok:
@@ -78,17 +81,19 @@ class RooflineFixture:
         if value is not None and chosen == "program":
             kwargs = {**kwargs, "threshold": value}
         result = self._measure(label, call, kwargs)
-        check = self._check(label, result, chosen)
+        recorded = RecordedResult.from_dict(result.to_dict())
+        check = self._check(label, recorded, chosen)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen)
         first: float | None = None
         if decision.confirm or (check is not None and check.regressed):  # measure again before failing
             first = result.utilization_for(chosen)
             result = self._measure(label, call, kwargs)
-            check = self._check(label, result, chosen)
+            recorded = RecordedResult.from_dict(result.to_dict())
+            check = self._check(label, recorded, chosen)
         memory = self._memory_check(label, result, memory_limit)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
                           baseline=check, memory=memory)
-        record = self._record(label, result, threshold, decision, chosen, expected, first, check, memory)
+        record = self._record(label, result, recorded, threshold, decision, chosen, expected, first, check, memory)
         if decision.warning:
             self._warn(failure_message(record, decision.reason))
         elif decision.fails:
@@ -160,28 +165,26 @@ class RooflineFixture:
             message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {exc}"
         self._fail(message)  # outside the except block: the failure shows no chained traceback
 
-    def _check(self, label: str, result: Result, model: Model) -> BaselineCheck | NoBaseline | None:
+    def _check(self, label: str, recorded: RecordedResult, model: Model) -> BaselineCheck | NoBaseline | None:
         """The result against the --roofline-baseline, or why there is none; None without a baseline."""
         baseline = self._session.baseline
         if baseline is None:
             return None
-        record = {"nodeid": self._nodeid, "label": label, "model": model, "result": result.to_dict()}
         drop = self._session.settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
-        return baseline.judge(record, drop.value if drop else None, drop.origin if drop else "")
+        return baseline.judge(series_key(self._nodeid, label, recorded, model), recorded.utilization_for(model),
+                              interval_noise(recorded, model), drop.value if drop else None,
+                              drop.origin if drop else "")
 
-    def _record(self, label: str, result: Result, threshold: Threshold | None, decision: Decision, model: Model,
-                expected_bound: ExpectedBound | None = None, first_utilization: float | None = None,
-                check: BaselineCheck | NoBaseline | None = None, memory: MemoryCheck | None = None) -> dict[str, Any]:
+    def _record(self, label: str, result: Result, recorded: RecordedResult, threshold: Threshold | None,
+                decision: Decision, model: Model, expected_bound: ExpectedBound | None = None,
+                first_utilization: float | None = None, check: BaselineCheck | NoBaseline | None = None,
+                memory: MemoryCheck | None = None) -> KernelRecord:
         settings = self._session.settings
-        record = make_record(self._nodeid, label, result, threshold.value if threshold else None,
-                             threshold.origin if threshold else "", decision.verdict, expected_bound,
-                             first_utilization, settings.warn_only, model)
-        if check is not None:
-            record["baseline"] = check.to_dict()
-        if memory is not None:
-            record["max_memory"] = memory.to_dict()
-        if decision.fails or settings.trace_all:
-            record.update(self._session.save(result, self._nodeid, label))
+        saved = (Artifacts.from_dict(self._session.save(result, self._nodeid, label))
+                 if decision.fails or settings.trace_all else None)
+        record = KernelRecord(self._nodeid, label, recorded, decision.verdict,
+                              threshold.value if threshold else None, threshold.origin if threshold else "", model,
+                              expected_bound, first_utilization, settings.warn_only, check, memory, saved)
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"

@@ -15,10 +15,10 @@ from typing import Any, NoReturn
 import pytest
 
 from ..history.baseline import Baseline
+from ..history.records import KernelRecord, Unmeasured
 from ..history.reports import ReportError
 from ..report.document import build_report, session_block
 from ..report.html import plotly_missing
-from ..report.records import Unmeasured
 from ..report.text import header_line, summary_lines
 from .fixture import RooflineFixture
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
@@ -175,7 +175,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash[SESSION_KEY]
     if hasattr(config, "workerinput"):  # an xdist worker: hand the records to the controller
-        config.workeroutput["roofline_records"] = json.dumps(state.records, default=str)  # type: ignore[attr-defined]
+        config.workeroutput["roofline_records"] = json.dumps(  # type: ignore[attr-defined]
+            [r.to_dict() for r in state.records], default=str)
         config.workeroutput["roofline_unmeasured"] = json.dumps(  # type: ignore[attr-defined]
             [u.to_dict() for u in state.unmeasured])
         return
@@ -219,7 +220,7 @@ class _XdistHooks:
         output = getattr(node, "workeroutput", {})
         state = self.config.stash[SESSION_KEY]
         if output.get("roofline_records"):
-            state.records.extend(json.loads(output["roofline_records"]))
+            state.records.extend(KernelRecord.from_dict(r) for r in json.loads(output["roofline_records"]))
             self.config.stash[USED_KEY] = True
         if output.get("roofline_unmeasured"):
             state.unmeasured.extend(Unmeasured.from_dict(u) for u in json.loads(output["roofline_unmeasured"]))

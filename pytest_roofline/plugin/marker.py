@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.memory import MemoryLimit, parse_max_memory
-from ..kinds import CEILINGS_MODES, EXPECTED_BOUNDS, TIMERS, ExpectedBound, Model, choose
-from ..measurement.options import TIMING_KEYWORDS, timing_defaults_text
-from .settings import ConfigError, Threshold, parse_first_touch, parse_max_drop, parse_model, parse_threshold
+from ..kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
+from ..measurement.options import OPTION_CHECKS, TIMING_KEYWORDS, check_options, timing_defaults_text
+from .settings import ConfigError, Threshold, parse_max_drop, parse_model, parse_threshold
 
 __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpec", "parse_marker",
            "parse_bound"]
@@ -29,57 +29,13 @@ MARKER_SIGNATURE = (
 )
 
 
-def _count(raw: Any, where: str) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw >= 0:
-        raise ConfigError(f"{where}: must be a non-negative number, got {raw!r}")
-    return float(raw)
-
-
-def _positive_int(raw: Any, where: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
-        raise ConfigError(f"{where}: must be a positive integer, got {raw!r}")
-    return raw
-
-
-def _non_negative_int(raw: Any, where: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-        raise ConfigError(f"{where}: must be an integer >= 0, got {raw!r}")
-    return raw
-
-
-def _positive_float(raw: Any, where: str) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw > 0:
-        raise ConfigError(f"{where}: must be a positive number, got {raw!r}")
-    return float(raw)
-
-
 def parse_bound(raw: Any, where: str) -> ExpectedBound:
     return choose(raw, EXPECTED_BOUNDS, where, ConfigError)
 
 
-def _timer(raw: Any, where: str) -> str:
-    return choose(raw, TIMERS, where, ConfigError)
-
-
-def _ceilings(raw: Any, where: str) -> str:
-    return choose(raw, CEILINGS_MODES, where, ConfigError)
-
-
-# Keywords handed to measure() as they are, with their checks.
-MEASURE_KEYWORDS: dict[str, Callable[[Any, str], Any]] = {
-    "flops": _count,
-    "bytes": _count,
-    "transcendentals": _count,
-    "warmup": _non_negative_int,
-    "min_runs": _positive_int,
-    "max_runs": _positive_int,
-    "budget_s": _positive_float,
-    "target_spread": _count,
-    "min_time_s": _count,
-    "timer": _timer,
-    "ceilings": _ceilings,
-    "first_touch": parse_first_touch,
-}
+# Keywords handed to measure() as they are, checked as measure() checks them (OPTION_CHECKS) but for threshold,
+# which the marker spells min.
+MEASURE_KEYWORDS = tuple(key for key in OPTION_CHECKS if key != "threshold")
 assert set(TIMING_KEYWORDS) <= set(MEASURE_KEYWORDS)
 MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", *MEASURE_KEYWORDS)
 
@@ -120,8 +76,9 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) ->
     if "max_memory" in values:
         max_memory = parse_max_memory(values["max_memory"], where, f"max_memory in the marker of {test}", ConfigError)
     bound = parse_bound(values["bound"], f"{where}: bound={values['bound']!r}") if "bound" in values else None
-    checked = {key: parse(values[key], f"{where}: {key}={values[key]!r}")
-               for key, parse in MEASURE_KEYWORDS.items() if key in values}
-    if "min_runs" in checked and "max_runs" in checked and checked["max_runs"] < checked["min_runs"]:
-        raise ConfigError(f"{where}: max_runs={checked['max_runs']} is below min_runs={checked['min_runs']}")
+    try:
+        checked = check_options({k: v for k, v in values.items() if k in MEASURE_KEYWORDS},
+                                lambda key, value: f"{where}: {key}={value!r}:")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     return MarkerSpec(threshold, bound, checked, model, max_drop, max_memory)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..files import write_text_atomic
 from ..history.baseline import build_series
-from ..history.reports import ReportError, Run, add_to_history, load_history
+from ..history.reports import ReportError, add_to_history, load_history, run_from_document
 from ..report.html import HtmlUnavailable, html_report
 from .settings import Settings
 
@@ -34,11 +34,8 @@ def write_outputs(settings: Settings, payload: Mapping[str, Any]) -> tuple[list[
         except OSError as exc:
             errors.append(f"{settings.origins['history']}: {exc.strerror or exc}")
     if settings.html:
-        session = payload.get("session") or {}
-        git = payload.get("git") or {}
-        run = Run("this run", str(payload["created"]), git.get("commit"), bool(session.get("complete", True)),
-                  str(session.get("why_incomplete", "")), payload)
         try:
+            run = run_from_document(payload, "this run")
             series = build_series(load_history(settings.history, lambda message: written.append(
                 f"roofline history: {message}"))) if settings.history else []
             write_text_atomic(settings.html, html_report(run, series))

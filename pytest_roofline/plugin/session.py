@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from ..calls import KernelCall
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline
-from ..report.records import Unmeasured
+from ..history.records import KernelRecord, Unmeasured
 from ..result import Result
 from .lock import device_lock
 from .settings import Settings
@@ -65,7 +65,7 @@ class RooflineSession:
         self.baseline = baseline  # --roofline-baseline, loaded at start-up
         # Where trace artifacts go; a callable so that the directory is made only when something is saved.
         self.trace_root = trace_root or (lambda: settings.trace_dir or default_trace_root())
-        self.records: list[dict[str, Any]] = []
+        self.records: list[KernelRecord] = []
         self.unmeasured: list[Unmeasured] = []  # kernels that could not be measured, with their error
         self._measure = measure
         self._hardware = hardware
@@ -82,13 +82,13 @@ class RooflineSession:
         with device_lock():
             return self._measure(call.fn, args=call.args, kwargs=dict(call.kwargs), **options)
 
-    def hardware(self) -> tuple[dict[str, Any], str]:
+    def hardware(self) -> tuple[HardwareSpec, str]:
         """The detected hardware's ceilings and the ceilings mode in use (imports JAX; calibrates a CPU unless
         cached)."""
         recalibrate, self._recalibrate = self._recalibrate, False
         with device_lock():
             spec, mode = self._hardware(self.settings, recalibrate)
-        return spec.to_dict(), mode
+        return spec, mode
 
     def save(self, result: Result, nodeid: str, label: str) -> dict[str, str]:
         """Save the kernel's trace and HLO; returns the paths for the record."""

@@ -5,11 +5,13 @@ history sparkline with its change points. Arithmetic intensity against achieved 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from ..hardware.spec import HardwareSpec
 from ..history.baseline import Series
 from ..history.detect import Finding
+from ..history.records import KernelRecord
 from ..units import format_quantity, format_seconds
 
 __all__ = ["VERDICT_COLOURS", "roofline_figure", "ops_figure", "sparkline_figure"]
@@ -20,11 +22,11 @@ VERDICT_COLOURS = {"pass": "#2ca02c", "measured": "#1f77b4", "fail": "#d62728", 
 CONFIG = {"displaylogo": False, "responsive": True}
 
 
-def _roofs(go: Any, fig: Any, hardware: Mapping[str, Any], x_range: tuple[float, float], interconnect: bool) -> None:
+def _roofs(go: Any, fig: Any, hardware: HardwareSpec, x_range: tuple[float, float], interconnect: bool) -> None:
     """One flat roof per compute dtype, the memory slope up to the highest roof, the interconnect slope."""
     low, high = x_range
-    bandwidth = hardware["memory_bandwidth_bytes_per_s"]["value"]
-    peaks = {k: v["value"] for k, v in hardware["peaks_flops_per_s"].items()}
+    bandwidth = hardware.memory_bandwidth.value
+    peaks = {k: c.value for k, c in hardware.peaks.items()}
     top = max(peaks.values())
     ridge = top / bandwidth
     fig.add_trace(go.Scatter(x=[low, ridge], y=[bandwidth * low, top], mode="lines", name=f"memory "
@@ -34,17 +36,16 @@ def _roofs(go: Any, fig: Any, hardware: Mapping[str, Any], x_range: tuple[float,
         fig.add_trace(go.Scatter(x=[peak / bandwidth, high], y=[peak, peak], mode="lines",
                                  name=f"{dtype} peak {format_quantity(peak, 'FLOP/s')}", hoverinfo="name",
                                  line={"dash": "solid" if peak == top else "dot", "width": 2}))
-    link = hardware.get("interconnect_bandwidth_bytes_per_s")
+    link = hardware.interconnect_bandwidth
     if interconnect and link:
-        rate = link["value"]
+        rate = link.value
         fig.add_trace(go.Scatter(x=[low, top / rate], y=[rate * low, top], mode="lines", hoverinfo="name",
                                  name=f"interconnect {format_quantity(rate, 'B/s')} (x: FLOPs per byte sent)",
                                  line={"color": "#8c564b", "dash": "dash"}))
 
 
-def _span(values: Sequence[float], hardware: Mapping[str, Any]) -> tuple[float, float]:
-    bandwidth = hardware["memory_bandwidth_bytes_per_s"]["value"]
-    ridge = max(v["value"] for v in hardware["peaks_flops_per_s"].values()) / bandwidth
+def _span(values: Sequence[float], hardware: HardwareSpec) -> tuple[float, float]:
+    ridge = max(c.value for c in hardware.peaks.values()) / hardware.memory_bandwidth.value
     points = [v for v in values if v > 0] + [ridge]
     return min(points) / 10, max(points) * 10
 
@@ -57,52 +58,51 @@ def _layout(fig: Any, title: str, height: int = 520) -> None:
                       template="plotly_white")
 
 
-def roofline_figure(go: Any, hardware: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> Any:
+def roofline_figure(go: Any, hardware: HardwareSpec, records: Sequence[KernelRecord]) -> Any:
     """Every kernel measured on ``hardware`` as a point, coloured by verdict, on its roofline."""
     fig = go.Figure()
-    plotted = [r for r in records if r["result"]["flops"] > 0 and r["result"]["device_time_s"] > 0]
-    interconnect = any(r["result"].get("collective_bytes") for r in records)
-    _roofs(go, fig, hardware, _span([r["result"]["intensity"] for r in plotted], hardware), interconnect)
-    for verdict in sorted({r["verdict"] for r in plotted}):
-        group = [r for r in plotted if r["verdict"] == verdict]
+    plotted = [r for r in records if r.result.flops > 0 and r.result.device_time_s > 0]
+    interconnect = any(r.result.collective_bytes for r in records)
+    _roofs(go, fig, hardware, _span([r.result.intensity for r in plotted], hardware), interconnect)
+    for verdict in sorted({r.verdict for r in plotted}):
+        group = [r for r in plotted if r.verdict == verdict]
         fig.add_trace(go.Scatter(
-            x=[r["result"]["intensity"] for r in group],
-            y=[r["result"]["flops"] / r["result"]["device_time_s"] for r in group],
+            x=[r.result.intensity for r in group],
+            y=[r.result.flops / r.result.device_time_s for r in group],
             mode="markers", name=f"kernels: {verdict}",
             marker={"size": 12, "color": VERDICT_COLOURS.get(verdict, "#7f7f7f"), "line": {"width": 1, "color": "#222"}},
             text=[_hover(r) for r in group], hovertemplate="%{text}<extra></extra>"))
-    _layout(fig, f"{hardware['name']}: kernels on the roofline")
+    _layout(fig, f"{hardware.name}: kernels on the roofline")
     return fig
 
 
-def _hover(record: Mapping[str, Any]) -> str:
-    r = record["result"]
-    return (f"{record['nodeid']} [{record['label']}]<br>utilization {r['utilization']:.1%} ({record['verdict']})<br>"
-            f"{r['bound']}-bound, intensity {r['intensity']:.3g} FLOP/B<br>measured {format_seconds(r['device_time_s'])}"
-            f", roofline {format_seconds(r['roofline_time_s'])}")
+def _hover(record: KernelRecord) -> str:
+    r = record.result
+    return (f"{record.kernel}<br>utilization {r.utilization:.1%} ({record.verdict})<br>"
+            f"{r.bound}-bound, intensity {r.intensity:.3g} FLOP/B<br>measured {format_seconds(r.device_time_s)}"
+            f", roofline {format_seconds(r.roofline_time_s)}")
 
 
-def ops_figure(go: Any, hardware: Mapping[str, Any], record: Mapping[str, Any]) -> Any | None:
+def ops_figure(go: Any, hardware: HardwareSpec, record: KernelRecord) -> Any | None:
     """The ops of one kernel that do FLOPs, as points sized by the time each lost; None when none do."""
-    ops = [op for op in record["result"].get("ops") or []
-           if op.get("flops") and op.get("bytes") and op.get("measured_s")]
+    ops = [(op, op.measured_s) for op in record.result.ops if op.flops and op.bytes and op.measured_s]
     if not ops:
         return None
     fig = go.Figure()
-    _roofs(go, fig, hardware, _span([op["flops"] / op["bytes"] for op in ops], hardware), False)
-    lost = [max(op.get("time_lost_s") or 0.0, 0.0) for op in ops]
+    _roofs(go, fig, hardware, _span([op.flops / op.bytes for op, _ in ops], hardware), False)
+    lost = [op.time_lost_s for op, _ in ops]
     biggest = max(lost) or 1.0
     fig.add_trace(go.Scatter(
-        x=[op["flops"] / op["bytes"] for op in ops], y=[op["flops"] / op["measured_s"] for op in ops],
+        x=[op.flops / op.bytes for op, _ in ops], y=[op.flops / measured for op, measured in ops],
         mode="markers", name="ops (size: time lost)",
         marker={"size": [8 + 40 * math.sqrt(v / biggest) for v in lost], "color": "#d62728", "opacity": 0.6,
                 "line": {"width": 1, "color": "#222"}},
-        text=[f"{op['name']} ({op['opcode']}{':' + op['fusion_kind'] if op.get('fusion_kind') else ''})<br>"
-              f"{op['bound']}-bound, measured {format_seconds(op['measured_s'])} vs roofline "
-              f"{format_seconds(op['roofline_time_s'])}<br>lost {format_seconds(v)}" for op, v in zip(ops, lost,
-                                                                                                      strict=True)],
+        text=[f"{op.name} ({op.opcode}{':' + op.fusion_kind if op.fusion_kind else ''})<br>"
+              f"{op.bound}-bound, measured {format_seconds(measured)} vs roofline "
+              f"{format_seconds(op.roofline_time_s)}<br>lost {format_seconds(v)}"
+              for (op, measured), v in zip(ops, lost, strict=True)],
         hovertemplate="%{text}<extra></extra>"))
-    _layout(fig, f"{record['nodeid']} [{record['label']}]: its ops", height=440)
+    _layout(fig, f"{record.kernel}: its ops", height=440)
     return fig
 
 

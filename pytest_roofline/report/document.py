@@ -7,8 +7,8 @@ import datetime as _dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..history.records import KernelRecord, Unmeasured
 from .provenance import git_commit, machine, versions
-from .records import Unmeasured
 
 __all__ = ["SCHEMA_VERSION", "build_report", "report_document", "session_block"]
 
@@ -31,19 +31,19 @@ def session_block(exit_status: int, collected: int, ran: int, stopped: str = "")
             "tests_collected": collected, "tests_run": ran, "complete": not why, "why_incomplete": why}
 
 
-def report_document(records: Iterable[Mapping[str, Any]], settings: Mapping[str, Any], created: str,
+def report_document(records: Iterable[KernelRecord], settings: Mapping[str, Any], created: str,
                     provenance: Mapping[str, Any], unmeasured: Iterable[Unmeasured] = ()) -> dict[str, Any]:
-    """The report from its parts (pure)."""
-    records = list(records)
+    """The report from its parts, as JSON-able values (pure): the file boundary of every record."""
+    results = [rec.to_dict() for rec in records]
     hardware: dict[str, Any] = {}
-    for rec in records:
+    for rec in results:
         hw = rec["result"]["hardware"]
         hardware.setdefault(f"{hw['name']} [{rec['result']['ceilings']}]", hw)
     return {"schema_version": SCHEMA_VERSION, "created": created, **provenance, "settings": dict(settings),
-            "hardware": hardware, "results": records, "unmeasured": [u.to_dict() for u in unmeasured]}
+            "hardware": hardware, "results": results, "unmeasured": [u.to_dict() for u in unmeasured]}
 
 
-def build_report(records: Iterable[Mapping[str, Any]], settings: Mapping[str, Any], rootdir: str,
+def build_report(records: Iterable[KernelRecord], settings: Mapping[str, Any], rootdir: str,
                  session: Mapping[str, Any] | None = None, unmeasured: Iterable[Unmeasured] = ()) -> dict[str, Any]:
     """The report of this session on this machine, now; ``session``: see :func:`session_block`; ``unmeasured``:
     the kernels that could not be measured."""

@@ -3,12 +3,13 @@ github-action-benchmark export."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ..history.baseline import BaselineCheck, NoBaseline, Series
+from ..history.baseline import Series
+from ..history.checks import BaselineCheck, NoBaseline, SeriesKey
 from ..history.detect import Finding
-from ..history.reports import Run, SeriesKey, record_utilization, series_key
+from ..history.reports import Run
 from .text import summary_lines
 
 __all__ = ["run_line", "show_lines", "compare_lines", "history_lines", "sparkline", "github_benchmark"]
@@ -18,23 +19,20 @@ BARS = "▁▂▃▄▅▆▇█"
 
 def run_line(run: Run) -> str:
     """When and where a report was made and how its pytest run ended."""
-    report = run.report
-    git = report.get("git") or {}
-    commit = f", commit {git['commit'][:12]}{' (dirty)' if git.get('dirty') else ''}" if git.get("commit") else ""
-    session = report.get("session")
+    commit = f", commit {run.commit[:12]}{' (dirty)' if run.dirty else ''}" if run.commit else ""
+    session = run.session
     if session is None:
         ended = "pytest exit status not recorded (a report from before 0.2)"
     else:
-        ended = (f"pytest exit status {session['exit_status']} ({session['exit_name']}), "
-                 f"{session['tests_run']} of {session['tests_collected']} tests ran")
-        if not session["complete"]:
-            ended += f"; INCOMPLETE: {session['why_incomplete']}"
+        ended = (f"pytest exit status {session.exit_status} ({session.exit_name}), "
+                 f"{session.tests_run} of {session.tests_collected} tests ran")
+        if not session.complete:
+            ended += f"; INCOMPLETE: {session.why_incomplete}"
     return f"{run.path}: created {run.created}{commit}; {ended}"
 
 
 def show_lines(run: Run) -> list[str]:
-    versions = run.report.get("versions") or {}
-    lines = [run_line(run), "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v)]
+    lines = [run_line(run), "versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items())]
     if not run.records:
         return [*lines, "no kernel was measured in this run"]
     return [*lines, *summary_lines(run.records)]
@@ -117,18 +115,17 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
     return lines
 
 
-def github_benchmark(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def github_benchmark(run: Run) -> list[dict[str, Any]]:
     """github-action-benchmark's ``customBiggerIsBetter`` input: utilization in percent per kernel."""
     out = []
-    for record in report["results"]:
-        key = series_key(record)
-        result = record["result"]
-        interval = result.get("utilization_interval")
-        entry: dict[str, Any] = {"name": key.kernel, "unit": "% of roofline",
-                                 "value": round(100 * record_utilization(record), 3)}
-        if interval and record.get("model") != "ops":
+    for record in run.records:
+        result = record.result
+        interval = result.utilization_interval
+        entry: dict[str, Any] = {"name": record.kernel, "unit": "% of roofline",
+                                 "value": round(100 * record.utilization, 3)}
+        if interval and record.model != "ops":
             entry["range"] = f"{100 * interval[0]:.1f}-{100 * interval[1]:.1f}"
-        entry["extra"] = (f"{result['bound']}-bound; {key.hardware} [{key.ceilings}]; verdict {record['verdict']}; "
-                          f"device {result['device_time_s']:.6g} s, roofline {result['roofline_time_s']:.6g} s")
+        entry["extra"] = (f"{result.bound}-bound; {result.hardware_context}; verdict {record.verdict}; "
+                          f"device {result.device_time_s:.6g} s, roofline {result.roofline_time_s:.6g} s")
         out.append(entry)
     return out

@@ -8,19 +8,22 @@ a report is made."""
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..hardware.spec import Ceiling, HardwareSpec
 from ..history.baseline import Series
+from ..history.checks import BaselineCheck
 from ..history.detect import judge_series
-from ..history.reports import Run, record_utilization
+from ..history.recorded import RecordedResult
+from ..history.records import KernelRecord
+from ..history.reports import Run
 from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .history_text import run_line
-from .records import Unmeasured
-from .text import verdict_marks
+from .text import other_utilization, verdict_marks
 
 __all__ = ["HtmlUnavailable", "html_report", "plotly_missing"]
 
@@ -86,88 +89,96 @@ def _link(path: str | None, text: str) -> str:
     return f'<a href="{_e(uri)}">{_e(text)}</a>'
 
 
-def _memory_cell(rec: Mapping[str, Any]) -> str:
-    memory = rec["result"].get("memory")
-    if not memory:
+def _memory_cell(rec: KernelRecord) -> str:
+    memory = rec.result.memory
+    if memory is None:
         return _cell("", -1)
-    limit = rec.get("max_memory")
-    text = format_quantity(memory["peak_bytes"], "B")
-    if limit and limit.get("limit_bytes"):
-        text += f" / max {format_quantity(limit['limit_bytes'], 'B')}"
-    return _cell(_e(text), memory["peak_bytes"], True, f' title="{_e(memory["breakdown"])}"')
+    text = format_quantity(memory.peak_bytes, "B")
+    if rec.max_memory is not None and rec.max_memory.limit_bytes:
+        text += f" / max {format_quantity(rec.max_memory.limit_bytes, 'B')}"
+    return _cell(_e(text), memory.peak_bytes, True, f' title="{_e(memory.breakdown())}"')
 
 
-def _summary(records: Sequence[Mapping[str, Any]]) -> str:
-    several = len({(r["result"]["hardware"]["name"], r["result"]["ceilings"]) for r in records}) > 1
+def _baseline_cell(rec: KernelRecord) -> str:
+    base = rec.baseline
+    if isinstance(base, BaselineCheck):
+        return _cell(f"{-base.drop:+.1%} (gate {base.gate.allowed_drop:.1%})", base.drop)
+    return _cell("new" if base is not None else "", "")
+
+
+def _trace_cell(rec: KernelRecord) -> str:
+    saved = rec.artifacts
+    if saved is None:
+        return _cell("", "")
+    return _cell("<br>".join(filter(None, [_link(saved.perfetto, "perfetto"), _link(saved.hlo, "hlo"),
+                                           _link(saved.trace_dir, "dir")])), "")
+
+
+def _row(rec: KernelRecord, several: bool) -> str:
+    r = rec.result
+    util = rec.utilization
+    interval = r.utilization_interval
+    colour = VERDICT_COLOURS.get(rec.verdict, "#444")
+    within = f"<br><span class=meta>[{interval[0]:.1%} - {interval[1]:.1%}]</span>" if interval else ""
+    flagged = ' class="num bad" title="above 105%: a peak or a count is wrong"' if r.impossible else ""
+    return "<tr>" + "".join([
+        _cell(f"{_e(rec.nodeid)} <b>[{_e(rec.label)}]</b>", rec.kernel, attrs=' class="name"'), _cell(_e(r.bound)),
+        _cell(f"{r.intensity:.3g}", r.intensity, True),
+        _cell(format_seconds(r.device_time_s), r.device_time_s, True),
+        _cell(format_seconds(r.roofline_time_s), r.roofline_time_s, True),
+        _cell(f"{util:.1%}{' IMPOSSIBLE' if r.impossible else ''}{within}", util, not flagged, flagged),
+        _first_touch_cell(r),
+        _cell(format_fraction(rec.threshold) if rec.threshold is not None else "",
+              rec.threshold if rec.threshold is not None else -1, True),
+        _memory_cell(rec),
+        _cell(f'<span class="verdict" style="color:{colour}">{_e(rec.verdict)}</span>{_marks(rec)}', rec.verdict),
+        _baseline_cell(rec),
+        *([_cell(_e(r.hardware_context))] if several else []), _trace_cell(rec),
+    ]) + "</tr>"
+
+
+def _summary(records: Sequence[KernelRecord]) -> str:
+    several = len({r.result.hardware_context for r in records}) > 1
     head = ["test [kernel]", "bound", "intensity (FLOP/B)", "device time", "roofline time", "utilization [95% interval]",
             "first touch", "threshold", "peak memory", "verdict", "vs baseline", *(["hardware"] if several else []),
             "trace"]
-    rows = []
-    for rec in sorted(records, key=record_utilization):
-        r = rec["result"]
-        util = record_utilization(rec)
-        interval = r.get("utilization_interval") or []
-        base = rec.get("baseline") or {}
-        change = f"{-base['drop']:+.1%} (gate {base['allowed_drop']:.1%})" if "drop" in base else _e(
-            "new" if base.get("missing") else "")
-        colour = VERDICT_COLOURS.get(rec["verdict"], "#444")
-        trace = "<br>".join(filter(None, [_link(rec.get("perfetto"), "perfetto"), _link(rec.get("hlo"), "hlo"),
-                                       _link(rec.get("trace_dir"), "dir")]))
-        within = f"<br><span class=meta>[{interval[0]:.1%} - {interval[1]:.1%}]</span>" if interval else ""
-        flagged = ' class="num bad" title="above 105%: a peak or a count is wrong"' if r["impossible"] else ""
-        rows.append("<tr>" + "".join([
-            _cell(f'{_e(rec["nodeid"])} <b>[{_e(rec["label"])}]</b>', f'{rec["nodeid"]} [{rec["label"]}]',
-                  attrs=' class="name"'), _cell(_e(r["bound"])),
-            _cell(f"{r['intensity']:.3g}", r["intensity"], True),
-            _cell(format_seconds(r["device_time_s"]), r["device_time_s"], True),
-            _cell(format_seconds(r["roofline_time_s"]), r["roofline_time_s"], True),
-            _cell(f"{util:.1%}{' IMPOSSIBLE' if r['impossible'] else ''}{within}", util, not flagged, flagged),
-            _first_touch_cell(r),
-            _cell(format_fraction(rec["threshold"]) if rec["threshold"] is not None else "",
-                  rec["threshold"] if rec["threshold"] is not None else -1, True),
-            _memory_cell(rec),
-            _cell(f'<span class="verdict" style="color:{colour}">{_e(rec["verdict"])}</span>{_marks(rec)}',
-                  rec["verdict"]),
-            _cell(change, base.get("drop", "")),
-            *([_cell(_e(f"{r['hardware']['name']} [{r['ceilings']}]"))] if several else []), _cell(trace, ""),
-        ]) + "</tr>")
+    rows = [_row(rec, several) for rec in sorted(records, key=lambda rec: rec.utilization)]
     header = "".join(f'<th class="sortable" title="click to sort">{_e(h)}</th>' for h in head)
     return (f'<div class=wide><table class="sortable"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}'
             '</tbody></table></div>')
 
 
-def _marks(rec: Mapping[str, Any]) -> str:
+def _marks(rec: KernelRecord) -> str:
     """The summary's [marks] after a verdict, with their meaning on hover."""
     return "".join(f' <span class="meta" title="{_e(why)}">[{_e(mark)}]</span>' for mark, why in verdict_marks(rec))
 
 
-def _first_touch_cell(r: Mapping[str, Any]) -> str:
+def _first_touch_cell(r: RecordedResult) -> str:
     """The other utilization (with or without first touch) and the term's details on hover."""
-    touch = r.get("first_touch")
-    if not touch or not touch.get("charged_bytes"):
+    other = other_utilization(r)
+    if other is None or r.first_touch is None:
         return _cell("", "")
-    key = "utilization_without_first_touch" if r.get("first_touch_charged") else "utilization_with_first_touch"
-    label = "without" if r.get("first_touch_charged") else "with"
-    return _cell(f"{r[key]:.1%} {label}<br><span class=meta>({format_seconds(touch['time_s'])})</span>", r[key], True,
-                 f' title="{_e(touch.get("text", ""))}"')
+    value, label = other
+    return _cell(f"{value:.1%} {label}<br><span class=meta>({format_seconds(r.first_touch.time_s)})</span>", value,
+                 True, f' title="{_e(r.first_touch_text)}"')
 
 
-def _hardware(hardware: Mapping[str, Any], mode: str) -> str:
-    rows = []
-    for dtype, c in hardware["peaks_flops_per_s"].items():
-        rows.append((f"{dtype} peak", format_quantity(c["value"], "FLOP/s"), c))
-    for key, name, unit in (("memory_bandwidth_bytes_per_s", "memory bandwidth", "B/s"),
-                            ("interconnect_bandwidth_bytes_per_s", "interconnect", "B/s"),
-                            ("cache_bandwidth_bytes_per_s", "last-level cache bandwidth", "B/s"),
-                            ("transcendentals_per_s", "transcendentals", "/s"),
-                            ("first_touch_bytes_per_s", "first touch of fresh pages", "B/s"),
-                            ("memory_capacity_bytes", "memory capacity", "B")):
-        if hardware.get(key):
-            rows.append((name, format_quantity(hardware[key]["value"], unit), hardware[key]))
-    body = "".join(f"<tr><td>{_e(n)}</td><td class=num>{_e(v)}</td><td>{_e(c['origin'])}</td><td>{_e(c['source'])}"
-                   f"</td><td>{_e(c.get('date') or '')}</td></tr>" for n, v, c in rows)
-    notes = "".join(f"<li>{_e(n)}</li>" for n in hardware.get("notes") or [])
-    return (f"<h3>{_e(hardware['name'])} ({_e(hardware['platform'])}, {_e(mode)} ceilings)</h3><table><thead><tr>"
+def _hardware(hardware: HardwareSpec, mode: str) -> str:
+    rows: list[tuple[str, str, Ceiling]] = []
+    for dtype, c in hardware.peaks.items():
+        rows.append((f"{dtype} peak", format_quantity(c.value, "FLOP/s"), c))
+    for ceiling, name, unit in ((hardware.memory_bandwidth, "memory bandwidth", "B/s"),
+                                (hardware.interconnect_bandwidth, "interconnect", "B/s"),
+                                (hardware.cache_bandwidth, "last-level cache bandwidth", "B/s"),
+                                (hardware.transcendental, "transcendentals", "/s"),
+                                (hardware.first_touch, "first touch of fresh pages", "B/s"),
+                                (hardware.memory_capacity, "memory capacity", "B")):
+        if ceiling is not None:
+            rows.append((name, format_quantity(ceiling.value, unit), ceiling))
+    body = "".join(f"<tr><td>{_e(n)}</td><td class=num>{_e(v)}</td><td>{_e(c.origin)}</td><td>{_e(c.source)}"
+                   f"</td><td>{_e(c.date)}</td></tr>" for n, v, c in rows)
+    notes = "".join(f"<li>{_e(n)}</li>" for n in hardware.notes)
+    return (f"<h3>{_e(hardware.name)} ({_e(hardware.platform)}, {_e(mode)} ceilings)</h3><table><thead><tr>"
             f"<th>ceiling</th><th>value</th><th>origin</th><th>source</th><th>date</th></tr></thead><tbody>{body}"
             f"</tbody></table>" + (f"<ul class=meta>{notes}</ul>" if notes else ""))
 
@@ -184,10 +195,9 @@ def html_report(run: Run, series: Sequence[Series] = ()) -> str:
         return str(fig.to_html(full_html=False, include_plotlyjs=False, config=CONFIG))
 
     records = run.records
-    groups: dict[str, tuple[Mapping[str, Any], str, list[Mapping[str, Any]]]] = {}
+    groups: dict[str, tuple[HardwareSpec, str, list[KernelRecord]]] = {}
     for rec in records:
-        hw = rec["result"]["hardware"]
-        groups.setdefault(f"{hw['name']} [{rec['result']['ceilings']}]", (hw, rec["result"]["ceilings"], []))[2].append(rec)
+        groups.setdefault(rec.result.hardware_context, (rec.result.hardware, rec.result.ceilings, []))[2].append(rec)
     parts = [f"<h1>pytest-roofline report</h1><p class=meta>{_e(run_line(run))}</p>"]
     if not run.complete:
         parts.append(f"<p class=bad>This run was incomplete: {_e(run.why_incomplete)}. Its figures are not part "
@@ -202,14 +212,13 @@ def html_report(run: Run, series: Sequence[Series] = ()) -> str:
                  "table only.</p>")
     for hw, _, recs in groups.values():
         parts.append(figure(roofline_figure(go, hw, recs)))
-    failing = [r for r in records if r["verdict"] in FAILING_VERDICTS]
+    failing = [r for r in records if r.verdict in FAILING_VERDICTS]
     if failing:
         parts.append("<h2>Ops of failing kernels</h2><p class=meta>Ops that do FLOPs, sized by the time each "
                      "lost against its own roofline; the top ops by time lost are listed below each chart.</p>")
         for rec in failing:
-            fig = ops_figure(go, rec["result"]["hardware"], rec)
-            parts.append(figure(fig) if fig is not None else
-                         f"<p>{_e(rec['nodeid'])} [{_e(rec['label'])}]: no op with FLOPs to plot.</p>")
+            fig = ops_figure(go, rec.result.hardware, rec)
+            parts.append(figure(fig) if fig is not None else f"<p>{_e(rec.kernel)}: no op with FLOPs to plot.</p>")
             parts.append(_top_ops(rec))
     if series:
         parts.append("<h2>History</h2><p class=meta>Utilization per complete run; dashed lines: change points "
@@ -232,7 +241,7 @@ def html_report(run: Run, series: Sequence[Series] = ()) -> str:
 
 def _unmeasured(run: Run) -> str:
     """The kernels that could not be measured, with their error ("" when every kernel was measured)."""
-    unmeasured = [Unmeasured.from_dict(u) for u in run.report.get("unmeasured") or []]
+    unmeasured = run.unmeasured
     if not unmeasured:
         return ""
     rows = "".join(f"<tr><td class=name>{_e(u.nodeid)} <b>[{_e(u.label)}]</b></td><td>{_e(u.error)}</td></tr>"
@@ -241,13 +250,13 @@ def _unmeasured(run: Run) -> str:
             f"<th>error</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
-def _top_ops(record: Mapping[str, Any], count: int = 5) -> str:
-    ops = sorted(record["result"].get("ops") or [], key=lambda op: -(op.get("time_lost_s") or 0.0))[:count]
+def _top_ops(record: KernelRecord, count: int = 5) -> str:
+    ops = sorted(record.result.ops, key=lambda op: -op.time_lost_s)[:count]
     if not ops:
         return ""
-    rows = "".join(f"<tr><td>{_e(op['name'])}</td><td>{_e(op['opcode'])}</td><td>{_e(op['bound'])}</td>"
-                   f"<td class=num>{format_seconds(op.get('measured_s') or 0.0)}</td><td class=num>"
-                   f"{format_seconds(op['roofline_time_s'])}</td><td class=num>"
-                   f"{format_seconds(op.get('time_lost_s') or 0.0)}</td></tr>" for op in ops)
+    rows = "".join(f"<tr><td>{_e(op.name)}</td><td>{_e(op.opcode)}</td><td>{_e(op.bound)}</td>"
+                   f"<td class=num>{format_seconds(op.measured_s or 0.0)}</td><td class=num>"
+                   f"{format_seconds(op.roofline_time_s)}</td><td class=num>"
+                   f"{format_seconds(op.time_lost_s)}</td></tr>" for op in ops)
     return ("<table><thead><tr><th>op</th><th>opcode</th><th>bound</th><th>measured</th><th>roofline</th>"
             f"<th>lost</th></tr></thead><tbody>{rows}</tbody></table>")

@@ -1,0 +1,175 @@
+"""A measurement as a report records it: :class:`RecordedResult`, the typed figures of a
+:class:`~pytest_roofline.result.Result`'s JSON form, read the same way from a result just measured and from a
+report file, so the text, HTML and history readers see one type whichever it came from. Pure."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.ceilings import CeilingUse
+from ..analysis.check import OpsCheck
+from ..analysis.first_touch import FirstTouch
+from ..analysis.live import Live
+from ..analysis.memory import MemoryFootprint
+from ..analysis.ops import OpRow
+from ..analysis.verdict import model_utilization
+from ..hardware.spec import HardwareSpec
+from ..kinds import BOUNDS, Bound, CeilingsUsed, CountSource, Model, TimerUsed
+
+__all__ = ["RecordedResult"]
+
+
+@dataclass(frozen=True)
+class RecordedResult:
+    """The figures of one measurement the reports show, as its JSON holds them (the derived ones as they were
+    computed when it was measured, never again). Fields with a default may be missing from older reports."""
+
+    name: str
+    hardware: HardwareSpec
+    ceilings: CeilingsUsed
+    device_kind: str
+    # The work and the roofline
+    flops: float
+    bytes_accessed: float
+    intensity: float
+    critical_intensity: float
+    bound: Bound
+    roofline_time_s: float
+    compute_time_s: float
+    memory_time_s: float
+    # The runs
+    device_time_s: float
+    min_s: float
+    spread: float
+    runs: int
+    timer: TimerUsed
+    utilization: float
+    impossible: bool
+    transcendentals: float = 0.0
+    flops_source: CountSource = "compiler"
+    bytes_source: CountSource = "compiler"
+    collective_bytes: float = 0.0
+    counts_lower_bound: bool = False
+    counts_lower_bound_reason: str = ""
+    transcendental_time_s: float = 0.0
+    comms_time_s: float = 0.0
+    first_touch_time_s: float = 0.0
+    timer_fallback_reason: str = ""
+    compile_time_s: float = 0.0
+    versions: Mapping[str, str] = field(default_factory=dict)
+    ceilings_used: tuple[CeilingUse, ...] = ()
+    # The judgement's figures
+    utilization_calibrated: float | None = None
+    utilization_interval: tuple[float, float] | None = None
+    marginal: bool = False
+    suspect: str = ""
+    drift: float | None = None
+    live: Live | None = None
+    contended: bool = False
+    cpu_waiting: float | None = None
+    others_cpu_share: float | None = None
+    utilization_on_cpu: float | None = None
+    no_work: bool = False
+    # Memory and the first touch of fresh pages
+    memory: MemoryFootprint | None = None
+    first_touch: FirstTouch | None = None
+    first_touch_text: str = ""
+    first_touch_charged: bool = False
+    utilization_with_first_touch: float | None = None
+    utilization_without_first_touch: float | None = None
+    first_touch_beaten: bool = False
+    # The per-op model, hints and notes
+    ops: tuple[OpRow, ...] = ()
+    ops_roofline_time_s: float = 0.0
+    ops_utilization: float = 0.0
+    ops_check: OpsCheck | None = None
+    hints: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    # The JSON it was read from, written back unchanged at the file boundary (never read by the reports)
+    json: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def utilization_for(self, model: Model) -> float:
+        """The utilization a threshold was checked against on ``model``."""
+        return model_utilization(model, self.utilization, self.ops_utilization)
+
+    @property
+    def hardware_context(self) -> str:
+        """The hardware entry and ceilings mode the figures are against: ``"name [mode]"``."""
+        return f"{self.hardware.name} [{self.ceilings}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.json)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RecordedResult:
+        """Read a result's JSON form; a missing required key is a ``KeyError``, a wrong value a ``TypeError`` or
+        ``ValueError``."""
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name == "json":
+                continue
+            read = _COMPOSITE.get(f.name)
+            if read is not None:
+                values[f.name] = read(data)
+            elif f.name in data or _required(f):
+                values[f.name] = _scalar(f.name, str(f.type), data[f.name])
+        return cls(**values, json=dict(data))
+
+
+def _required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+_SCALARS: dict[str, Callable[[Any], Any]] = {"float": float, "int": int, "str": str, "bool": bool,
+                                             "CeilingsUsed": str, "TimerUsed": str, "CountSource": str}
+
+
+def _scalar(name: str, kind: str, value: Any) -> Any:
+    optional = kind.endswith(" | None")
+    kind = kind.removesuffix(" | None")
+    if value is None:
+        if optional:
+            return None
+        raise TypeError(f"{name} is null")
+    if kind == "Bound":
+        if value not in BOUNDS:
+            raise ValueError(f"{name} {value!r}")
+        return value
+    if kind == "bool" and not isinstance(value, bool):
+        raise TypeError(f"{name} {value!r} is not true or false")
+    return _SCALARS[kind](value)
+
+
+def _maybe(key: str, read: Callable[[Mapping[str, Any]], Any]) -> Callable[[Mapping[str, Any]], Any]:
+    def reader(data: Mapping[str, Any]) -> Any:
+        value = data.get(key)
+        return read(value) if value else None
+
+    return reader
+
+
+def _interval(data: Mapping[str, Any]) -> tuple[float, float] | None:
+    value = data.get("utilization_interval")
+    if not value:
+        return None
+    low, high = value
+    return (float(low), float(high))
+
+
+_COMPOSITE: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "hardware": lambda d: HardwareSpec.from_dict(d["hardware"]),
+    "versions": lambda d: {str(k): str(v) for k, v in (d.get("versions") or {}).items() if v is not None},
+    "ceilings_used": lambda d: tuple(CeilingUse.from_dict(u) for u in d.get("ceilings_used") or ()),
+    "utilization_interval": _interval,
+    "live": _maybe("live", Live.from_dict),
+    "memory": _maybe("memory", MemoryFootprint.from_dict),
+    "first_touch": _maybe("first_touch", FirstTouch.from_dict),
+    "first_touch_text": lambda d: str((d.get("first_touch") or {}).get("text") or ""),
+    "ops": lambda d: tuple(OpRow.from_dict(op) for op in d.get("ops") or ()),
+    "ops_check": _maybe("ops_check", OpsCheck.from_dict),
+    "hints": lambda d: tuple(str(h) for h in d.get("hints") or ()),
+    "notes": lambda d: tuple(str(n) for n in d.get("notes") or ()),
+}
