@@ -4,6 +4,7 @@ a second route through the raw events, read by jax.profiler.ProfileData rather t
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -33,18 +34,26 @@ TPU = DATA / "tpu_v6e_x4_inference.xplane.pb"
 JIT_DOT_IDS = (5, 21, 34, 49, 64, 79)
 
 
-def _events(path: Path) -> list[Any]:
-    return flatten(read_xspace(path.read_bytes(), str(path)))
+@functools.cache
+def _space(path: Path) -> Any:
+    """A profile read once per test session (the files do not change; readers never modify what they get)."""
+    return read_xspace(path.read_bytes(), str(path))
+
+
+@functools.cache
+def _events(path: Path) -> tuple[Any, ...]:
+    return tuple(flatten(_space(path)))
 
 
 # --- the second route: raw ProfileData events, grouped the way the issue describes -------------------------
-def _raw(path: Path) -> list[tuple[str, str, str, float, float, dict[str, Any]]]:
+@functools.cache
+def _raw(path: Path) -> tuple[tuple[str, str, str, float, float, dict[str, Any]], ...]:
     out = []
     for plane in ProfileData.from_file(str(path)).planes:
         for line in plane.lines:
             for e in line.events:
                 out.append((plane.name, line.name, e.name, e.start_ns, e.start_ns + e.duration_ns, dict(e.stats)))
-    return out
+    return tuple(out)
 
 
 def gpu_truth(path: Path, module: str, program_id: int) -> list[float]:
@@ -82,7 +91,7 @@ def tpu_truth(path: Path, module: str) -> list[float]:
 # --- the XSpace reader ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", [GEMM, ELEMENTWISE, ATTENTION, TPU], ids=lambda p: p.name)
 def test_our_xspace_reader_reads_what_profile_data_reads(path: Path) -> None:
-    ours = read_xspace(path.read_bytes())
+    ours = _space(path)
     theirs = ProfileData.from_file(str(path))
     a = [(p.name, ln.name, e.name, e.start_ns, e.duration_ns, dict(e.stats))
          for p in ours.planes for ln in p.lines for e in ln.events]
@@ -96,7 +105,7 @@ def test_our_xspace_reader_reads_what_profile_data_reads(path: Path) -> None:
 
 
 def test_every_program_carries_its_hlo() -> None:
-    protos = hlo_module_protos(read_xspace(GEMM.read_bytes()))
+    protos = hlo_module_protos(_space(GEMM))
     assert {f"jit_dot({i})" for i in JIT_DOT_IDS} <= set(protos)
     for name in ("jit_dot(21)", "jit_dot(5)"):
         module = parse_hlo(hlo_text(protos[name]))  # names without '%', ENTRY without a signature
@@ -162,7 +171,7 @@ def test_tpu_all_reduce_run_is_the_slowest_chips_module_event_not_the_ops_span()
 
 # --- counts and per-op rows from the embedded HLO ------------------------------------------------------------
 def _summaries(path: Path, spec_from_profile: bool = True) -> dict[ProgramKey, Any]:
-    space = read_xspace(path.read_bytes())
+    space = _space(path)
     events = flatten(space)
     platform = platform_of(events)
     plane = next(p for p in space.planes if p.name.startswith("/device:") and p.stats)
@@ -176,7 +185,7 @@ def _summaries(path: Path, spec_from_profile: bool = True) -> dict[ProgramKey, A
 
 
 def test_matrix_flops_of_each_jit_dot_are_2mnk() -> None:
-    protos = hlo_module_protos(read_xspace(GEMM.read_bytes()))
+    protos = hlo_module_protos(_space(GEMM))
     summaries = _summaries(GEMM)
     for pid in JIT_DOT_IDS:
         text = hlo_text(protos[f"jit_dot({pid})"])
@@ -208,7 +217,7 @@ def test_per_op_rows_are_joined_to_the_embedded_hlo() -> None:
 def test_the_device_is_found_from_the_profile() -> None:
     table = load_shipped_table()
     for path, name in ((GEMM, "MI300X"), (TPU, "TPU v6e")):
-        space = read_xspace(path.read_bytes())
+        space = _space(path)
         plane = next(p for p in space.planes if p.name.startswith("/device:") and p.stats)
         platform = "gpu" if "GPU" in plane.name else "tpu"
         assert find_spec_for_profile(table, platform, plane.stats)[0].name == name
