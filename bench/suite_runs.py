@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from neighbours import neighbour  # noqa: E402
+
+from pytest_roofline.history.reports import load_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,21 +55,21 @@ def main() -> None:
                     f"--roofline-report={report}"] + (["--roofline-calibrate"] if options.calibrate else [])
             with condition(run) as where:
                 done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
-            data: dict[str, Any] = json.loads(report.read_text())
-            fails = [r["nodeid"] for r in data["results"] if r["verdict"] in ("fail", "wrong-bound", "impossible")]
-            hardware = data["results"][0]["result"]["hardware"] if data["results"] else {}
-            f32 = hardware.get("peaks_flops_per_s", {}).get("f32", {}).get("value", 0.0)
-            memory = hardware.get("memory_bandwidth_bytes_per_s", {}).get("value", 0.0)
-            print(f"run {run + 1:2d} ({where:7}): exit {done.returncode}, {len(data['results'])} kernels, "
+            records = load_run(report).records
+            fails = [r.nodeid for r in records if r.verdict in ("fail", "wrong-bound", "impossible")]
+            hardware = records[0].result.hardware if records else None
+            f32 = hardware.peaks["f32"].value if hardware and "f32" in hardware.peaks else 0.0
+            memory = hardware.memory_bandwidth.value if hardware else 0.0
+            print(f"run {run + 1:2d} ({where:7}): exit {done.returncode}, {len(records)} kernels, "
                   f"ceilings f32 {f32 / 1e9:.0f} GFLOP/s, memory {memory / 1e9:.1f} GB/s; "
                   f"failed: {', '.join(fails) or 'none'}", flush=True)
-            for r in data["results"]:
-                name = f"{r['nodeid'].split('::', 1)[1]} [{r['label']}]"
-                series.setdefault(name, []).append(r["result"]["utilization"])
+            for r in records:
+                name = f"{r.nodeid.split('::', 1)[1]} [{r.label}]"
+                series.setdefault(name, []).append(r.result.utilization)
                 side = "quiet" if where == "quiet" else "neighbour"
-                by_condition.setdefault((name, side), []).append(r["result"]["utilization"])
-                thresholds[name] = r["threshold"]
-                failed[name] = failed.get(name, 0) + (r["nodeid"] in fails)
+                by_condition.setdefault((name, side), []).append(r.result.utilization)
+                thresholds[name] = r.threshold
+                failed[name] = failed.get(name, 0) + (r.nodeid in fails)
     print(f"\n{'kernel':58} {'min':>6} {'median':>6} {'max':>6} {'quiet':>17} {'neighbour':>17} {'min':>5} "
           f"{'min/med':>7} {'fails':>5}")
 
