@@ -120,6 +120,7 @@ def test_a_missing_baseline_reads_back_as_the_reason() -> None:
     (lambda d: d.update(verdict="great"), "verdict 'great'"),
     (lambda d: d["result"]["hardware"].pop("memory_bandwidth_bytes_per_s"), "memory_bandwidth_bytes_per_s"),
     (lambda d: d["result"].update(impossible="no"), "impossible 'no'"),
+    (lambda d: d["result"].update(timer="sundial"), "timer 'sundial'"),
 ])
 def test_a_malformed_record_in_a_report_names_the_result_and_the_field(tmp_path: Path, change: Any,
                                                                         named: str) -> None:

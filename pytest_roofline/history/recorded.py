@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from ..analysis.ceilings import CeilingUse
 from ..analysis.check import OpsCheck
@@ -17,7 +17,7 @@ from ..analysis.memory import MemoryFootprint
 from ..analysis.ops import OpRow
 from ..analysis.verdict import model_utilization
 from ..hardware.spec import HardwareSpec
-from ..kinds import BOUNDS, Bound, CeilingsUsed, CountSource, Model, TimerUsed
+from ..kinds import BOUNDS, Bound, CeilingsUsed, CountSource, Model, TimerUsed, choose
 
 __all__ = ["RecordedResult"]
 
@@ -123,8 +123,10 @@ def _required(f: dataclasses.Field[Any]) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
-_SCALARS: dict[str, Callable[[Any], Any]] = {"float": float, "int": int, "str": str, "bool": bool,
-                                             "CeilingsUsed": str, "TimerUsed": str, "CountSource": str}
+_SCALARS: dict[str, Callable[[Any], Any]] = {"float": float, "int": int, "str": str, "bool": bool}
+# The Literal fields, read as one of their values (kinds.choose)
+_CHOICES: dict[str, tuple[str, ...]] = {"Bound": BOUNDS, "CeilingsUsed": get_args(CeilingsUsed),
+                                        "TimerUsed": get_args(TimerUsed), "CountSource": get_args(CountSource)}
 
 
 def _scalar(name: str, kind: str, value: Any) -> Any:
@@ -134,10 +136,8 @@ def _scalar(name: str, kind: str, value: Any) -> Any:
         if optional:
             return None
         raise TypeError(f"{name} is null")
-    if kind == "Bound":
-        if value not in BOUNDS:
-            raise ValueError(f"{name} {value!r}")
-        return value
+    if kind in _CHOICES:
+        return choose(value, _CHOICES[kind], f"{name} {value!r}")
     if kind == "bool" and not isinstance(value, bool):
         raise TypeError(f"{name} {value!r} is not true or false")
     return _SCALARS[kind](value)

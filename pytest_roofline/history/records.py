@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.memory import MemoryCheck
-from ..kinds import EXPECTED_BOUNDS, MODELS, VERDICTS, ExpectedBound, Model, Verdict
+from ..kinds import EXPECTED_BOUNDS, MODELS, VERDICTS, ExpectedBound, Model, Verdict, choose
 from .checks import BaselineCheck, NoBaseline, SeriesKey, baseline_from_dict
 from .recorded import RecordedResult
 
@@ -111,9 +111,7 @@ def series_key(nodeid: str, label: str, result: RecordedResult, model: Model) ->
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> Any:
-    if value not in choices:
-        raise ValueError(f"{name} {value!r}")
-    return value
+    return choose(value, choices, f"{name} {value!r}")
 
 
 @dataclass(frozen=True)
