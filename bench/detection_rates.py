@@ -26,9 +26,10 @@ def rate(make: Callable[[random.Random], list[float]], n: int, seed: int) -> flo
     return sum(judge_series(make(rng)).regression for _ in range(n)) / n
 
 
-def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    print(f"{'case':<34}{'noise 2%':>10}{'noise 5%':>10}   ({n} series each)")
+def table(n: int) -> list[str]:
+    """The table README.md shows ("Regression detection"), one line per case; tests/test_detect.py checks that
+    the README's copy is exactly what this prints with 1000 series per cell."""
+    lines = [f"{'case':<34}{'noise 2%':>10}{'noise 5%':>10}   ({n} series each)"]
     rows: list[tuple[str, Callable[[float], Callable[[random.Random], list[float]]]]] = [
         ("pure noise, 7 nights", lambda s: lambda r: series(r, 7, 0, 0, s)),
         ("pure noise, 30 nights", lambda s: lambda r: series(r, 30, 0, 0, s)),
@@ -40,7 +41,13 @@ def main() -> None:
                          lambda s, step=step, after=after: lambda r: series(r, 20, after, step, s)))
     for i, (name, make) in enumerate(rows):
         cells = [rate(make(noise), n, seed=i) for noise in (0.02, 0.05)]
-        print(f"{name:<34}" + "".join(f"{c:>10.1%}" for c in cells))
+        lines.append(f"{name:<34}" + "".join(f"{c:>10.1%}" for c in cells))
+    return lines
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    print("\n".join(table(n)))
 
 
 def _outlier(values: list[float]) -> list[float]:

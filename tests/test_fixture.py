@@ -3,6 +3,9 @@ re-calibration rules, with a fake measure(): no JAX, no timing, no pytest run.""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -231,13 +234,16 @@ def test_session_passes_its_hardware_settings() -> None:
                                                                                       "datasheet", "k")
 
 
-def test_default_trace_root_is_one_fixed_directory() -> None:
-    assert default_trace_root() == default_trace_root() and default_trace_root().endswith("traces")
-
-
-def test_fake_result_is_consistent() -> None:
-    r = fake_result(0.5, bound="compute")
-    assert r.utilization == pytest.approx(0.5) and r.bound == "compute" and r.to_dict()["utilization"] == r.utilization
+def test_default_trace_root_is_per_user_under_the_temp_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(os, "getuid", lambda: 1000)
+    mine = default_trace_root()
+    monkeypatch.setattr(os, "getuid", lambda: 1001)
+    theirs = default_trace_root()
+    assert mine != theirs  # two users of one machine never replace each other's traces
+    for root in (mine, theirs):
+        assert Path(root).parent.parent == tmp_path and Path(root).name == "traces"
+    assert default_trace_root() == theirs  # fixed: a later run replaces its own traces instead of piling up
 
 
 # The JSON keys users read (schema_version 1): the Result's parts must flatten to exactly these.

@@ -94,14 +94,18 @@ def test_donated_input_gets_a_fresh_copy_per_run() -> None:
     assert any("donated" in n for n in r.notes)
 
 
-def test_static_arguments_and_kwargs() -> None:
+def test_static_arguments_and_kwargs_reach_the_kernel() -> None:
     @partial(jax.jit, static_argnums=1)
     def power(v: Any, n: int, *, bias: Any) -> Any:
         return v**n + bias
 
     x = jnp.ones((1024,), jnp.float32)
-    r = pytest_roofline.measure(power, x, 3, bias=jnp.float32(1.0), **FAST)
-    assert r.runs >= 3
+    cube = pytest_roofline.measure(power, x, 3, bias=jnp.ones((1024,), jnp.float32), **FAST)
+    square = pytest_roofline.measure(power, x, 2, bias=jnp.float32(1.0), **FAST)
+    # The static n is compiled in: x*x*x + bias is 3 FLOP per element, x*x + bias 2.
+    assert (cube.flops, square.flops) == (3 * 1024, 2 * 1024)
+    # The keyword bias is an input of the program: a 1024-element bias is read (x, bias, out), a scalar one not.
+    assert cube.bytes_accessed == 3 * 4 * 1024 and square.bytes_accessed == 2 * 4 * 1024 + 4
 
 
 def test_wallclock_timer_on_request() -> None:

@@ -116,9 +116,9 @@ def test_check_memory_in_bytes_and_as_a_fraction() -> None:
     assert not too_much.ok
     assert too_much.reason == ("needs 7 MB of device memory, more than max_memory 6 MB (marker of t): arguments 2 MB + "
                                "outputs 1 MB + temporaries 4 MB - aliased 0 B")
-    gig = Ceiling(1e9, "measured", "MemTotal in /proc/meminfo of this machine", "2026-11-23")
+    gig = Ceiling(1e9, "measured", "made-up capacity of a fake device", "2026-11-23")  # a fake, not this machine
     frac = check_memory(seven, parse_max_memory(0.005, "w", "call"), gig, "dev")
-    assert not frac.ok and frac.limit_bytes == 5e6 and "(0.5% of 1 GB, measured: MemTotal" in frac.reason
+    assert not frac.ok and frac.limit_bytes == 5e6 and "(0.5% of 1 GB, measured: made-up capacity" in frac.reason
     none = check_memory(seven, parse_max_memory(0.5, "w", "call"), None, "TPU v2")
     assert none.limit_bytes is None and "TPU v2 has no memory capacity in the hardware table" in none.reason
 
