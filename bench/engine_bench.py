@@ -2,7 +2,8 @@
 
 Run: python bench/engine_bench.py   (prints a table; nothing here is asserted)
 
-Expected on the 2-core development machine: both matmuls >= 0.8 of the calibrated ceiling,
+What it is read against (docs/measurements.md has what it showed on a 2-core AMD EPYC Zen 4 VM): both
+matmuls >= 0.8 of the calibrated ceiling,
 donated streaming >= 0.7, profiler device time within 10% of the wall-clock minimum for kernels over
 5 ms, and ten back-to-back measurements of one kernel within 5% (max-min over median).
 """

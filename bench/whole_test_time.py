@@ -2,7 +2,7 @@
 
 Run: python bench/whole_test_time.py [--repeats 5] [--package-root DIR]   (prints a table)
 
-A 1024^3 f32 matmul (about 8 ms on the 2-core development machine) in a test with a threshold (min=0.3) and one
+A 1024^3 f32 matmul (7-10 ms on the 2-core VMs of docs/measurements.md) in a test with a threshold (min=0.3) and one
 without (roofline.measure), each run ``--repeats`` times in a fresh pytest process with ``--durations``; the
 calibration is read from the cache (run the example suite once first). ``--package-root`` runs another checkout of
 pytest_roofline (e.g. a ``git worktree`` of an older commit) to compare with it.

@@ -122,7 +122,7 @@ def test_real_calibration_on_this_machine(tmp_path: Path, monkeypatch: pytest.Mo
     assert 1e9 < spec.memory_bandwidth.value < 1e13
     theoretical = spec.theoretical.get("f32")
     if theoretical is not None and spec.peaks["f32"].value > theoretical.value:
-        # Seen on the development VM: /proc/cpuinfo reports the 2.6 GHz base clock while the cores boost.
+        # Seen on a 2-core CPU VM: /proc/cpuinfo reports the 2.6 GHz base clock while the cores boost.
         # The contradiction must be stated, not hidden.
         assert any("above the theoretical peak" in n for n in spec.notes)
 

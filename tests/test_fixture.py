@@ -216,7 +216,7 @@ def test_calibrate_setting_recalibrates_only_the_first_measurement() -> None:
 
 
 def test_a_kernel_that_beats_the_calibration_never_recalibrates_it() -> None:
-    # Issue 10: re-calibrating and keeping the best whenever a kernel came out impossible let cache-resident
+    # Re-calibrating and keeping the best whenever a kernel came out impossible let cache-resident
     # kernels push the cached memory ceiling from 63 to 110 GB/s. Now the impossible result stands.
     fake = FakeMeasure(2.0, 2.0)
     session = RooflineSession(Settings(), measure=fake)

@@ -75,7 +75,7 @@ def test_bracketing_times_take_the_median_of_the_nearest_references() -> None:
 
 def test_reference_runs_that_faulted_no_fresh_pages_are_left_out_of_the_bracket() -> None:
     # A fresh-output reference must fault 12,288 pages (48 MiB); runs that faulted a handful reused mapped pages
-    # and ran 4x fast (the pattern seen on the development VM). They are not usable...
+    # and ran 4x fast (the pattern seen on a 2-core CPU VM). They are not usable...
     usable = usable_references([12_290, 12, 12_288, 3, 12_300, 12_289], 6, 12_288)
     assert usable == [True, False, True, False, True, True]
     # ...and the bracket around each kernel run takes the others only: 0.004 s runs move no pair.

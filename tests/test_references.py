@@ -1,5 +1,5 @@
 """The reference kernels of live ceilings: which of a reference's runs count. The run times and fault counts here
-are made up (the pattern seen on the development VM: a fresh-output reference that now and then reuses mapped
+are made up (the pattern seen on a 2-core CPU VM: a fresh-output reference that now and then reuses mapped
 pages, faults nothing and runs 4x fast); the references are the real ones, compiled for this CPU."""
 
 from __future__ import annotations

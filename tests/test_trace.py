@@ -104,7 +104,7 @@ def test_missing_plane_program_and_run_count_are_errors() -> None:
 def test_our_run_annotation_tells_runs_apart_when_other_programs_launch_in_between() -> None:
     # Constructed (fake) GPU trace of live ceilings: reference, kernel, reference, ... Each launch has its own
     # PjitFunction event, so PjitFunction events count 7, not 3; our annotations count 3 kernel runs and 4
-    # reference runs, as the GPU check on an H100 needed (issue 10's note).
+    # reference runs, as a run on an H100 needed (docs/gpu.md).
     host, kernels = [], []
     for slot in range(7):
         t0 = slot * 1_000_000

@@ -46,7 +46,7 @@ def test_softmax(roofline, data):
     roofline(softmax, data["big"])
 
 
-# Last: on the 2-core development VM the kernel measured right after the slowed matmul lost 10-23% in 3 of
+# Last: on a 2-core CPU VM the kernel measured right after the slowed matmul lost 10-23% in 3 of
 # 5 demo runs (the machine is slower for a while after a long matrix load), which would blur the demo.
 def test_matmul(roofline, data):
     roofline(matmul, data["x"], data["w"], flops=2 * B * D * F)

@@ -45,7 +45,7 @@ CACHE_VERSION = 5  # 5: noisy figures measured again (the steadiest of 3), matmu
 # The rate of this quantile of the run times is the ceiling: high, but not the one luckiest run.
 CEILING_QUANTILE = 0.2
 # A calibration during which other processes (or other VMs, as steal time) used more than this share of the
-# CPUs is contended: a busy-loop neighbour on the 2-core development VM shows as 34%, a quiet machine as 0-2%.
+# CPUs is contended: a busy-loop neighbour on a 2-core VM shows as 34%, a quiet machine as 0-2%.
 CONTENDED_ABOVE = 0.1
 
 Refresh = Literal["cached", "replace"]

@@ -129,7 +129,7 @@ def _first_touch(spec: HardwareSpec, footprint: MemoryFootprint | None, platform
 
 
 # Fresh buffers smaller than this are often reused by the allocator (a 4 MiB output took no fault per run on
-# the development VMs): they do not decide which reference a kernel is paired with.
+# the 2-core VMs of docs/measurements.md): they do not decide which reference a kernel is paired with.
 _PLANNED_TOUCH_MIN = 16 * 2**20
 
 

@@ -23,8 +23,8 @@ in-cache stream where its working set fits the last-level cache, the donated str
 On a CPU they take 5-10 ms each: short enough that a pair (reference, kernel) sees the same moment of the
 machine, long enough to span several scheduler time slices (shorter references, 1-3 ms, scattered more
 from pair to pair beside a busy neighbour). The stream's working set is capped at 128 MiB to stay that short: on a VM the system reports the
-host's last-level cache (480 MiB on the development machine, shared with other tenants); there a 128 MiB stream
-slowed under a memory-copy neighbour by the same factor as a 1 GiB one (issue 10's note).
+host's last-level cache (480 MiB on a 2-core Intel Xeon VM, shared with other tenants); there a 128 MiB stream
+slowed under a memory-copy neighbour by the same factor as a 1 GiB one (docs/measurements.md, "Live ceilings").
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def reference(platform: str, key: str) -> Reference:
         x = jnp.ones((size // 4,), jnp.float32)
         fresh = _plain(key, f"f32 scale over {size // _MIB} MiB into a fresh output", "first-touch", 2.0 * size,
                        _roofline_reference_fresh, (x,))
-        # Now and then (up to a quarter of the runs beside a kernel on the development VM) its output lands in
+        # Now and then (up to a quarter of the runs beside a kernel on a 2-core AMD EPYC Zen 4 VM) its output lands in
         # pages an earlier buffer left mapped: it then runs 4x faster, faults nothing, and meets no ceiling of
         # the kernel's. Its fault count tells those runs apart.
         return replace(fresh, fresh_pages=size // page_size() if platform == "cpu" else 0)
