@@ -66,9 +66,14 @@ def test_transcendental_counts() -> None:
 
 def test_reduction_counts() -> None:
     x = jnp.ones((1024, 1024), jnp.float32)
-    counts, _, _ = compile_counts(lambda v: v.sum(axis=1), x)
-    assert counts.flops == 1024 * 1023
-    assert counts.bytes_accessed == 4 * (1024 * 1024 + 1024)
+    counts, module, _ = compile_counts(lambda v: v.sum(axis=1), x)
+    assert counts.flops == 1024 * 1023  # one add per element but the first of each row, however it is split
+    one_pass = 4 * (1024 * 1024 + 1024)
+    if any(i.opcode == "reduce-window" for c in module.computations.values() for i in c.instructions):
+        # XLA:CPU of jax 0.9 and older sums rows in two passes (reduce-window, then reduce): a little more traffic.
+        assert one_pass < counts.bytes_accessed < 1.1 * one_pass
+    else:
+        assert counts.bytes_accessed == one_pass
 
 
 def test_softmax_counts() -> None:

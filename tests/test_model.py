@@ -80,3 +80,13 @@ def test_interconnect_bound() -> None:
     roof = estimate({"bf16": (1e6, 1e14)}, 1e3, 1e12, collective_bytes=134e6, interconnect=1.2e11)
     assert roof.bound == "interconnect" and roof.roofline_time_s == pytest.approx(1.12e-3, rel=0.01)
     assert estimate({"bf16": (1e6, 1e14)}, 1e3, 1e12, collective_bytes=134e6).comms_time_s == 0.0
+
+
+def test_reduce_window_counts_as_xla_does() -> None:
+    # XLA's cost analysis: window size - 1 reductions per output element (older XLA:CPU splits a row sum into
+    # such a reduce-window and a reduce). A written-out reduce-window of 1024 rows in 16 windows of 64.
+    module = parse_hlo(
+        "HloModule m\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n"
+        "ENTRY e {\n  x = f32[1024,1024]{1,0} parameter(0)\n  z = f32[] constant(0)\n"
+        "  ROOT r = f32[1024,16]{1,0} reduce-window(x, z), window={size=1x64 stride=1x64}, to_apply=add\n}\n")
+    assert hlo_counts(module).flops == 63 * 1024 * 16

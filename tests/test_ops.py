@@ -72,8 +72,13 @@ def test_fused_elementwise_chain_is_one_op() -> None:
 
 def test_reduction_op() -> None:
     rows, _ = rows_of(lambda v: v.sum(axis=1), jnp.ones((1024, 512)))
-    op = the_op(rows, lambda r: r.flops > 0)
-    assert op.flops == 1024 * 511 and op.bytes == 4 * (1024 * 512 + 1024)
+    working = [r for r in rows if r.flops > 0]
+    assert sum(r.flops for r in working) == 1024 * 511
+    if len(working) == 1:
+        assert working[0].bytes == 4 * (1024 * 512 + 1024)
+    else:  # XLA:CPU of jax 0.9 and older: reduce-window over blocks of each row, then reduce
+        assert [r.name.split(".")[0] for r in working] == ["wrapped_reduce-window", "wrapped_reduce"]
+        assert working[0].bytes > 4 * 1024 * 512 and working[1].bytes < working[0].bytes
 
 
 def test_softmax_ops_sum_to_the_compiler_totals() -> None:

@@ -8,6 +8,7 @@ A conditional runs one branch: the costliest is counted (:func:`costliest_branch
 
 from __future__ import annotations
 
+import re
 from math import prod
 
 from .hlo import Computation, HloModule, Instruction
@@ -188,7 +189,7 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
         per_apply = max(reducer.flops, 1.0)
         applications = max(in_elems - inst.shape.num_elements, 0)
         if op == "reduce-window":
-            applications = in_elems
+            applications = reduce_window_applications(inst)
         return OpCost(per_apply * applications, reducer.transcendentals * applications, io_bytes)
     elements = inst.shape.num_elements
     if op in TRANSCENDENTAL_OPS:
@@ -197,6 +198,15 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
         return OpCost(float(elements), 0.0, io_bytes)
     # Data movement (copy, transpose, broadcast, slice, concatenate, convert, custom-call ...): bytes only.
     return OpCost(0.0, 0.0, io_bytes)
+
+
+def reduce_window_applications(inst: Instruction) -> int:
+    """How often a reduce-window applies its reducer, as XLA's cost analysis counts it: window size - 1 per
+    output element (of the first output where it returns a tuple). ``window={size=1x64 stride=1x64}``."""
+    match = re.search(r"size=([\dx]+)", inst.attrs.get("window", ""))
+    window = prod(int(d) for d in match.group(1).split("x")) if match else 1
+    out = next(iter(inst.shape.leaves()))
+    return max(window - 1, 0) * out.num_elements
 
 
 def computation_cost(module: HloModule, comp_name: str, multiply_loops: bool,
