@@ -92,7 +92,7 @@ def main() -> None:
     text = "\n".join(run(args.shrink))
     print(text)
     if args.save:
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         device = jax.devices()[0].device_kind
         head = (f"date: {now:%Y-%m-%d %H:%M} UTC\nhardware: {device} x{jax.device_count()} ({jax.devices()[0].platform})"
                 f"\ncommand: python {' '.join(sys.argv)}\n\n")

@@ -5,7 +5,7 @@ JAX is imported the first time something is measured.
 
 Layout (each folder with one rule about what it may import, checked by ``tests/test_layers.py``):
 ``analysis/`` pure analysis, ``hardware/`` ceilings, ``measurement/`` the only JAX, ``report/`` text and JSON,
-``plugin/`` the only pytest; ``kinds``, ``errors``, ``files`` and ``units`` are shared by all.
+``plugin/`` the only pytest; ``kinds``, ``errors``, ``files``, ``units`` and ``dependencies`` are shared by all.
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ __version__ = "0.1.0"
 
 def measure(fn: Any, *args: Any, **kwargs: Any) -> Result:
     """Measure a JAX kernel against its roofline; see :func:`pytest_roofline.measurement.pipeline.measure`."""
+    from .dependencies import too_old
+
+    if problem := too_old(need=("jax", "jaxlib", "numpy")):
+        raise MeasureError(problem)
     from .measurement.pipeline import measure as _measure
 
     return _measure(fn, *args, **kwargs)

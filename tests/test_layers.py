@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_roofline"
-BASE = {"kinds", "errors", "files", "units", "quantiles", "labels", "calls"}
+BASE = {"kinds", "errors", "files", "units", "quantiles", "labels", "calls", "dependencies"}
 ALLOWED = {
     "base": {"base"},
     "hardware": {"base", "hardware"},

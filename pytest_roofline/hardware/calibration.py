@@ -114,7 +114,7 @@ def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Calla
     if cached is not None and refresh == "cached":
         return cached, f"cached in {cache_file(key)}" + _contended_text(cached)
     figures = measure()
-    figures["date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    figures["date"] = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     busy = figures.get("contention")
     if busy is not None and busy > CONTENDED_ABOVE and cached is not None and not _contended(cached):
         notice(f"the new calibration ran while other processes used {busy:.0%} of the CPUs: kept the quiet "

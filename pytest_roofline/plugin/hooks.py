@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from ..dependencies import too_old
 from ..history.baseline import Baseline
 from ..history.records import KernelRecord, Unmeasured
 from ..history.reports import ReportError
@@ -63,6 +64,8 @@ def _ini_name(config: pytest.Config) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_SIGNATURE)
+    if problem := too_old():
+        raise pytest.UsageError(f"{problem} (or run pytest with -p no:roofline)")
     cli = {opt.name: config.getoption(f"roofline_{opt.name}") for opt in OPTIONS}
     ini = {opt.name: config.getini(opt.ini) for opt in OPTIONS}
     base_dir = str(config.inipath.parent) if config.inipath else str(config.rootpath)

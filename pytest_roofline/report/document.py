@@ -47,7 +47,7 @@ def build_report(records: Iterable[KernelRecord], settings: Mapping[str, Any], r
                  session: Mapping[str, Any] | None = None, unmeasured: Iterable[Unmeasured] = ()) -> dict[str, Any]:
     """The report of this session on this machine, now; ``session``: see :func:`session_block`; ``unmeasured``:
     the kernels that could not be measured."""
-    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     provenance = {"machine": machine(), "git": git_commit(rootdir), "versions": versions(),
                   **({"session": dict(session)} if session is not None else {})}
     return report_document(records, settings, created, provenance, unmeasured)
