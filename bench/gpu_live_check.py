@@ -2,14 +2,15 @@
 
     python bench/gpu_live_check.py [--save DIR] [--shrink N]
 
-A bf16 matmul (with analytic counts: on GPUs XLA's cost analysis returns -1 for cuBLAS custom calls), a donated
-1 GiB scale and a softmax, each measured with ceilings="datasheet", "calibrated" and "live". It prints the
-ceilings each mode used (bf16 and f32 peaks, memory bandwidth, with their origin), then one row per kernel and
-mode: timer, runs, device time, utilization and, for live ceilings, the range of the drift (the machine's speed
-during the runs over its calibrated speed), and each result in full. Nothing here is asserted. With --save the
-same text goes to DIR/gpu_live_check-<date>-<device>.txt, headed by the date, the hardware and the command: how
-docs/gpu.md keeps the raw output of every GPU run. On a CPU-only machine it runs too, on the CPU, which says
-nothing about accelerators.
+A bf16 matmul with analytic counts and the same matmul counted from its program (on GPUs XLA's cost analysis
+returns -1 for cuBLAS custom calls, which pytest-roofline then counts from the HLO), a donated 1 GiB scale and a
+softmax, each measured with ceilings="datasheet", "calibrated" and "live". It prints the ceilings each mode used
+(bf16 and f32 peaks, memory bandwidth, with their origin), then one row per kernel and mode: timer, runs, device
+time, utilization, for live ceilings the range of the drift (the machine's speed during the runs over its
+calibrated speed), the FLOPs and where they came from; then each result in full. Nothing here is asserted. With
+--save the same text goes to DIR/gpu_live_check-<date>-<device>.txt, headed by the date, the hardware and the
+command: how docs/gpu.md keeps the raw output of every GPU run. On a CPU-only machine it runs too, on the CPU,
+which says nothing about accelerators.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def cases(shrink: int) -> list[tuple[str, Any, tuple[Any, ...], dict[str, float]
     logits = jax.random.normal(key, (rows, 8192 // shrink), jnp.float32)
     return [
         (f"bf16 matmul {n}", lambda p, q: p @ q, (a, a), {"flops": 2.0 * n**3, "bytes": 3.0 * 2 * n * n}),
+        # The same without counts: on a GPU they come from the cuBLAS call in the HLO (should equal 2 n^3).
+        (f"bf16 matmul {n} hlo", lambda p, q: p @ q, (a, a), {}),
         (f"scale {elements * 4 / 2**20:.0f} MiB donated", jax.jit(lambda v: v * 1.5, donate_argnums=0), (x,), {}),
         (f"softmax {rows}x{8192 // shrink}", lambda v: jax.nn.softmax(v, -1), (logits,), {}),
     ]
@@ -56,8 +59,9 @@ def row(mode: str, name: str, r: Result, seconds: float) -> str:
     drift = "-"
     if r.live is not None and r.live.drift_per_run:
         drift = f"{min(r.live.drift_per_run):.1%}-{max(r.live.drift_per_run):.1%}"
-    return (f"{mode:<10}  {name:<20} {r.timer:<9} {r.runs:>4} {r.device_time_s * 1e3:>10.3f} ms "
-            f"{r.utilization:>7.1%}  drift {drift:<13} [{seconds:.1f} s]")
+    return (f"{mode:<10}  {name:<24} {r.timer:<9} {r.runs:>4} {r.device_time_s * 1e3:>10.3f} ms "
+            f"{r.utilization:>7.1%}  {drift:<19} {format_quantity(r.flops, 'FLOP')} ({r.flops_source}) "
+            f"[{seconds:.1f} s]")
 
 
 def run(shrink: int) -> list[str]:
@@ -76,7 +80,8 @@ def run(shrink: int) -> list[str]:
     for mode in MODES:
         first = next((r for m, _, r, _ in results if m == mode), None)
         out.append(ceilings_line(mode, first) if first else f"{mode:<10}  (no result)")
-    out.append(f"\n{'mode':<10}  {'kernel':<20} {'timer':<9} {'runs':>4} {'device':>13} {'util':>7}")
+    out.append(f"\n{'mode':<10}  {'kernel':<24} {'timer':<9} {'runs':>4} {'device':>13} {'util':>7}  "
+               f"{'drift':<19} FLOPs (source)")
     out += [row(mode, name, r, s) for mode, name, r, s in results]
     out.append("\nresults in full")
     out += [f"[{mode}] {r}" for mode, _, r, _ in results]
