@@ -237,3 +237,18 @@ def test_a_kernel_below_its_threshold_only_through_cpu_contention_warns_and_pass
     assert "below it even at 50.0% without the time its threads waited" in out
     result.stdout.fnmatch_lines(["*test_contended*contended*", "contended: 2 kernel(s) measured while other "
                                  "processes held the CPUs*"])
+
+
+@pytest.mark.parametrize("how", ["env", "ini", "option", "none"])
+def test_warn_only_option_reads_the_effective_setting(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                                      how: str) -> None:
+    pytester.makepyfile("def test_a(request):\n"
+                        f"    assert request.config.getoption('roofline_warn_only') is {how != 'none'}\n")
+    args = []
+    if how == "env":
+        monkeypatch.setenv("PYTEST_ROOFLINE_WARN_ONLY", "1")
+    elif how == "ini":
+        pytester.makeini("[pytest]\nroofline_warn_only = true\n")
+    elif how == "option":
+        args.append("--roofline-warn-only")
+    pytester.runpytest(*args).assert_outcomes(passed=1)

@@ -73,6 +73,9 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve_settings(cli, os.environ, ini, _ini_name(config), base_dir)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    # The option reads the effective value, whichever of option, ini, env or YAML set it, so that a test's
+    # own condition (e.g. an xfail that holds unless verdicts are warnings) agrees with the plugin.
+    config.option.roofline_warn_only = settings.warn_only
 
     def trace_root() -> str:
         if settings.trace_dir:
