@@ -42,10 +42,14 @@ def test_matmul_result_fields() -> None:
     assert 3 <= r.runs <= 5 and len(r.per_run_s) == r.runs
     assert r.min_s <= r.device_time_s <= max(r.per_run_s)
     assert r.utilization_calibrated == pytest.approx(r.roofline_time_s / r.device_time_s)
-    # Live: an f32 matmul reference ran before and after every run, read from the same trace.
-    assert r.live is not None and r.live.reference.startswith("f32 matmul") and r.live.resource == "compute"
-    assert len(r.live.reference_s) == r.runs + 1 and r.drift is not None and r.drift > 0
-    assert r.utilization == pytest.approx(statistics.median(r.per_run_utilization))
+    # Live: an f32 matmul reference ran before and after every run, read from the same trace; or, on a busy
+    # machine where the reference ran implausibly fast, the calibrated ceilings, with a note that says why.
+    if r.live is None:
+        assert any("calibrated ceilings used" in n for n in r.notes), r.notes
+    else:
+        assert r.live.reference.startswith("f32 matmul") and r.live.resource == "compute"
+        assert len(r.live.reference_s) == r.runs + 1 and r.drift is not None and r.drift > 0
+        assert r.utilization == pytest.approx(statistics.median(r.per_run_utilization))
     low, high = r.utilization_interval
     assert low <= r.utilization <= high and not r.marginal
     assert r.compile_time_s > 0
@@ -60,11 +64,13 @@ def test_matmul_result_fields() -> None:
         assert uses["bytes"].ceiling == r.hardware.memory_bandwidth
     data = json.loads(json.dumps(r.to_dict()))
     assert data["utilization"] == r.utilization and data["hardware"]["platform"] == "cpu"
-    assert data["ceilings"] == "live" and data["drift"] == r.drift and data["marginal"] is False
+    assert data["drift"] == r.drift and data["marginal"] is False
+    if r.live is not None:
+        assert data["ceilings"] == "live"
     assert data["utilization_interval"] == [low, high] and data["utilization_calibrated"] == r.utilization_calibrated
     text = str(r)
-    for fragment in ("mm on CPU", "compute-bound", "utilization", "profiler", "critical", "95% interval",
-                     "of its calibrated speed during this measurement", "against the calibration alone"):
+    live = ("of its calibrated speed during this measurement", "against the calibration alone") if r.live else ()
+    for fragment in ("mm on CPU", "compute-bound", "utilization", "profiler", "critical", "95% interval", *live):
         assert fragment in text
 
 
