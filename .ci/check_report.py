@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import sys
 
-from pytest_roofline.history.reports import load_run
+from pytest_roofline.history.reports import Run, load_run
 
 
 def problems(path: str) -> list[str]:
-    run = load_run(path)
+    return run_problems(load_run(path))
+
+
+def run_problems(run: Run) -> list[str]:
     found = [f"{rec.nodeid} [{rec.label}]: impossible ({rec.utilization:.1%} of the roofline)" for rec in run.records
              if rec.verdict == "impossible"]
     found += [f"{u.nodeid} [{u.label}]: cannot be measured: {u.error}" for u in run.unmeasured]
@@ -26,12 +29,13 @@ def problems(path: str) -> list[str]:
 
 def main() -> int:
     path = sys.argv[1]
-    found = problems(path)
+    run = load_run(path)
+    found = run_problems(run)
     for line in found:
         print(f"{path}: {line}", file=sys.stderr)
     if not found:
-        verdicts = sorted({rec.verdict for rec in load_run(path).records})
-        print(f"{path}: {len(load_run(path).records)} kernels measured, none impossible or unmeasured "
+        verdicts = sorted({rec.verdict for rec in run.records})
+        print(f"{path}: {len(run.records)} kernels measured, none impossible or unmeasured "
               f"(verdicts: {', '.join(verdicts)})")
     return 1 if found else 0
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import platform
 import socket
 import subprocess
-from importlib import metadata
 from typing import Any
+
+from ..dependencies import installed
 
 __all__ = ["machine", "git_commit", "versions"]
 
@@ -33,12 +34,5 @@ def git_commit(directory: str) -> dict[str, Any] | None:
 def versions() -> dict[str, str | None]:
     from .. import __version__
 
-    return {"pytest_roofline": __version__, "jax": _version("jax"), "jaxlib": _version("jaxlib"),
-            "pytest": _version("pytest")}
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
+    return {"pytest_roofline": __version__, "jax": installed("jax"), "jaxlib": installed("jaxlib"),
+            "pytest": installed("pytest")}
