@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from fakes import FAKE_SESSION_CONFTEST
 
@@ -182,6 +184,18 @@ def test_report_path_that_cannot_be_written_is_a_usage_error(pytester: pytest.Py
                                  "report there: *afile is not a directory"])
 
 
+@pytest.mark.parametrize("option", ["--roofline-report=/proc/roofline.json", "--roofline-html=/proc/roofline.html",
+                                    "--roofline-history=/proc"])
+def test_an_output_under_proc_is_refused_at_start_up(pytester: pytest.Pytester, option: str) -> None:
+    """/proc takes no new file even from root, whose permission bits say it could: refused before any test runs,
+    not after the run."""
+    if not os.path.isdir("/proc"):
+        pytest.skip("no /proc on this system")
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {option} on the command line: cannot *proc*"])
+    assert "Traceback" not in result.stderr.str() and "passed" not in result.stdout.str()
 
 
 def test_report_that_fails_at_the_end_keeps_the_summary_and_fails_the_run(pytester: pytest.Pytester) -> None:
