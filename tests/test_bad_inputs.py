@@ -86,6 +86,10 @@ def test_bad_kernels_and_a_marker_typo_under_xdist(pytester: pytest.Pytester) ->
     # None is no work: it never passes bound=; a number is no work too, said in a warning.
     result.stdout.fnmatch_lines(["*kernel '<lambda>' of test_k.py::test_returns_none: the kernel does no work*"])
     assert out.count("the kernel does no work") >= 2
+    # ... and it is bound by neither: no intensity, no bound, no hints, in the message and the summary.
+    result.stdout.fnmatch_lines(["  intensity     none: the program computes nothing, so it is bound by neither",
+                                 "test_k.py::test_returns_none ?<lambda>? * - * - * no-work*"])
+    assert "-bound" not in out.split("test_returns_none")[1].split("_____")[0] and "  hint  " not in out
     # A kernel that raises: one line, the exception it ended in, no embedded traceback in our message.
     line = next(x for x in out.splitlines() if x.startswith("roofline: kernel 'fails_when_run'"))
     assert line.endswith("cannot be measured: fails_when_run: running it failed: JaxRuntimeError: INTERNAL: "

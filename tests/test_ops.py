@@ -185,6 +185,20 @@ def test_hints() -> None:
     assert not any("cache" in h for h in tiny)  # the cache hint is for CPUs
 
 
+def test_the_cache_hint_names_where_the_cache_size_came_from_and_is_left_out_when_the_model_holds_the_cache() -> None:
+    def cache_hints(**keywords: object) -> list[str]:
+        return [h for h in hints([], platform="cpu", device_time_s=1e-3, bound="memory", donated=True,
+                                 output_bytes=8, working_set_bytes=4 * 2**20, has_loops=False, busy_s=None,
+                                 **keywords) if "last-level cache" in h]  # type: ignore[arg-type]
+
+    (told,) = cache_hints(cache_bytes=8 * 2**20)
+    assert "(8 MiB, as the system reports it)" in told
+    (assumed,) = cache_hints()
+    assert "(32 MiB, assumed)" in assumed
+    assert cache_hints(cache_bytes=8 * 2**20, cache_modelled=True) == []
+    assert cache_hints(cache_bytes=2 * 2**20) == []  # the working set does not fit
+
+
 MEASURE_SCRIPT = r"""
 import json
 import jax, jax.numpy as jnp

@@ -145,3 +145,16 @@ def test_a_report_from_before_the_optional_fields_still_reads(tmp_path: Path) ->
     (record,) = load_run(path).records
     assert record.utilization == pytest.approx(0.5) and record.key.jax == "?" and record.result.memory is None
     assert "roofline" in failure_message(record, "shown")
+
+
+def test_the_failure_message_names_only_the_trace_files_that_were_written() -> None:
+    record = rich_record()
+    traced = failure_message(replace(record, artifacts=Artifacts("/t/k", "/t/k/hlo.txt", "/t/k/p.json.gz",
+                                                                 "/t/k/plugins/profile/1/h.xplane.pb")), "why")
+    assert "  trace         /t/k\n" in traced + "\n"
+    assert ("Perfetto: open /t/k/p.json.gz at https://ui.perfetto.dev ; TensorBoard/XProf: tensorboard --logdir "
+            "/t/k ; HLO: /t/k/hlo.txt") in traced
+    # Timed by the wall clock (no profiler trace): the directory holds the HLO only, and the message says so.
+    untraced = failure_message(replace(record, artifacts=Artifacts("/t/k", "/t/k/hlo.txt")), "why")
+    assert "  trace         /t/k (no profiler trace: the wall clock was used)" in untraced
+    assert "Perfetto" not in untraced and "tensorboard" not in untraced and "HLO: /t/k/hlo.txt" in untraced

@@ -16,10 +16,12 @@ _LAYOUT_OPS = frozenset({"copy", "transpose", "copy-start"})
 
 def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: str, donated: bool,
           output_bytes: float, working_set_bytes: float, has_loops: bool, busy_s: float | None,
-          cache_bytes: int | None = None) -> list[str]:
+          cache_bytes: int | None = None, cache_modelled: bool = False) -> list[str]:
     """Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show.
 
-    ``cache_bytes``: the last-level cache as the system reports it (CPU), else 32 MiB is assumed."""
+    ``cache_bytes``: the last-level cache as the system reports it (CPU), else 32 MiB is assumed.
+    ``cache_modelled``: the roofline already holds bytes that fit the cache to its bandwidth (a note says so), so
+    no hint that the DRAM roofline does not bound them."""
     out: list[str] = []
     measured = [r for r in rows if r.measured_s]
     total = sum(r.measured_s or 0.0 for r in measured) or device_time_s
@@ -38,7 +40,7 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
         trips = max((r.executions for r in rows), default=1)
         out.append(f"a while loop ({', '.join(loops)[:80]}) runs up to {trips} iterations one after another")
     cache = cache_bytes or 32 * 2**20
-    if platform == "cpu" and bound == "memory" and 0 < working_set_bytes <= cache:
+    if platform == "cpu" and bound == "memory" and 0 < working_set_bytes <= cache and not cache_modelled:
         told = "as the system reports it" if cache_bytes else "assumed"
         out.append(f"the working set ({working_set_bytes / 2**20:.1f} MiB) fits in the last-level cache "
                    f"({cache / 2**20:.0f} MiB, {told}): part of it may be served from cache, so the DRAM roofline "

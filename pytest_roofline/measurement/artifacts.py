@@ -25,8 +25,6 @@ def save_artifacts(result: Result, root: str | Path, nodeid: str, label: str) ->
     all. Returns the paths."""
     final = write_directory_atomic(Path(root) / _safe(f"{nodeid}__{label}"), lambda d: _write(result, d))
     paths = {"trace_dir": str(final), "hlo": str(final / "hlo.txt"), "perfetto": "", "xplane": ""}
-    if not result.xspace:
-        paths["trace_dir"] += " (no profiler trace: the wall clock was used)"
     for name, pattern in (("perfetto", "perfetto_trace.json.gz"), ("xplane", "plugins/profile/*/*.xplane.pb"),
                           ("xplane", "trace.xplane.pb")):
         found = sorted(final.glob(pattern))

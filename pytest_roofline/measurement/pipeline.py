@@ -108,7 +108,8 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
                             {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")}),
         ops_model=ops_model,
         notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory)),
-        hints=tuple(_hints(ops_model.rows, module, program, model, timed, busy, spec.cache_bandwidth is not None)),
+        hints=() if does_no_work(module) else tuple(_hints(ops_model.rows, module, program, model, timed, busy,
+                                                           spec.cache_bandwidth is not None)),
         hlo_text=program.hlo_text,
         xspace=timed.xspace,
         live=live,
@@ -290,4 +291,4 @@ def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, m
                  donated=any(program.donated), output_bytes=root.shape.bytes,
                  working_set_bytes=working_set(module, None),
                  has_loops=bool(model.work.loops), busy_s=busy,
-                 cache_bytes=last_level_cache_bytes() if program.platform == "cpu" and not cache_known else None)
+                 cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None, cache_modelled=cache_known)

@@ -23,7 +23,7 @@ from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .history_text import run_line
-from .text import other_utilization, verdict_marks
+from .text import bound_cells, other_utilization, verdict_marks
 
 __all__ = ["HtmlUnavailable", "html_report", "plotly_missing"]
 
@@ -121,9 +121,10 @@ def _row(rec: KernelRecord, several: bool) -> str:
     colour = VERDICT_COLOURS.get(rec.verdict, "#444")
     within = f"<br><span class=meta>[{interval[0]:.1%} - {interval[1]:.1%}]</span>" if interval else ""
     flagged = ' class="num bad" title="above 105%: a peak or a count is wrong"' if r.impossible else ""
+    bound, intensity = bound_cells(r)
     return "<tr>" + "".join([
-        _cell(f"{_e(rec.nodeid)} <b>[{_e(rec.label)}]</b>", rec.kernel, attrs=' class="name"'), _cell(_e(r.bound)),
-        _cell(f"{r.intensity:.3g}", r.intensity, True),
+        _cell(f"{_e(rec.nodeid)} <b>[{_e(rec.label)}]</b>", rec.kernel, attrs=' class="name"'), _cell(_e(bound)),
+        _cell(intensity, r.intensity, True),
         _cell(format_seconds(r.device_time_s), r.device_time_s, True),
         _cell(format_seconds(r.roofline_time_s), r.roofline_time_s, True),
         _cell(f"{util:.1%}{' IMPOSSIBLE' if r.impossible else ''}{within}", util, not flagged, flagged),

@@ -14,7 +14,7 @@ from ..analysis.roofline import IMPOSSIBLE_ABOVE
 from ..hardware.spec import Ceiling, HardwareSpec
 from ..history.checks import BaselineCheck
 from ..history.recorded import RecordedResult
-from ..history.records import KernelRecord, Unmeasured
+from ..history.records import Artifacts, KernelRecord, Unmeasured
 from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 
@@ -127,19 +127,30 @@ def failure_message(record: KernelRecord, reason: str) -> str:
                  f"{format_quantity(r.bytes_accessed, 'B')} ({r.bytes_source}), "
                  f"{format_quantity(r.transcendentals, 'transcendentals')}{lower}")
     lines += _memory_lines(record)
-    lines.append(f"  intensity     {r.intensity:.3g} FLOP/B vs critical {r.critical_intensity:.3g} FLOP/B "
-                 f"-> {r.bound}-bound")
+    if r.no_work:
+        lines.append("  intensity     none: the program computes nothing, so it is bound by neither")
+    else:
+        lines.append(f"  intensity     {r.intensity:.3g} FLOP/B vs critical {r.critical_intensity:.3g} FLOP/B "
+                     f"-> {r.bound}-bound")
     lines += _time_lines(r)
     lines += _judgement_lines(record)
     lines += _model_lines(record)
     lines += [f"  hint          {hint}" for hint in r.hints]
     lines += [f"  note          {note}" for note in r.notes]
-    saved = record.artifacts
-    if saved is not None:
-        lines.append(f"  trace         {saved.trace_dir}")
-        lines.append(f"                Perfetto: open {saved.perfetto} at https://ui.perfetto.dev ; "
-                     f"TensorBoard/XProf: tensorboard --logdir {saved.trace_dir} ; HLO: {saved.hlo}")
+    if record.artifacts is not None:
+        lines += _artifact_lines(record.artifacts)
     return "\n".join(lines)
+
+
+def _artifact_lines(saved: Artifacts) -> list[str]:
+    """Where the trace and HLO were saved, and how to open each (only what was written)."""
+    untraced = "" if saved.perfetto or saved.xplane else " (no profiler trace: the wall clock was used)"
+    views = [f"Perfetto: open {saved.perfetto} at https://ui.perfetto.dev"] if saved.perfetto else []
+    if saved.xplane:
+        views.append(f"TensorBoard/XProf: tensorboard --logdir {saved.trace_dir}")
+    if saved.hlo:
+        views.append(f"HLO: {saved.hlo}")
+    return [f"  trace         {saved.trace_dir}{untraced}"] + (["                " + " ; ".join(views)] if views else [])
 
 
 def top_ops_lines(ops: Sequence[OpRow], count: int = 5, indent: str = "    ") -> list[str]:
@@ -218,6 +229,11 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
     return marks
 
 
+def bound_cells(r: RecordedResult) -> tuple[str, str]:
+    """The bound and the intensity as a table shows them: "-" for a program that computes nothing."""
+    return ("-", "-") if r.no_work else (r.bound, f"{r.intensity:.3g}")
+
+
 def _table(records: Sequence[KernelRecord]) -> list[str]:
     """One row per measured kernel, worst first (impossible ones on top), columns aligned."""
     rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "first touch", "memory", "verdict")]
@@ -230,7 +246,7 @@ def _table(records: Sequence[KernelRecord]) -> list[str]:
         if isinstance(base, BaselineCheck) and base.regressed:
             verdict += f" ({-base.drop:+.0%} vs baseline {base.baseline:.0%})"
         verdict += "".join(f" [{mark}]" for mark, _ in verdict_marks(rec))
-        rows.append((rec.kernel, r.bound, f"{r.intensity:.3g}", format_seconds(r.device_time_s),
+        rows.append((rec.kernel, *bound_cells(r), format_seconds(r.device_time_s),
                      format_seconds(r.roofline_time_s), _util_cell(r), _other_util_cell(r), _memory_cell(rec),
                      verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
