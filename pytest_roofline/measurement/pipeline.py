@@ -96,6 +96,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     if plan.reference is not None and live is None:
         used = "calibrated"
         plan = replace(plan, why=why)
+    no_work = does_no_work(module)
     return Result(
         name=label,
         hardware=spec,
@@ -108,8 +109,8 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
                             {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")}),
         ops_model=ops_model,
         notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory)),
-        hints=() if does_no_work(module) else tuple(_hints(ops_model.rows, module, program, model, timed, busy,
-                                                           spec.cache_bandwidth is not None)),
+        hints=() if no_work else tuple(_hints(ops_model.rows, module, program, model, timed, busy,
+                                              spec.cache_bandwidth is not None)),
         hlo_text=program.hlo_text,
         xspace=timed.xspace,
         live=live,
@@ -117,7 +118,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         memory=memory,
         first_touch=touch,
         first_touch_mode=touch_mode,
-        no_work=does_no_work(module),
+        no_work=no_work,
     )
 
 
