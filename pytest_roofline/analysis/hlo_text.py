@@ -53,27 +53,16 @@ def unclosed(text: str) -> bool:
 def split_top(text: str, sep: str = ",") -> list[str]:
     """Split on ``sep`` outside brackets and quotes."""
     parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            j = after_quote(text, i)
-            current.append(text[i:j])
-            i = j
-            continue
+    depth, start = 0, 0
+    for i, ch in unquoted(text):
         if ch in "({[":
             depth += 1
         elif ch in ")}]":
             depth -= 1
-        if ch == sep and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    tail = "".join(current).strip()
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
     if tail:
         parts.append(tail)
     return parts
@@ -85,17 +74,12 @@ def strip_comments(line: str) -> str:
     if "/*" not in line:
         return line
     out: list[str] = []
-    i = 0
-    while i < len(line):
-        ch = line[i]
-        if ch == '"':
-            j = after_quote(line, i)
-            out.append(line[i:j])
-            i = j
-        elif line.startswith("/*", i):
-            end = line.find("*/", i + 2)
-            i = len(line) if end < 0 else end + 2
-        else:
-            out.append(ch)
-            i += 1
+    kept_from = 0
+    for i, _ in unquoted(line):
+        if i < kept_from or not line.startswith("/*", i):
+            continue
+        end = line.find("*/", i + 2)
+        out.append(line[kept_from:i])
+        kept_from = len(line) if end < 0 else end + 2
+    out.append(line[kept_from:])
     return "".join(out)
