@@ -32,16 +32,20 @@ __all__ = ["ProgramInfo", "Result", "CeilingUse"]
 
 @dataclass(frozen=True)
 class ProgramInfo:
-    """Facts of the compiled program: its HLO module name, the device it ran on, compile time, versions."""
+    """Facts of the compiled program: its HLO module name, the device it ran on, compile time (tracing, lowering
+    and compiling; ``compile_cached``: XLA did not compile, the program came from JAX's in-memory cache because
+    it was compiled earlier in the process), versions."""
 
     module_name: str
     device_kind: str
     compile_time_s: float
     versions: Mapping[str, str] = field(default_factory=dict)
+    compile_cached: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"module_name": self.module_name, "device_kind": self.device_kind,
-                "compile_time_s": self.compile_time_s, "versions": dict(self.versions)}
+                "compile_time_s": self.compile_time_s, "compile_cached": self.compile_cached,
+                "versions": dict(self.versions)}
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,10 @@ class Result:
     @property
     def compile_time_s(self) -> float:
         return self.program.compile_time_s
+
+    @property
+    def compile_cached(self) -> bool:
+        return self.program.compile_cached
 
     @property
     def module_name(self) -> str:

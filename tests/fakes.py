@@ -29,7 +29,7 @@ FAKE_FOOTPRINT = MemoryFootprint(arguments=2_000_000, outputs=1_000_000, tempora
 def fake_result(utilization: float, *, bound: Bound = "memory", name: str = "kernel",
                 ceilings: CeilingsUsed = "calibrated", notes: tuple[str, ...] = (),
                 footprint: MemoryFootprint | None = FAKE_FOOTPRINT, hardware: HardwareSpec = FAKE_CPU,
-                waiting: float | None = None) -> Result:
+                waiting: float | None = None, compile_s: float = 0.01) -> Result:
     """A Result whose program-level utilization is ``utilization`` (device time 1 ms); ``waiting``: the made-up
     share of their ready time its threads waited for a CPU in every run."""
     device = 1e-3
@@ -44,7 +44,7 @@ def fake_result(utilization: float, *, bound: Bound = "memory", name: str = "ker
         roofline=RooflineEstimate(compute, memory, 1e11, 1e10),
         timing=Timing((device,) * 5, (device * 1.1,) * 5, "profiler", "", "run_id stat",
                       waiting_per_run=() if waiting is None else (waiting,) * 5),
-        program=ProgramInfo("jit_kernel", "cpu", 0.01, {"jax": "fake"}),
+        program=ProgramInfo("jit_kernel", "cpu", compile_s, {"jax": "fake"}),
         ops_model=OpsModel(), notes=notes, memory=footprint,
     )
 

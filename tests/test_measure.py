@@ -228,3 +228,19 @@ def test_a_kernel_keyword_named_like_a_setting_reaches_the_kernel_in_the_explici
         pytest_roofline.measure(repeat, x, name=3, **FAST)
     r = pytest_roofline.measure(repeat, args=(x,), kwargs={"name": 3}, name="label", **FAST)
     assert r.name == "label" and r.flops == 3 * 1024
+
+
+def test_compile_time_is_measured_once_and_a_cached_program_says_so() -> None:
+    """XLA compiles a new program (JAX reports a backend compile); measuring it again, or a kernel the test ran
+    before, takes it from JAX's in-memory cache, and the result says the compile time was not measured."""
+    def fresh_kernel(x: Any) -> Any:
+        return jnp.sin(x) * 3.0 + 0.5
+
+    x = jnp.ones((4096,), jnp.float32)
+    first = pytest_roofline.measure(fresh_kernel, x, **FAST)
+    again = pytest_roofline.measure(fresh_kernel, x, **FAST)
+    assert not first.compile_cached and first.compile_time_s > 0
+    assert again.compile_cached
+    data = first.to_dict()
+    assert data["compile_time_s"] == first.compile_time_s and data["compile_cached"] is False
+    assert again.to_dict()["compile_cached"] is True

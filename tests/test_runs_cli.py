@@ -15,8 +15,11 @@ from pytest_roofline.cli.main import main
 from pytest_roofline.report.document import report_document, session_block
 
 
-def _report(utils: dict[str, float], day: int, complete: bool = True, commit: str = "c0ffee") -> dict[str, Any]:
-    records = [record_of(f"test_k.py::{name}", "kernel", fake_result(u, name="kernel"), "measured")
+def _report(utils: dict[str, float], day: int, complete: bool = True, commit: str = "c0ffee",
+            compile_s: dict[str, float] | None = None) -> dict[str, Any]:
+    """A report of fake results: ``utils`` per test, ``compile_s`` their made-up compile times (default 10 ms)."""
+    records = [record_of(f"test_k.py::{name}", "kernel",
+                         fake_result(u, name="kernel", compile_s=(compile_s or {}).get(name, 0.01)), "measured")
                for name, u in utils.items()]
     session = session_block(0 if complete else 2, len(utils), len(utils) if complete else 1)
     provenance = {"git": {"commit": f"{commit}{day:02d}" + "0" * 30, "dirty": False}, "versions": {"jax": "fake"},
@@ -29,11 +32,13 @@ def _write(path: Path, report: dict[str, Any]) -> Path:
     return path
 
 
-def _history(tmp_path: Path, nights: list[dict[str, float]], partial: dict[str, float] | None = None) -> Path:
+def _history(tmp_path: Path, nights: list[dict[str, float]], partial: dict[str, float] | None = None,
+             compile_s: list[dict[str, float]] | None = None) -> Path:
     directory = tmp_path / "hist"
     directory.mkdir()
     for day, utils in enumerate(nights, start=1):
-        _write(directory / f"roofline-202611{day:02d}T031700Z-c0ffee.json", _report(utils, day))
+        made_up = compile_s[day - 1] if compile_s else None
+        _write(directory / f"roofline-202611{day:02d}T031700Z-c0ffee.json", _report(utils, day, compile_s=made_up))
     if partial is not None:
         _write(directory / "roofline-20261130T031700Z-partial.json", _report(partial, 30, complete=False))
     return directory
@@ -86,6 +91,36 @@ def test_compare_against_a_history(tmp_path: Path, capsys: pytest.CaptureFixture
     worse = _write(tmp_path / "worse.json", _report({"test_a": 0.3, "test_b": 0.4}, 9))
     status, out, _ = _cli(capsys, "compare", str(directory), str(worse))
     assert status == 1 and "(6 runs in " in out
+
+
+def test_compile_time_is_judged_only_when_a_ratio_is_asked_for(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Made-up compile times: test_a's grows from 10 ms to 30 ms at the same utilization."""
+    base = _write(tmp_path / "base.json", _report({"test_a": 0.6, "test_b": 0.4}, 1))
+    slow = _write(tmp_path / "slow.json", _report({"test_a": 0.6, "test_b": 0.4}, 2, compile_s={"test_a": 0.03}))
+    assert _cli(capsys, "compare", str(base), str(slow))[0] == 0
+    status, out, _ = _cli(capsys, "compare", "--max-compile", "2", str(base), str(slow))
+    assert status == 1
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("test_k.py")}
+    assert rows["test_k.py::test_a"].endswith("COMPILE REGRESSION") and "30 ms (3.00x)" in rows["test_k.py::test_a"]
+    assert rows["test_k.py::test_b"].endswith("ok") and "(1.00x)" in rows["test_k.py::test_b"]
+    assert ("compile-time regression: compile time 30 ms is 3.00x the baseline's 10 ms (1 run), beyond "
+            "--max-compile 2x") in out
+    assert _cli(capsys, "compare", "--max-compile", "4", str(base), str(slow))[0] == 0
+
+    times = [{"test_a": 0.01 + 0.001 * (i % 2), "test_b": 0.02} for i in range(6)] + [{"test_a": 0.05, "test_b": 0.02}]
+    directory = _history(tmp_path, [*STEADY, STEADY[0]], compile_s=times)
+    status, out, _ = _cli(capsys, "history", str(directory))
+    assert status == 0 and "compile" in out.splitlines()[1] and "50 ms" in out
+    status, out, _ = _cli(capsys, "history", "--max-compile", "1.5", str(directory))
+    assert status == 1
+    (a_row,) = [line for line in out.splitlines() if line.startswith("test_k.py::test_a")]
+    assert a_row.endswith("compile regression") and "50 ms (4.76x)" in a_row
+    assert "COMPILE-TIME REGRESSION: compile time 50 ms is 4.76x the baseline's 10.5 ms (median of 6 runs)" in out
+    for bad in ("1", "0.5", "x"):
+        with pytest.raises(SystemExit) as stop:
+            main(["history", "--max-compile", bad, str(directory)])
+        assert stop.value.code == 2 and f"must be a ratio above 1, e.g. 1.5, got '{bad}'" in capsys.readouterr().err
 
 
 def test_show_prints_the_run_and_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("current", help="a report")
     compare.add_argument("--max-drop", type=_fraction, metavar="FRACTION",
                          help="the gate's floor (default 0.05 against a history, 0.10 against one report)")
+    compare.add_argument("--max-compile", type=_ratio, metavar="RATIO",
+                         help="also a regression: a kernel's compile time above RATIO x the baseline's median "
+                              "(off unless given)")
     hist = commands.add_parser(
         "history", help="per-kernel series of a history directory, change points, regressions; exit 1 on one",
         description="Read every report of a --roofline-history directory; per kernel (and hardware, ceilings, "
@@ -50,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
                     "runs are listed and left out. Exit status 1 when a series' latest run is a regression.")
     hist.add_argument("directory", help="the --roofline-history directory")
     hist.add_argument("--last", type=_positive, default=30, metavar="N", help="values shown per sparkline (default 30)")
+    hist.add_argument("--max-compile", type=_ratio, metavar="RATIO",
+                      help="also a regression: a latest compile time above RATIO x the median of the runs before "
+                           "it (off unless given)")
     html = commands.add_parser(
         "html", help="a self-contained HTML report with roofline charts (pip install 'pytest-roofline[html]')",
         description="Write one HTML file that opens with no network: the sortable summary, the program-level "
@@ -86,6 +92,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a ratio above 1, e.g. 1.5, got {text!r}") from None
+    if not value > 1 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a ratio above 1, e.g. 1.5, got {text!r}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -104,9 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "show":
             out, status = report_commands.show(args.report)
         elif args.command == "compare":
-            out, status = report_commands.compare(args.baseline, args.current, args.max_drop)
+            out, status = report_commands.compare(args.baseline, args.current, args.max_drop, args.max_compile)
         elif args.command == "history":
-            out, status = report_commands.history(args.directory, args.last)
+            out, status = report_commands.history(args.directory, args.last, args.max_compile)
         elif args.command == "export":
             out, status = report_commands.export(args.report, args.format)
         else:  # html

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from ..history.baseline import Baseline, build_series
+from ..history.baseline import Baseline, Series, build_series
+from ..history.compile_check import CompileCheck, compile_check
 from ..history.detect import judge_series
 from ..history.reports import ReportError, load_history, load_run
 from ..report.history_text import compare_lines, github_benchmark, history_lines, show_lines
@@ -35,27 +36,46 @@ def show(path: str) -> tuple[str, int]:
     return "\n".join(show_lines(run)), 0
 
 
-def compare(baseline_path: str, current_path: str, max_drop: float | None) -> tuple[str, int]:
-    """Exit status 1 when a kernel regressed, else 0."""
+def compare(baseline_path: str, current_path: str, max_drop: float | None,
+            max_compile: float | None = None) -> tuple[str, int]:
+    """Exit status 1 when a kernel regressed (utilization, or compile time with ``max_compile``), else 0."""
     baseline = _read(lambda: Baseline.load(baseline_path, warn))
     current = _read(lambda: load_run(current_path))
     checks = []
+    compiles: dict[Any, CompileCheck] = {}
     for record in current.records:
         checks.append((record.key, baseline.judge_record(record, max_drop, "--max-drop")))
+        if max_compile is not None:
+            found = compile_check(record.key, record.result.compile_measured_s, baseline.compile_s.get(record.key, ()),
+                                  max_compile)
+            if found is not None:
+                compiles[record.key] = found
     present = {key for key, _ in checks}
     gone = sorted(k for k in baseline.values if k not in present)
-    regressed = any(c.regressed for _, c in checks)
-    return "\n".join(compare_lines(baseline_path, current, checks, gone)), 1 if regressed else 0
+    regressed = any(c.regressed for _, c in checks) or any(c.regressed for c in compiles.values())
+    return "\n".join(compare_lines(baseline_path, current, checks, gone, compiles)), 1 if regressed else 0
 
 
-def history(directory: str, last: int) -> tuple[str, int]:
-    """Exit status 1 when the latest run of a series is a regression, else 0."""
+def _compile_of_latest(series: Series, max_compile: float) -> CompileCheck | None:
+    """A series' latest compile time against the runs before it."""
+    if len(series.compile_s) < 2:
+        return None
+    return compile_check(series.key, series.compile_s[-1], series.compile_s[:-1], max_compile)
+
+
+def history(directory: str, last: int, max_compile: float | None = None) -> tuple[str, int]:
+    """Exit status 1 when the latest run of a series is a regression (utilization, or compile time with
+    ``max_compile``), else 0."""
     runs = _read(lambda: load_history(directory, warn))
     if not runs:
         raise CliError(f"{directory}: no reports in this directory (--roofline-history=DIR writes roofline-*.json)")
-    judged = [(s, judge_series(s.values)) for s in build_series(runs)]
-    regressed = any(f.regression for _, f in judged)
-    return "\n".join(history_lines(directory, runs, judged, last)), 1 if regressed else 0
+    series = build_series(runs)
+    judged = [(s, judge_series(s.values)) for s in series]
+    compiles = {}
+    if max_compile is not None:
+        compiles = {s.key: c for s in series if (c := _compile_of_latest(s, max_compile)) is not None}
+    regressed = any(f.regression for _, f in judged) or any(c.regressed for c in compiles.values())
+    return "\n".join(history_lines(directory, runs, judged, last, compiles)), 1 if regressed else 0
 
 
 def export(path: str, fmt: str) -> tuple[str, int]:

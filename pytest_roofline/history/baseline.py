@@ -32,16 +32,18 @@ class Series:
     key: SeriesKey
     runs: tuple[Run, ...]  # complete runs that measured this kernel, oldest first
     values: tuple[float, ...]
+    compile_s: tuple[float, ...] = ()  # the kernel's compile time in each run (0: cached or not recorded)
 
 
 def build_series(runs: Iterable[Run]) -> list[Series]:
     """Group the records of the complete ``runs`` (oldest first) into series; incomplete runs are left out."""
-    points: dict[SeriesKey, list[tuple[Run, float]]] = {}
+    points: dict[SeriesKey, list[tuple[Run, float, float]]] = {}
     for run in runs:
         if run.complete:
             for record in run.records:
-                points.setdefault(record.key, []).append((run, record.utilization))
-    return [Series(k, tuple(r for r, _ in p), tuple(v for _, v in p)) for k, p in sorted(points.items())]
+                points.setdefault(record.key, []).append((run, record.utilization, record.result.compile_measured_s))
+    return [Series(k, tuple(r for r, _, _ in p), tuple(v for _, v, _ in p), tuple(c for _, _, c in p))
+            for k, p in sorted(points.items())]
 
 
 def interval_noise(result: RecordedResult, model: Model) -> float:
@@ -57,9 +59,11 @@ class Baseline:
     """Per series, the values a new run is judged against."""
 
     def __init__(self, path: str, values: Mapping[SeriesKey, Sequence[float]],
-                 records: Mapping[SeriesKey, KernelRecord], describe: Mapping[SeriesKey, str]) -> None:
+                 records: Mapping[SeriesKey, KernelRecord], describe: Mapping[SeriesKey, str],
+                 compile_s: Mapping[SeriesKey, Sequence[float]] | None = None) -> None:
         self.path = path
         self.values = dict(values)
+        self.compile_s = dict(compile_s or {})  # per series, the baseline's compile times
         self.records = dict(records)  # the latest baseline record of each series
         self._describe = dict(describe)
 
@@ -75,14 +79,15 @@ class Baseline:
             values = {s.key: s.values for s in series}
             records = {s.key: _record_of(s.runs[-1], s.key) for s in series}
             describe = {s.key: _describe_runs(path, s) for s in series}
-            return cls(path, values, records, describe)
+            return cls(path, values, records, describe, {s.key: s.compile_s for s in series})
         run = load_run(path)
         if not run.complete:
             raise ReportError(f"{path}: this report's run was incomplete ({run.why_incomplete}); it cannot be a "
                               "baseline")
         latest = {record.key: record for record in run.records}
         return cls(path, {k: (r.utilization,) for k, r in latest.items()}, latest,
-                   {k: f"report {path}, {run.short}" for k in latest})
+                   {k: f"report {path}, {run.short}" for k in latest},
+                   {k: (r.result.compile_measured_s,) for k, r in latest.items()})
 
     def check(self, key: SeriesKey, current: float, noise: float, max_drop: float | None = None,
               max_drop_origin: str = "") -> BaselineCheck | None:

@@ -59,6 +59,7 @@ class RecordedResult:
     first_touch_time_s: float = 0.0
     timer_fallback_reason: str = ""
     compile_time_s: float = 0.0
+    compile_cached: bool = False  # the program came from JAX's in-memory cache: no compile time measured
     versions: Mapping[str, str] = field(default_factory=dict)
     ceilings_used: tuple[CeilingUse, ...] = ()
     # The judgement's figures
@@ -90,6 +91,12 @@ class RecordedResult:
     notes: tuple[str, ...] = ()
     # The JSON it was read from, written back unchanged at the file boundary (never read by the reports)
     json: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def compile_measured_s(self) -> float:
+        """The compile time where XLA compiled the program in this measurement; 0 where it came from JAX's
+        cache (or the report predates compile times)."""
+        return 0.0 if self.compile_cached else self.compile_time_s
 
     def utilization_for(self, model: Model) -> float:
         """The utilization a threshold was checked against on ``model``."""

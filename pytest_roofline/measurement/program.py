@@ -29,6 +29,7 @@ class CompiledProgram:
     hlo_text: str
     module_name: str
     compile_time_s: float
+    compile_cached: bool  # XLA did not compile: the program came from JAX's in-memory cache
     leaves: list[Any]  # the dynamic argument leaves, on the device
     treedef: Any
     donated: list[bool]
@@ -101,7 +102,8 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     except Exception as exc:
         raise MeasureError(f"{name}: tracing/lowering failed: {exception_text(exc)}") from exc
     try:
-        compiled = lowered.compile()
+        with _BackendCompiles() as backend:
+            compiled = lowered.compile()
     except Exception as exc:
         raise MeasureError(f"{name}: compilation failed: {exception_text(exc)}") from exc
     compile_time = time.perf_counter() - t0
@@ -126,8 +128,31 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         raw_memory = compiled.memory_analysis()
     except Exception:  # noqa: BLE001 - the result says the compiler gave no memory analysis
         raw_memory = None
-    return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, placed, treedef, donated,
-                           device, raw_cost, raw_memory, traced)
+    return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, backend.count == 0, placed,
+                           treedef, donated, device, raw_cost, raw_memory, traced)
+
+
+# What JAX records each time XLA compiles a program (or loads it from the persistent cache); an in-memory cache
+# hit records nothing.
+_BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+class _BackendCompiles:
+    """Counts JAX's backend-compile events while open (through ``jax.monitoring``'s public listeners)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def _listener(self, event: str, duration_secs: float, **kwargs: str | int) -> None:
+        if event == _BACKEND_COMPILE_EVENT:
+            self.count += 1
+
+    def __enter__(self) -> _BackendCompiles:
+        jax.monitoring.register_event_duration_secs_listener(self._listener)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        jax.monitoring.unregister_event_duration_listener(self._listener)
 
 
 def allocator_stats(device: Any) -> dict[str, Any] | None:

@@ -3,13 +3,15 @@ github-action-benchmark export."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..history.baseline import Series
 from ..history.checks import BaselineCheck, NoBaseline, SeriesKey
+from ..history.compile_check import CompileCheck
 from ..history.detect import Finding
 from ..history.reports import Run
+from ..units import format_seconds
 from .text import summary_lines
 
 __all__ = ["run_line", "show_lines", "compare_lines", "history_lines", "sparkline", "github_benchmark"]
@@ -44,24 +46,37 @@ def _table(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
                       for i, c in enumerate(row)).rstrip() for row in rows]
 
 
+def _compile_cell(check: CompileCheck | None) -> str:
+    return f"{format_seconds(check.current_s)} ({check.ratio:.2f}x)" if check is not None else ""
+
+
 def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[SeriesKey, BaselineCheck | NoBaseline]],
-                  gone: Sequence[SeriesKey]) -> list[str]:
-    """Each kernel of the current run against the baseline; regressions say "REGRESSION"."""
+                  gone: Sequence[SeriesKey], compiles: Mapping[SeriesKey, CompileCheck] | None = None) -> list[str]:
+    """Each kernel of the current run against the baseline; regressions say "REGRESSION". ``compiles``: the
+    compile-time checks (``--max-compile``), shown in their own column."""
+    compiles = compiles or {}
     lines = [f"baseline: {baseline_path}", f"current:  {run_line(current)}"]
-    rows = [("kernel", "baseline", "current", "change", "gate", "status")]
+    rows = [("kernel", "baseline", "current", "change", "gate", *(("compile",) if compiles else ()), "status")]
     details = []
     for key, check in checks:
+        compiled = compiles.get(key)
+        extra = (_compile_cell(compiled),) if compiles else ()
+        slow = compiled is not None and compiled.regressed
+        if compiled is not None and compiled.regressed:
+            details.append(f"  {key.kernel}: compile-time regression: {compiled.message()}")
         if isinstance(check, NoBaseline):
-            rows.append((key.kernel, "-", "", "", "", "new" if check.new_kernel else "no comparable baseline"))
+            rows.append((key.kernel, "-", "", "", "", *extra, "new" if check.new_kernel else "no comparable baseline"))
             details.append(f"  {key.kernel}: {check.reason}")
             continue
         status = "REGRESSION" if check.regressed else ("improved" if check.drop < -check.gate.allowed_drop else "ok")
+        if slow:
+            status = "COMPILE REGRESSION" if status != "REGRESSION" else "REGRESSION, COMPILE REGRESSION"
         rows.append((key.kernel, f"{check.baseline:.1%}", f"{check.current:.1%}", f"{-check.drop:+.1%}",
-                     f"{check.gate.allowed_drop:.1%}", status))
+                     f"{check.gate.allowed_drop:.1%}", *extra, status))
         if check.regressed:
             details.append(f"  {key.kernel}: regression: {check.message()}")
     for key in gone:
-        rows.append((key.kernel, "", "-", "", "", "not in the current run"))
+        rows.append((key.kernel, "", "-", "", "", *(("",) if compiles else ()), "not in the current run"))
     return [*lines, *_table(rows), *details]
 
 
@@ -80,15 +95,17 @@ def sparkline(values: Sequence[float], marks: Sequence[int] = ()) -> str:
 
 
 def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Series, Finding]],
-                  last: int = 30) -> list[str]:
+                  last: int = 30, compiles: Mapping[SeriesKey, CompileCheck] | None = None) -> list[str]:
     """Per series: runs, a sparkline of the last ``last`` values, the latest value, the baseline level, the
-    minimum detectable drop and the status; then the change points and why each regression is one."""
+    minimum detectable drop, the latest compile time and the status; then the change points and why each
+    regression is one. ``compiles``: the latest compile time against the runs before it (``--max-compile``)."""
+    compiles = compiles or {}
     complete = [r for r in runs if r.complete]
     lines = [f"history {directory}: {len(runs)} runs, {len(complete)} complete"]
     for run in runs:
         if not run.complete:
             lines.append(f"  left out (incomplete): {run.path}: {run.why_incomplete}")
-    rows = [("kernel", "runs", f"last {last}", "latest", "baseline", "detectable", "status")]
+    rows = [("kernel", "runs", f"last {last}", "latest", "baseline", "detectable", "compile", "status")]
     details = []
     for series, finding in judged:
         shown = series.values[-last:]
@@ -96,10 +113,19 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
         marks = [cp.index - offset for cp in finding.change_points if cp.index >= offset]
         gate = finding.gate
         status = "regression" if finding.regression else ("too few runs" if gate is None else "ok")
+        compiled = compiles.get(series.key)
+        if compiled is not None and compiled.regressed:
+            status = "compile regression" if status != "regression" else "regression, compile regression"
+        latest_compile = series.compile_s[-1] if series.compile_s and series.compile_s[-1] > 0 else None
+        compile_cell = format_seconds(latest_compile) if latest_compile is not None else "-"
+        if compiled is not None:
+            compile_cell += f" ({compiled.ratio:.2f}x)"
         rows.append((series.key.kernel, str(len(series.values)), sparkline(shown, marks), f"{finding.latest:.1%}",
                      f"{gate.baseline:.1%}" if gate else "-",
-                     f"{gate.allowed_drop:.1%}" if gate else "-", status))
+                     f"{gate.allowed_drop:.1%}" if gate else "-", compile_cell, status))
         where = f"  {series.key.kernel} ({series.key.context})"
+        if compiled is not None and compiled.regressed:
+            details.append(f"{where}: COMPILE-TIME REGRESSION: {compiled.message()}")
         for cp in finding.change_points:
             run = series.runs[cp.index]
             details.append(f"{where}: change point at run {cp.index + 1} ({run.short}): {cp.before:.1%} -> "
@@ -111,7 +137,8 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
         lines.append("")
         lines += details
     lines.append("detectable: the minimum detectable drop, max(5%, 4 x the noise the history shows); "
-                 "| in the sparkline: a change point")
+                 "| in the sparkline: a change point; compile: the latest run's compile time"
+                 + (" (x: against the median of the runs before it)" if compiles else ""))
     return lines
 
 

@@ -23,7 +23,7 @@ from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .history_text import run_line
-from .text import bound_cells, other_utilization, verdict_marks
+from .text import bound_cells, compile_cell, other_utilization, verdict_marks
 
 __all__ = ["HtmlUnavailable", "html_report", "plotly_missing"]
 
@@ -132,6 +132,7 @@ def _row(rec: KernelRecord, several: bool) -> str:
         _cell(format_fraction(rec.threshold) if rec.threshold is not None else "",
               rec.threshold if rec.threshold is not None else -1, True),
         _memory_cell(rec),
+        _cell(compile_cell(r), r.compile_measured_s, True),
         _cell(f'<span class="verdict" style="color:{colour}">{_e(rec.verdict)}</span>{_marks(rec)}', rec.verdict),
         _baseline_cell(rec),
         *([_cell(_e(r.hardware_context))] if several else []), _trace_cell(rec),
@@ -141,7 +142,8 @@ def _row(rec: KernelRecord, several: bool) -> str:
 def _summary(records: Sequence[KernelRecord]) -> str:
     several = len({r.result.hardware_context for r in records}) > 1
     head = ["test [kernel]", "bound", "intensity (FLOP/B)", "device time", "roofline time", "utilization [95% interval]",
-            "first touch", "threshold", "peak memory", "verdict", "vs baseline", *(["hardware"] if several else []),
+            "first touch", "threshold", "peak memory", "compile time", "verdict", "vs baseline",
+            *(["hardware"] if several else []),
             "trace"]
     rows = [_row(rec, several) for rec in sorted(records, key=lambda rec: rec.utilization)]
     header = "".join(f'<th class="sortable" title="click to sort">{_e(h)}</th>' for h in head)

@@ -18,7 +18,7 @@ from ..history.records import Artifacts, KernelRecord, Unmeasured
 from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 
-__all__ = ["failure_message", "summary_lines", "header_line", "top_ops_lines"]
+__all__ = ["failure_message", "summary_lines", "header_line", "top_ops_lines", "compile_cell", "bound_cells"]
 
 
 def _ceiling_lines(r: RecordedResult) -> list[str]:
@@ -64,7 +64,7 @@ def _time_lines(r: RecordedResult) -> list[str]:
     timer = r.timer + (f": {r.timer_fallback_reason}" if r.timer_fallback_reason else "")
     lines.append(f"  measured      {format_seconds(r.device_time_s)} median, min {format_seconds(r.min_s)}, "
                  f"spread {r.spread:.1%} (IQR/median), {r.runs} runs ({timer}); compile "
-                 f"{format_seconds(r.compile_time_s)}")
+                 f"{format_seconds(r.compile_time_s)}{_CACHED if r.compile_cached else ''}")
     return lines
 
 
@@ -229,6 +229,16 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
     return marks
 
 
+_CACHED = " (from JAX's in-memory cache: compiled earlier in this process)"
+
+
+def compile_cell(r: RecordedResult) -> str:
+    """The compile time as a table shows it: "cached" where XLA did not compile, "-" where not recorded."""
+    if r.compile_cached:
+        return "cached"
+    return format_seconds(r.compile_time_s) if r.compile_time_s > 0 else "-"
+
+
 def bound_cells(r: RecordedResult) -> tuple[str, str]:
     """The bound and the intensity as a table shows them: "-" for a program that computes nothing."""
     return ("-", "-") if r.no_work else (r.bound, f"{r.intensity:.3g}")
@@ -236,7 +246,8 @@ def bound_cells(r: RecordedResult) -> tuple[str, str]:
 
 def _table(records: Sequence[KernelRecord]) -> list[str]:
     """One row per measured kernel, worst first (impossible ones on top), columns aligned."""
-    rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "first touch", "memory", "verdict")]
+    rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "first touch", "memory", "compile",
+             "verdict")]
     for rec in sorted(records, key=_sort_key):
         r = rec.result
         verdict: str = rec.verdict
@@ -248,9 +259,9 @@ def _table(records: Sequence[KernelRecord]) -> list[str]:
         verdict += "".join(f" [{mark}]" for mark, _ in verdict_marks(rec))
         rows.append((rec.kernel, *bound_cells(r), format_seconds(r.device_time_s),
                      format_seconds(r.roofline_time_s), _util_cell(r), _other_util_cell(r), _memory_cell(rec),
-                     verdict))
+                     compile_cell(r), verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 8) else cell.rjust(widths[i]) for i, cell in enumerate(row))
+    return ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 9) else cell.rjust(widths[i]) for i, cell in enumerate(row))
             for row in rows]
 
 
