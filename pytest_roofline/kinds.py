@@ -22,6 +22,10 @@ __all__ = [
     "FIRST_TOUCH_MODES",
     "CeilingsMode",
     "CEILINGS_MODES",
+    "CacheMode",
+    "CACHE_MODES",
+    "CacheState",
+    "CACHE_STATES",
     "CeilingsUsed",
     "Verdict",
     "VERDICTS",
@@ -59,6 +63,16 @@ FIRST_TOUCH_MODES: tuple[FirstTouchMode, ...] = get_args(FirstTouchMode)
 CeilingsMode = Literal["auto", "datasheet", "calibrated", "live"]
 """Which ceilings to ask for: "auto" is live on a CPU and the datasheet on accelerators."""
 CEILINGS_MODES: tuple[CeilingsMode, ...] = get_args(CeilingsMode)
+
+CacheMode = Literal["auto", "cold", "warm"]
+"""The cache state a kernel is measured in: "cold" evicts the last-level cache before every timed run (outside
+the timing), "warm" runs back to back; "auto" is cold where the program's working set fits the last-level cache
+(where the two differ) and warm where it does not (each run evicts its own data) or on a TPU."""
+CACHE_MODES: tuple[CacheMode, ...] = get_args(CacheMode)
+
+CacheState = Literal["cold", "warm"]
+"""The cache state a result was measured in."""
+CACHE_STATES: tuple[CacheState, ...] = get_args(CacheState)
 
 CeilingsUsed = Literal["datasheet", "calibrated", "live", "given"]
 """Which ceilings a result was measured against."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .analysis import contention
+from .analysis.cache_state import CacheState
 from .analysis.ceilings import CeilingUse
 from .analysis.check import OpsCheck
 from .analysis.counts import Work
@@ -69,6 +70,7 @@ class Result:
     first_touch: FirstTouch | None = None  # a CPU's first touch of the program's fresh pages (None: no such term)
     first_touch_mode: FirstTouchMode = "include"  # whether the roofline charges it (where there is one)
     no_work: bool = False  # the compiled program computes nothing (returns None or a constant)
+    cache: CacheState | None = None  # the cache state of the timed runs (None: not recorded)
 
     # The work
     @property
@@ -370,6 +372,7 @@ class Result:
             "contended": self.contended,
             "utilization_on_cpu": self.utilization_on_cpu,
             "no_work": self.no_work,
+            "cache": self.cache.to_dict() if self.cache is not None else None,
         }
 
     def first_touch_text(self) -> str:

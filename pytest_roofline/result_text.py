@@ -46,6 +46,8 @@ def describe(result: Result) -> str:
         f"measured {format_seconds(result.device_time_s)} +/-{result.spread:.1%} over {result.runs} runs ({timer}); "
         f"utilization {result.utilization:.1%} ({result.uncertainty.describe()})"
     )
+    if result.cache is not None:
+        text += f"; cache {result.cache.text()}"
     if result.memory is not None:
         text += f"; peak memory {result.memory.describe()}"
     if result.first_touch is not None:

@@ -227,11 +227,12 @@ def test_a_kernel_that_beats_the_calibration_never_recalibrates_it() -> None:
 
 def test_session_passes_its_hardware_settings() -> None:
     fake = FakeMeasure(0.5)
-    RooflineSession(Settings(hardware="H100 SXM", config="r.yaml", ceilings="datasheet"), measure=fake).measure(
-        KernelCall(kernel, (1,)), {"name": "k"})
+    session = RooflineSession(Settings(hardware="H100 SXM", config="r.yaml", ceilings="datasheet", cache="warm"),
+                              measure=fake)
+    session.measure(KernelCall(kernel, (1,)), {"name": "k"})
     call = fake.calls[0]
-    assert (call["hardware"], call["hardware_file"], call["ceilings"], call["name"]) == ("H100 SXM", "r.yaml",
-                                                                                      "datasheet", "k")
+    assert (call["hardware"], call["hardware_file"], call["ceilings"], call["name"], call["cache"]) == (
+        "H100 SXM", "r.yaml", "datasheet", "k", "warm")
 
 
 def test_default_trace_root_is_per_user_under_the_temp_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -263,7 +264,7 @@ RESULT_KEYS |= {"peak_memory_bytes", "memory", "counts_from_cost_estimate"}
 RESULT_KEYS |= {"first_touch_time_s", "faults_per_run", "first_touch", "first_touch_charged",
                 "utilization_with_first_touch", "utilization_without_first_touch", "first_touch_beaten",
                 "waiting_per_run", "cpu_waiting", "others_cpu_share", "contended", "utilization_on_cpu", "no_work"}
-RESULT_KEYS |= {"compile_cached"}
+RESULT_KEYS |= {"compile_cached", "cache"}
 
 
 def test_result_json_keeps_the_schema_1_keys() -> None:

@@ -55,16 +55,24 @@ def test_matmul_result_fields() -> None:
     assert r.compile_time_s > 0
     uses = {u.work: u for u in r.ceilings_used}
     assert uses["f32 matrix FLOPs"].key == "f32" and uses["f32 matrix FLOPs"].ceiling.origin == "calibration"
-    # Its 3 MiB working set fits the last-level cache: its bytes meet the cache's measured bandwidth, and say so.
+    # Its 3 MiB working set fits the last-level cache: measured cold by default (the cache evicted before every
+    # run), its bytes meet main memory, and warm runs after the cold ones check the eviction.
     llc = r.hardware.cache_bytes
+    assert r.cache is not None and uses["bytes"].ceiling == r.hardware.memory_bandwidth
+    if llc is not None:
+        assert r.cache.state == "cold" and r.cache.evicted_bytes == 2 * min(llc, 64 * 2**20) and r.cache.checked
+        assert r.cache.cold_s == r.device_time_s and r.cache.warm_s is not None and r.cache.warm_s > 0
+    # Warm, its bytes meet the cache's measured bandwidth, and say so.
+    warm = pytest_roofline.measure(lambda x, y: x @ y, a, a, name="mm", cache="warm", **FAST)
+    assert warm.cache is not None and warm.cache.state == "warm" and not warm.cache.checked
+    warm_bytes = {u.work: u for u in warm.ceilings_used}["bytes"]
     if llc is not None and r.hardware.cache_bandwidth is not None and 3 * 2**20 <= llc / 2:
-        assert uses["bytes"].key == "cache" and uses["bytes"].ceiling == r.hardware.cache_bandwidth
-        assert "fits the" in uses["bytes"].note and uses["bytes"].note in r.notes
-    else:
-        assert uses["bytes"].ceiling == r.hardware.memory_bandwidth
+        assert warm_bytes.key == "cache" and warm_bytes.ceiling == r.hardware.cache_bandwidth
+        assert "fits the" in warm_bytes.note and warm_bytes.note in warm.notes
     data = json.loads(json.dumps(r.to_dict()))
     assert data["utilization"] == r.utilization and data["hardware"]["platform"] == "cpu"
     assert data["drift"] == r.drift and data["marginal"] is False
+    assert data["cache"]["state"] == r.cache.state and data["cache"]["text"] == r.cache.text()
     if r.live is not None:
         assert data["ceilings"] == "live"
     assert data["utilization_interval"] == [low, high] and data["utilization_calibrated"] == r.utilization_calibrated
@@ -145,7 +153,8 @@ def test_kernel_that_raises_leaves_no_profiler_session_open() -> None:
 
     # XLA's cost analysis gives -1 for programs with host callbacks: the counts come from the HLO, and the
     # callback (a custom call nobody can count) makes them a lower bound that names it.
-    r0 = pytest_roofline.measure(kernel, jnp.ones((8,)), warmup=1, min_runs=1, max_runs=1, timer="wallclock")
+    r0 = pytest_roofline.measure(kernel, jnp.ones((8,)), warmup=1, min_runs=1, max_runs=1, timer="wallclock",
+                                 cache="warm")  # warm: no check runs after the one timed run
     assert r0.flops_source == "hlo" and r0.counts_lower_bound
     assert "xla_ffi_python_cpu_callback" in r0.work.lower_bound_reason
     assert any("custom call" in n and "flops=/bytes=" in n for n in r0.notes)

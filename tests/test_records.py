@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fakes import FAKE_CPU, FAKE_FOOTPRINT, fake_result, record_of
 
+from pytest_roofline.analysis.cache_state import plan_cache
 from pytest_roofline.analysis.check import OpsCheck
 from pytest_roofline.analysis.first_touch import FirstTouch
 from pytest_roofline.analysis.live import Live
@@ -158,3 +159,24 @@ def test_the_failure_message_names_only_the_trace_files_that_were_written() -> N
     untraced = failure_message(replace(record, artifacts=Artifacts("/t/k", "/t/k/hlo.txt")), "why")
     assert "  trace         /t/k (no profiler trace: the wall clock was used)" in untraced
     assert "Perfetto" not in untraced and "tensorboard" not in untraced and "HLO: /t/k/hlo.txt" in untraced
+
+
+def test_the_cache_state_shows_in_the_message_the_summary_and_the_json() -> None:
+    """Fake results with made-up cache states: one cold whose cold runs were slower than its warm check, one cold
+    whose were not, one warm."""
+    cold, _ = plan_cache("auto", "cpu", 4 * 2**20, 32 * 2**20, "as the system reports it")
+    took = replace(fake_result(0.5), cache=cold.with_check(2e-3, 1e-3))
+    flat = replace(fake_result(0.6), cache=cold.with_check(1e-3, 1e-3))
+    warm = replace(fake_result(0.7), cache=plan_cache("warm", "cpu", 4 * 2**20, 32 * 2**20, "x")[0])
+    records = [record_of(f"t.py::test_{i}", "k", r, "measured") for i, r in enumerate((took, flat, warm))]
+    assert [r.result.cache for r in records] == [took.cache, flat.cache, warm.cache]  # through the JSON
+    lines = summary_lines(records)
+    assert lines[0].split()[5] == "cache"  # after "test [kernel]", bound, intensity, device
+    cells = [line[lines[0].index("cache"):].split()[0] for line in lines[1:4]]
+    assert cells == ["cold", "cold?", "warm"]
+    assert any(line.startswith("cache: 2 kernel(s) measured cold") and "cold? : cold runs were not slower" in line
+               for line in lines)
+    message = failure_message(records[0], "below")
+    assert ("  cache         cold: the 33.6 MB last-level cache (as the system reports it) evicted before every timed "
+            "run (67.1 MB written, outside the timing); auto: the working set 4.19 MB fits the cache, where warm and "
+            "cold differ; cold runs 2 ms vs warm 1 ms (2.00x)") in message.splitlines()

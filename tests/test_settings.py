@@ -111,10 +111,27 @@ def test_first_touch_from_the_ini_and_the_yaml_config(tmp_path: Path) -> None:
         resolve({"config": str(config)})
 
 
+def test_cache_state_from_every_source(tmp_path: Path) -> None:
+    assert resolve().cache == "auto"
+    assert resolve({"cache": "cold"}).cache == "cold"
+    assert resolve({}, {"PYTEST_ROOFLINE_CACHE": "Warm"}).cache == "warm"
+    assert resolve({}, {}, {"cache": "cold"}).cache == "cold"
+    config = tmp_path / "roofline.yaml"
+    config.write_text("cache: warm\n")
+    assert resolve({"config": str(config)}).cache == "warm"
+    assert resolve({"config": str(config), "cache": "cold"}).cache == "cold"  # the command line wins
+    config.write_text("cache: lukewarm\n")
+    with pytest.raises(ConfigError, match="cache: lukewarm in .*roofline.yaml: must be one of 'auto', 'cold', 'warm'"):
+        resolve({"config": str(config)})
+    with pytest.raises(ConfigError, match="--roofline-cache=hot on the command line: must be one of 'auto', 'cold'"):
+        resolve({"cache": "hot"})
+    assert parse_marker((), {"cache": "cold"}, "t.py::test_a").measure_kwargs == {"cache": "cold"}
+
+
 @pytest.mark.parametrize(("key", "value"), [
     ("flops", -1), ("bytes", "8"), ("transcendentals", True), ("warmup", 1.5), ("min_runs", 0), ("max_runs", -2),
     ("budget_s", 0), ("target_spread", -0.1), ("min_time_s", "0.2"), ("timer", "sundial"), ("ceilings", "alive"),
-    ("first_touch", "maybe"),
+    ("first_touch", "maybe"), ("cache", "tepid"),
 ])
 def test_the_marker_and_measure_check_a_setting_alike(key: str, value: object) -> None:
     """One check per setting (measurement/options.py: OPTION_CHECKS), whether a marker or measure() gives it."""

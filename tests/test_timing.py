@@ -152,3 +152,29 @@ def test_settings_are_checked() -> None:
                 {"warmup": -1}, {"target_spread": -0.1}):
         with pytest.raises(ValueError):
             TimingSettings(**bad)
+
+
+def test_the_cache_is_evicted_after_the_inputs_are_prepared_and_outside_the_clock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake eviction that takes 50 ms of the fake clock: it runs once per timed run, after that run's inputs
+    are prepared, and no run's wall clock includes it; the warm check runs follow, without eviction."""
+    clock = FakeClock([0.01])
+    monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
+    order: list[str] = []
+
+    def prepare() -> None:
+        order.append("prepare")
+
+    def evict() -> None:
+        order.append("evict")
+        clock.now += 0.05
+
+    def execute(args: Any) -> None:
+        order.append("run")
+        clock.run(args)
+
+    runs = timing._run_adaptively(prepare, execute, TimingSettings(min_runs=3, max_runs=3, min_time_s=0),
+                                  cache=timing.CacheRuns(evict, warm_check=2))
+    assert order[:9] == ["prepare", "evict", "run"] * 3
+    assert order[9:] == ["prepare", "run"] * 3  # one untimed warm run, then the two warm check runs
+    assert runs.walls == pytest.approx([0.01] * 3) and runs.warm == pytest.approx([0.01] * 2)

@@ -81,13 +81,14 @@ class MemoryLevel:
     note: str = ""
 
 
-def memory_level(spec: HardwareSpec, working_set: float | None) -> MemoryLevel:
+def memory_level(spec: HardwareSpec, working_set: float | None, cold: bool = False) -> MemoryLevel:
     """The memory ceiling for a program whose buffers (arguments, outputs, temporaries) take ``working_set``
     bytes. Between half the cache and the whole cache a working set is partly cache-resident: it is held to
-    main memory, and the note says the DRAM roofline may not bound it."""
+    main memory, and the note says the DRAM roofline may not bound it. ``cold``: the cache is evicted before
+    every run, so the bytes come from main memory whatever the working set."""
     dram = spec.memory_bandwidth
     llc, cache = spec.cache_bytes, spec.cache_bandwidth
-    if working_set is None or llc is None or cache is None:
+    if cold or working_set is None or llc is None or cache is None:
         return MemoryLevel(dram, False)
     size = format_quantity(working_set, "B")
     llc_text = format_quantity(llc, "B")

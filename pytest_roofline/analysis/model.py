@@ -29,13 +29,15 @@ class ProgramModel:
 
 def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices: int,
                   flops: float | None = None, bytes_accessed: float | None = None,
-                  transcendentals: float | None = None, working_set: float | None = None) -> ProgramModel:
+                  transcendentals: float | None = None, working_set: float | None = None,
+                  cold: bool = False) -> ProgramModel:
     """The model of ``module`` on ``spec``; analytic counts given by the user replace the compiler's.
     ``working_set``: the bytes of the program's buffers, which decide whether its bytes meet the last-level
-    cache's bandwidth or main memory's (:func:`~.ceilings.memory_level`)."""
+    cache's bandwidth or main memory's (:func:`~.ceilings.memory_level`); ``cold``: the cache is evicted before
+    every run, so they meet main memory's."""
     precision = dot_precision(counts)
     interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
-    level = memory_level(spec, working_set)  # the per-op rows meet the same bandwidth as the whole program
+    level = memory_level(spec, working_set, cold)  # the per-op rows meet the same bandwidth as the whole program
     rows = op_rows(module, lambda cls: peak_for_class(spec, cls, precision)[1].value,
                    peak_for_class(spec, "vector")[1].value, level.ceiling.value, interconnect,
                    devices=devices)

@@ -25,11 +25,12 @@ from typing import Any
 
 __all__ = ["TraceEvent", "TraceError", "RunTimes", "ProgramKey", "flatten", "programs", "device_events",
            "device_plane_prefix", "platform_of", "module_name_of", "module_event_id", "KERNEL_RUN_MARKER",
-           "REFERENCE_RUN_MARKER"]
+           "REFERENCE_RUN_MARKER", "WARM_RUN_MARKER"]
 
 SKIPPED_PREFIXES = ("ThreadpoolListener::",)
 KERNEL_RUN_MARKER = "pytest_roofline kernel run"
 REFERENCE_RUN_MARKER = "pytest_roofline reference run"
+WARM_RUN_MARKER = "pytest_roofline warm run"  # the warm runs that check a cold measurement's eviction
 _HLO_TEXT_NAME = re.compile(r"^%?([\w.\-]+) = ")
 
 

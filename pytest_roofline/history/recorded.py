@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
+from ..analysis.cache_state import CacheState
 from ..analysis.ceilings import CeilingUse
 from ..analysis.check import OpsCheck
 from ..analysis.first_touch import FirstTouch
@@ -60,6 +61,7 @@ class RecordedResult:
     timer_fallback_reason: str = ""
     compile_time_s: float = 0.0
     compile_cached: bool = False  # the program came from JAX's in-memory cache: no compile time measured
+    cache: CacheState | None = None  # the cache state of the timed runs
     versions: Mapping[str, str] = field(default_factory=dict)
     ceilings_used: tuple[CeilingUse, ...] = ()
     # The judgement's figures
@@ -174,6 +176,7 @@ _COMPOSITE: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "live": _maybe("live", Live.from_dict),
     "memory": _maybe("memory", MemoryFootprint.from_dict),
     "first_touch": _maybe("first_touch", FirstTouch.from_dict),
+    "cache": _maybe("cache", CacheState.from_dict),
     "first_touch_text": lambda d: str((d.get("first_touch") or {}).get("text") or ""),
     "ops": lambda d: tuple(OpRow.from_dict(op) for op in d.get("ops") or ()),
     "ops_check": _maybe("ops_check", OpsCheck.from_dict),

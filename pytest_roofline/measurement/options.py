@@ -9,7 +9,17 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..hardware.spec import HardwareSpec
-from ..kinds import CEILINGS_MODES, FIRST_TOUCH_MODES, TIMERS, CeilingsMode, FirstTouchMode, Timer, choose
+from ..kinds import (
+    CACHE_MODES,
+    CEILINGS_MODES,
+    FIRST_TOUCH_MODES,
+    TIMERS,
+    CacheMode,
+    CeilingsMode,
+    FirstTouchMode,
+    Timer,
+    choose,
+)
 
 __all__ = ["TimingSettings", "DEFAULT_TIMING", "TIMING_KEYWORDS", "MeasureOptions", "GivenCounts", "HardwareChoice",
            "MEASURE_OPTIONS", "OPTION_CHECKS", "check_options"]
@@ -110,6 +120,7 @@ OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
     "timer": lambda v: _choice(v, TIMERS),
     "ceilings": lambda v: _choice(v, CEILINGS_MODES),
     "first_touch": lambda v: _choice(v, FIRST_TOUCH_MODES),
+    "cache": lambda v: _choice(v, CACHE_MODES),
     "threshold": _count,
 }
 
@@ -155,7 +166,7 @@ class HardwareChoice:
 @dataclass(frozen=True)
 class MeasureOptions:
     """Every setting of one measurement, grouped: the label, the counts, the hardware, the timing, the threshold
-    sampling aims at, and whether the roofline charges the first touch of fresh pages."""
+    sampling aims at, whether the roofline charges the first touch of fresh pages, and the cache state."""
 
     name: str | None = None
     counts: GivenCounts = GivenCounts()
@@ -163,6 +174,7 @@ class MeasureOptions:
     timing: TimingSettings = DEFAULT_TIMING
     threshold: float | None = None
     first_touch: FirstTouchMode = "include"
+    cache: CacheMode = "auto"
 
     @classmethod
     def from_keywords(cls, keywords: Mapping[str, Any]) -> MeasureOptions:
@@ -179,9 +191,10 @@ class MeasureOptions:
         name = keywords.get("name")
         if name is not None and not isinstance(name, str):
             raise ValueError(f"name= must be a string, got {name!r}")
-        return cls(name, counts, hardware, timing, k.get("threshold"), k.get("first_touch", "include"))
+        return cls(name, counts, hardware, timing, k.get("threshold"), k.get("first_touch", "include"),
+                   k.get("cache", "auto"))
 
 
 # The keywords measure() takes for itself; any other goes to the kernel (see pytest_roofline.calls).
 MEASURE_OPTIONS = ("name", "flops", "bytes", "transcendentals", "hardware", "hardware_file", "ceilings",
-                   "recalibrate", *TIMING_KEYWORDS, "threshold", "first_touch")
+                   "recalibrate", *TIMING_KEYWORDS, "threshold", "first_touch", "cache")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import jax
 import jaxlib
 
+from ..analysis.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
 from ..analysis.check import ops_check
 from ..analysis.counts import CostAnalysisError, Counts, hlo_counts, program_counts
 from ..analysis.first_touch import FirstTouch, first_touch
@@ -32,10 +34,11 @@ from ..hardware.spec import HardwareSpec
 from ..labels import kernel_name
 from ..result import ProgramInfo, Result
 from .device import resolve_hardware
-from .options import MEASURE_OPTIONS, GivenCounts, MeasureOptions
+from .eviction import Evictor, cache_size
+from .options import MEASURE_OPTIONS, GivenCounts, MeasureOptions, TimingSettings
 from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
 from .references import Reference, reference, reference_key_for
-from .timing import Beside, Settled, Timed
+from .timing import Beside, CacheRuns, Settled, Timed
 
 __all__ = ["measure", "measure_call"]
 
@@ -77,8 +80,11 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     spec, used = resolve_hardware(program.platform, program.device_kind, choice.name, choice.file, choice.ceilings,
                                   refresh)
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
+    cache, check_cache = plan_cache(options.cache, program.platform, working_set(module, footprint),
+                                    *cache_size(program.device))
     model = program_model(spec, counts, module, program.num_devices, given.flops, given.bytes,
-                          given.transcendentals, working_set=working_set(module, footprint))
+                          given.transcendentals, working_set=working_set(module, footprint),
+                          cold=cache.state == "cold")
     touch = _first_touch(spec, footprint, program.platform)
     charged = touch is not None and touch_mode == "include"
     plan = _live_plan(spec, used, model, program.platform, _planned_touch_s(touch) if charged else 0.0)
@@ -86,8 +92,9 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         used = "calibrated"
     before = allocator_stats(program.device)
     planned = replace(model.estimate, first_touch_time_s=_planned_touch_s(touch) if charged else 0.0)
-    timed = time_compiled(program, settings, executed_op_count(module), plan.beside,
-                          _stopping_rule(planned, plan, options.threshold, settings.target_spread))
+    timed, cache = _time_in_state(program, settings, executed_op_count(module), plan.beside,
+                                  _stopping_rule(planned, plan, options.threshold, settings.target_spread),
+                                  cache, check_cache)
     memory = _memory(program, footprint, before)
     ops_model, busy = _per_op(model.rows, module, program, timed)
     if touch is not None:
@@ -111,7 +118,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         ops_model=ops_model,
         notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory)),
         hints=() if no_work else tuple(_hints(ops_model.rows, module, program, model, timed, busy,
-                                              spec.cache_bandwidth is not None)),
+                                              spec.cache_bandwidth is not None or cache.state == "cold")),
         hlo_text=program.hlo_text,
         xspace=timed.xspace,
         live=live,
@@ -120,7 +127,19 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         first_touch=touch,
         first_touch_mode=touch_mode,
         no_work=no_work,
+        cache=cache,
     )
+
+
+def _time_in_state(program: CompiledProgram, settings: TimingSettings, ops: int, beside: Beside | None,
+                   settled: Settled, cache: CacheState, check: bool) -> tuple[Timed, CacheState]:
+    """Time the program in the cache state planned (evicting before each run where cold), and the state with its
+    check: the median of the cold runs against the warm runs after them, where ``check``."""
+    evict = Evictor(program.device, cache.evicted_bytes) if cache.evicted_bytes else None
+    timed = time_compiled(program, settings, ops, beside, settled, CacheRuns(evict, WARM_CHECK_RUNS if check else 0))
+    if timed.warm_s:
+        cache = cache.with_check(timed.timing.median_s, statistics.median(timed.warm_s))
+    return timed, cache
 
 
 def _first_touch(spec: HardwareSpec, footprint: MemoryFootprint | None, platform: str) -> FirstTouch | None:

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import MeasureError, exception_text
 from .options import TimingSettings
 from .pallas import TracedProgram, traced_program
-from .timing import Beside, Settled, Timed, time_program
+from .timing import WARM_RUNS, Beside, CacheRuns, Settled, Timed, time_program
 
 __all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats"]
 
@@ -166,9 +166,10 @@ def allocator_stats(device: Any) -> dict[str, Any] | None:
 
 
 def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_run: int = 1,
-                  beside: Beside | None = None, settled: Settled | None = None) -> Timed:
+                  beside: Beside | None = None, settled: Settled | None = None,
+                  cache: CacheRuns = WARM_RUNS) -> Timed:
     """Time the compiled program; donated inputs get a fresh copy before every run, outside the timing.
-    ``beside`` and ``settled``: see :func:`~.timing.time_program`."""
+    ``beside``, ``settled`` and ``cache``: see :func:`~.timing.time_program`."""
     settings = replace(settings, ops_per_run=max(ops_per_run, 1))
     compiled = program.compiled
     treedef = program.treedef
@@ -185,7 +186,8 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
         return _block_until_ready(compiled(*dyn_args, **dyn_kwargs))
 
     try:
-        return time_program(prepare, execute, program.module_name, program.platform, settings, beside, settled)
+        return time_program(prepare, execute, program.module_name, program.platform, settings, beside, settled,
+                            cache)
     except MeasureError:
         raise
     except Exception as exc:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.timed_runs import Timing, relative_iqr
-from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, RunTimes, TraceError, flatten
+from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, WARM_RUN_MARKER, RunTimes, TraceError, flatten
 from ..analysis.trace_runs import run_times
 from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns
 from .options import TimingSettings
@@ -37,6 +37,19 @@ class Timed:
     reference_s: tuple[float, ...] = ()  # the reference kernel's runs (one more than the kernel's), if any
     reference_timer: str = ""
     reference_faults: tuple[int, ...] = ()  # minor page faults of each reference run (empty: not counted)
+    warm_s: tuple[float, ...] = ()  # the warm runs after cold ones that check the eviction (empty: none)
+
+
+@dataclass(frozen=True)
+class CacheRuns:
+    """The cache state of the timed runs: ``evict`` (None: warm) runs after each run's inputs are prepared and
+    before its clock starts; ``warm_check`` warm runs follow the timed ones, to tell whether the eviction took."""
+
+    evict: Callable[[], None] | None = None
+    warm_check: int = 0
+
+
+WARM_RUNS = CacheRuns()  # no eviction, no check
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,7 @@ class _Runs:
     waiting: list[float]
     ref_faults: list[int]
     others: float | None = None  # share of all CPUs other processes used meanwhile (None: not readable)
+    warm: list[float] = field(default_factory=list)  # wall clock of the warm check runs
 
     def add(self, reference: bool, run: _Run) -> None:
         if reference:
@@ -96,11 +110,14 @@ class _Runs:
 
 
 def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: str = KERNEL_RUN_MARKER,
-           run: int = 0) -> _Run:
-    """Wall clock, minor page faults and CPU waiting share of one run."""
+           run: int = 0, evict: Callable[[], None] | None = None) -> _Run:
+    """Wall clock, minor page faults and CPU waiting share of one run; ``evict``: empty the cache after the
+    inputs are prepared (fresh donated copies pass through it), before the clock starts."""
     from jax.profiler import TraceAnnotation
 
     args = prepare()
+    if evict is not None:
+        evict()
     # Our own host event around the run (outside the prepare step), carrying the run number: the trace reader
     # keeps only the device work launched inside these windows, and tells the runs apart by them.
     with TraceAnnotation(marker, run=run):
@@ -128,22 +145,27 @@ def _waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None
 
 def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
                     max_runs: int | None = None, beside: Beside | None = None,
-                    settled: Settled | None = None) -> _Runs:
+                    settled: Settled | None = None, cache: CacheRuns = WARM_RUNS) -> _Runs:
     runs = _Runs([], [], [], [], [])
     with Contention() as others:
-        _loop(runs, prepare, execute, settings, max_runs, beside, settled)
+        _loop(runs, prepare, execute, settings, max_runs, beside, settled, cache.evict)
     runs.others = others.share
+    if cache.warm_check:
+        outputs = execute(prepare())  # the first warm run fills the cache: untimed
+        del outputs
+        runs.warm = [_timed(prepare, execute, WARM_RUN_MARKER, k).wall for k in range(cache.warm_check)]
     return runs
 
 
 def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
-          max_runs: int | None, beside: Beside | None, settled: Settled | None) -> None:
+          max_runs: int | None, beside: Beside | None, settled: Settled | None,
+          evict: Callable[[], None] | None = None) -> None:
     walls, ref_walls = runs.walls, runs.refs
     started = time.perf_counter()
     if beside is not None:
         runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, 0))
     while len(walls) < (max_runs or settings.max_runs):
-        runs.add(False, _timed(prepare, execute, KERNEL_RUN_MARKER, len(walls)))
+        runs.add(False, _timed(prepare, execute, KERNEL_RUN_MARKER, len(walls), evict))
         if beside is not None:
             runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
         # The budget counts everything the loop spends, fresh donated copies and references included.
@@ -159,18 +181,19 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
 
 def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], module_name: str,
                  platform: str, settings: TimingSettings, beside: Beside | None = None,
-                 settled: Settled | None = None) -> Timed:
+                 settled: Settled | None = None, cache: CacheRuns = WARM_RUNS) -> Timed:
     """Warm up, then time ``execute(prepare())`` runs; ``prepare`` (fresh donated inputs) is not timed.
 
     ``execute`` must block until the program's outputs are ready, and return them: they are freed after
-    the clock stops. ``beside``: a reference kernel run before the first and after every run.
+    the clock stops. ``beside``: a reference kernel run before the first and after every run. ``cache``: the
+    eviction before each run and the warm runs that check it.
     """
     for _ in range(settings.warmup):
         execute(prepare())
         if beside is not None:
             beside.execute(beside.prepare())
     if settings.timer == "wallclock":
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled),
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache),
                           "wall clock requested (timer='wallclock')")
 
     from .profiler import ProfilerSession, ProfilerUnavailable
@@ -180,9 +203,9 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled), str(exc))
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache), str(exc))
     try:
-        runs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled)
+        runs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled, cache)
     except BaseException:
         session.discard()  # never leave a profiler session open, also when the kernel raises
         raise
@@ -205,13 +228,24 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         return _wallclock(runs, f"trace unusable: {exc}")
     timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, runs.kernel_faults(),
                     runs.kernel_waiting(), runs.others)
+    warm = _warm_times(events, module_name, platform, runs.warm)
     if beside is None:
-        return Timed(timing, xspace, found)
+        return Timed(timing, xspace, found, warm_s=warm)
     try:
         reference = run_times(events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER).per_run_s
-        return Timed(timing, xspace, found, reference, "profiler", runs.reference_faults())
+        return Timed(timing, xspace, found, reference, "profiler", runs.reference_faults(), warm)
     except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
-        return Timed(timing, xspace, found, tuple(refs), "wallclock", runs.reference_faults())
+        return Timed(timing, xspace, found, tuple(refs), "wallclock", runs.reference_faults(), warm)
+
+
+def _warm_times(events: Sequence[Any], module_name: str, platform: str, walls: Sequence[float]) -> tuple[float, ...]:
+    """The device times of the warm check runs from the trace (their wall clock where it cannot tell them)."""
+    if not walls:
+        return ()
+    try:
+        return run_times(events, module_name, platform, len(walls), WARM_RUN_MARKER).per_run_s
+    except TraceError:
+        return tuple(walls)
 
 
 def _wallclock(runs: _Runs, reason: str) -> Timed:
@@ -219,4 +253,4 @@ def _wallclock(runs: _Runs, reason: str) -> Timed:
     return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason, faults_per_run=runs.kernel_faults(),
                         waiting_per_run=runs.kernel_waiting(), others_cpu_share=runs.others),
                  reference_s=tuple(refs), reference_timer="wallclock" if refs else "",
-                 reference_faults=runs.reference_faults())
+                 reference_faults=runs.reference_faults(), warm_s=tuple(runs.warm))

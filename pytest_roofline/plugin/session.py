@@ -77,7 +77,7 @@ class RooflineSession:
         keywords); the kernel's arguments go in the explicit form, so none is taken for a setting."""
         recalibrate, self._recalibrate = self._recalibrate, False
         options = {"hardware": self.settings.hardware, "hardware_file": self.settings.hardware_file,
-                   "ceilings": self.settings.ceilings, "first_touch": self.settings.first_touch,
+                   "ceilings": self.settings.ceilings, "first_touch": self.settings.first_touch, "cache": self.settings.cache,
                    "recalibrate": recalibrate, **settings}
         with device_lock():
             return self._measure(call.fn, args=call.args, kwargs=dict(call.kwargs), **options)

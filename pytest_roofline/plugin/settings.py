@@ -19,7 +19,17 @@ from typing import Any
 from ..files import check_writable, read_yaml_mapping
 from ..hardware.spec import HardwareError
 from ..hardware.table import load_shipped_table, merge_overrides
-from ..kinds import CEILINGS_MODES, FIRST_TOUCH_MODES, MODELS, CeilingsMode, FirstTouchMode, Model, choose
+from ..kinds import (
+    CACHE_MODES,
+    CEILINGS_MODES,
+    FIRST_TOUCH_MODES,
+    MODELS,
+    CacheMode,
+    CeilingsMode,
+    FirstTouchMode,
+    Model,
+    choose,
+)
 
 __all__ = [
     "ConfigError",
@@ -95,6 +105,10 @@ def parse_first_touch(raw: Any, where: str) -> FirstTouchMode:
     return choose(raw, FIRST_TOUCH_MODES, where, ConfigError)
 
 
+def parse_cache(raw: Any, where: str) -> CacheMode:
+    return choose(raw, CACHE_MODES, where, ConfigError)
+
+
 def _parse_ceilings(raw: Any, where: str) -> CeilingsMode:
     return choose(raw, CEILINGS_MODES, where, ConfigError)
 
@@ -141,6 +155,10 @@ OPTIONS: tuple[Option, ...] = (
            "whether the roofline includes the first touch of each kernel's fresh pages (a CPU's page faults on "
            "new output buffers, calibrated on the machine): include (default) or exclude (main memory and "
            "compute alone); both utilizations are reported", parse_first_touch, "MODE"),
+    Option("cache", "--roofline-cache", "roofline_cache", "PYTEST_ROOFLINE_CACHE", "str",
+           "the cache state kernels are measured in: cold (the last-level cache is evicted before every timed "
+           "run, outside the timing), warm (runs back to back) or auto (default: cold where a kernel's working "
+           "set fits the last-level cache, warm where it does not, and on a TPU)", parse_cache, "STATE"),
     Option("trace_dir", "--roofline-trace-dir", "roofline_trace_dir", "PYTEST_ROOFLINE_TRACE_DIR", "path",
            "where to save the trace (Perfetto, TensorBoard/XProf) and optimized HLO of failing kernels "
            "(default: .pytest_cache/d/roofline-traces, or a temporary directory)", _parse_path, "PATH"),
@@ -188,6 +206,7 @@ class Settings:
     ceilings: CeilingsMode = "auto"
     model: Model = "program"
     first_touch: FirstTouchMode = "include"
+    cache: CacheMode = "auto"
     trace_dir: str | None = None
     trace_all: bool = False
     history: str | None = None
@@ -212,7 +231,7 @@ class Settings:
         return self.config
 
 
-_CONFIG_KEYS = {"min", "max_drop", "thresholds", "devices", "ceilings", "model", "first_touch"}
+_CONFIG_KEYS = {"min", "max_drop", "thresholds", "devices", "ceilings", "model", "first_touch", "cache"}
 _PATTERN_KEYS = {"min", "max_drop"}
 
 
@@ -266,6 +285,7 @@ _CONFIG_SETTINGS: dict[str, Callable[[Any, str], Any]] = {
     "ceilings": lambda raw, where: _parse_ceilings(raw, where),
     "model": lambda raw, where: parse_model(raw, where),
     "first_touch": lambda raw, where: parse_first_touch(raw, where),
+    "cache": lambda raw, where: parse_cache(raw, where),
 }
 
 

@@ -23,7 +23,7 @@ from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .history_text import run_line
-from .text import bound_cells, compile_cell, other_utilization, verdict_marks
+from .text import bound_cells, cache_cell, compile_cell, other_utilization, verdict_marks
 
 __all__ = ["HtmlUnavailable", "html_report", "plotly_missing"]
 
@@ -126,6 +126,7 @@ def _row(rec: KernelRecord, several: bool) -> str:
         _cell(f"{_e(rec.nodeid)} <b>[{_e(rec.label)}]</b>", rec.kernel, attrs=' class="name"'), _cell(_e(bound)),
         _cell(intensity, r.intensity, True),
         _cell(format_seconds(r.device_time_s), r.device_time_s, True),
+        _cell(cache_cell(r), cache_cell(r), attrs=f' title="{_e(r.cache.text())}"' if r.cache else ""),
         _cell(format_seconds(r.roofline_time_s), r.roofline_time_s, True),
         _cell(f"{util:.1%}{' IMPOSSIBLE' if r.impossible else ''}{within}", util, not flagged, flagged),
         _first_touch_cell(r),
@@ -141,7 +142,7 @@ def _row(rec: KernelRecord, several: bool) -> str:
 
 def _summary(records: Sequence[KernelRecord]) -> str:
     several = len({r.result.hardware_context for r in records}) > 1
-    head = ["test [kernel]", "bound", "intensity (FLOP/B)", "device time", "roofline time", "utilization [95% interval]",
+    head = ["test [kernel]", "bound", "intensity (FLOP/B)", "device time", "cache", "roofline time", "utilization [95% interval]",
             "first touch", "threshold", "peak memory", "compile time", "verdict", "vs baseline",
             *(["hardware"] if several else []),
             "trace"]

@@ -18,7 +18,7 @@ from ..history.records import Artifacts, KernelRecord, Unmeasured
 from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
 
-__all__ = ["failure_message", "summary_lines", "header_line", "top_ops_lines", "compile_cell", "bound_cells"]
+__all__ = ["failure_message", "summary_lines", "header_line", "top_ops_lines", "compile_cell", "cache_cell", "bound_cells"]
 
 
 def _ceiling_lines(r: RecordedResult) -> list[str]:
@@ -65,6 +65,8 @@ def _time_lines(r: RecordedResult) -> list[str]:
     lines.append(f"  measured      {format_seconds(r.device_time_s)} median, min {format_seconds(r.min_s)}, "
                  f"spread {r.spread:.1%} (IQR/median), {r.runs} runs ({timer}); compile "
                  f"{format_seconds(r.compile_time_s)}{_CACHED if r.compile_cached else ''}")
+    if r.cache is not None:
+        lines.append(f"  cache         {r.cache.text()}")
     return lines
 
 
@@ -232,6 +234,13 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
 _CACHED = " (from JAX's in-memory cache: compiled earlier in this process)"
 
 
+def cache_cell(r: RecordedResult) -> str:
+    """The cache state of the runs: "cold", "warm", "cold?" where cold runs were not slower than warm ones."""
+    if r.cache is None:
+        return "-"
+    return r.cache.state + ("?" if r.cache.took is False else "")
+
+
 def compile_cell(r: RecordedResult) -> str:
     """The compile time as a table shows it: "cached" where XLA did not compile, "-" where not recorded."""
     if r.compile_cached:
@@ -246,8 +255,8 @@ def bound_cells(r: RecordedResult) -> tuple[str, str]:
 
 def _table(records: Sequence[KernelRecord]) -> list[str]:
     """One row per measured kernel, worst first (impossible ones on top), columns aligned."""
-    rows = [("test [kernel]", "bound", "intensity", "device", "roofline", "util", "first touch", "memory", "compile",
-             "verdict")]
+    rows = [("test [kernel]", "bound", "intensity", "device", "cache", "roofline", "util", "first touch", "memory",
+             "compile", "verdict")]
     for rec in sorted(records, key=_sort_key):
         r = rec.result
         verdict: str = rec.verdict
@@ -257,11 +266,11 @@ def _table(records: Sequence[KernelRecord]) -> list[str]:
         if isinstance(base, BaselineCheck) and base.regressed:
             verdict += f" ({-base.drop:+.0%} vs baseline {base.baseline:.0%})"
         verdict += "".join(f" [{mark}]" for mark, _ in verdict_marks(rec))
-        rows.append((rec.kernel, *bound_cells(r), format_seconds(r.device_time_s),
+        rows.append((rec.kernel, *bound_cells(r), format_seconds(r.device_time_s), cache_cell(r),
                      format_seconds(r.roofline_time_s), _util_cell(r), _other_util_cell(r), _memory_cell(rec),
                      compile_cell(r), verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 9) else cell.rjust(widths[i]) for i, cell in enumerate(row))
+    return ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 4, 10) else cell.rjust(widths[i]) for i, cell in enumerate(row))
             for row in rows]
 
 
@@ -270,6 +279,13 @@ def _footnotes(records: Sequence[KernelRecord]) -> list[str]:
     out = []
     hardware = sorted({rec.result.hardware_context for rec in records})
     out.append(f"hardware: {'; '.join(hardware)}")
+    states = [rec.result.cache.state for rec in records if rec.result.cache is not None]
+    if states:
+        out.append(f"cache: {states.count('cold')} kernel(s) measured cold (the last-level cache evicted before every "
+                   f"run, outside the timing), {states.count('warm')} warm (back to back)"
+                   + ("; cold? : cold runs were not slower than warm ones (the eviction did not take, or the kernel "
+                      "does not depend on the cache)" if any(rec.result.cache is not None and rec.result.cache.took
+                                                             is False for rec in records) else ""))
     drifts = [rec.result.drift for rec in records if rec.result.drift is not None]
     if drifts:
         out.append(f"live ceilings: the machine ran at {min(drifts):.0%}-{max(drifts):.0%} of its calibrated speed "
