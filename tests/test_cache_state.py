@@ -76,11 +76,22 @@ def test_the_state_reads_back_from_its_json() -> None:
         CacheState.from_dict({"state": "tepid"})
 
 
-def test_cold_holds_the_bytes_to_main_memory_whatever_the_working_set() -> None:
+def test_cold_holds_the_bytes_read_to_main_memory_and_those_the_cache_keeps_to_the_cache() -> None:
     """A made-up CPU with a 32 MiB cache at 200 GB/s and memory at 50 GB/s."""
     spec = HardwareSpec("made-up CPU", "cpu", {"f32": Ceiling(1e11, "calibration", "x", "2026-11-23")},
                         Ceiling(5e10, "calibration", "x", "2026-11-23"),
                         cache_bandwidth=Ceiling(2e11, "calibration", "x", "2026-11-23"), cache_bytes=32 * MiB)
     assert memory_level(spec, 4 * MiB).in_cache
-    level = memory_level(spec, 4 * MiB, cold=True)
-    assert not level.in_cache and level.ceiling.value == 5e10
+    # Cold, a 4 MiB in-place kernel reads 4 MiB from memory and writes 4 MiB that stay in the write-back cache
+    # until after the run: 8 MiB over 4 MiB / 50 GB/s + 4 MiB / 200 GB/s.
+    level = memory_level(spec, 4 * MiB, (8 * MiB, 4 * MiB))
+    assert not level.in_cache
+    assert level.ceiling.value == pytest.approx(8 * MiB / (4 * MiB / 5e10 + 4 * MiB / 2e11))
+    assert level.note.startswith("cold: the 4.19 MB the run writes stay in the cache during it (written back after)")
+    # A 128 MiB in-place kernel: only the last 32 MiB of its writes can stay.
+    big = memory_level(spec, 128 * MiB, (256 * MiB, 128 * MiB))
+    assert big.ceiling.value == pytest.approx(256 * MiB / (224 * MiB / 5e10 + 32 * MiB / 2e11))
+    # Nothing written, or no measured cache bandwidth: main memory's.
+    assert memory_level(spec, 4 * MiB, (8 * MiB, 0.0)).ceiling.value == 5e10
+    no_cache = HardwareSpec("made-up GPU", "gpu", spec.peaks, spec.memory_bandwidth)
+    assert memory_level(no_cache, 4 * MiB, (8 * MiB, 4 * MiB)).ceiling.value == 5e10

@@ -12,7 +12,8 @@ from ..hardware.spec import Ceiling, HardwareSpec
 from ..units import format_quantity
 from .counts import Counts
 
-__all__ = ["CeilingUse", "dot_precision", "compute_ceilings", "MemoryLevel", "memory_level", "CACHE_SIDE_MAX"]
+__all__ = ["CeilingUse", "dot_precision", "compute_ceilings", "MemoryLevel", "memory_level", "cold_level",
+           "CACHE_SIDE_MAX"]
 
 # A last-level cache larger than this, as a VM reports it, is the host's and shared with other tenants (480 MiB
 # on one Xeon VM, where a 128 MiB stream already ran at DRAM speed): only this much of it counts as the VM's.
@@ -81,14 +82,32 @@ class MemoryLevel:
     note: str = ""
 
 
-def memory_level(spec: HardwareSpec, working_set: float | None, cold: bool = False) -> MemoryLevel:
+def cold_level(spec: HardwareSpec, total: float, written: float) -> MemoryLevel:
+    """Main memory for a run that starts with an evicted cache. A write-back cache keeps what the run writes,
+    up to its size, and writes it to memory after the run: those bytes meet the cache's bandwidth, the rest
+    main memory's (one effective bandwidth over all ``total`` bytes). Without a measured cache bandwidth, all
+    bytes meet main memory's."""
+    dram, llc, cache = spec.memory_bandwidth, spec.cache_bytes, spec.cache_bandwidth
+    kept = min(written, total, min(llc, CACHE_SIDE_MAX)) if llc and cache else 0.0
+    if kept <= 0 or total <= 0 or cache is None:
+        return MemoryLevel(dram, False)
+    effective = total / ((total - kept) / dram.value + kept / cache.value)
+    note = (f"cold: the {format_quantity(kept, 'B')} the run writes stay in the cache during it (written back "
+            f"after), held to its bandwidth {format_quantity(cache.value, 'B/s')}; the rest to main memory's "
+            f"{format_quantity(dram.value, 'B/s')}: {format_quantity(effective, 'B/s')} over all bytes")
+    return MemoryLevel(Ceiling(effective, dram.origin, f"{dram.source}; {note}", dram.date), False, note)
+
+
+def memory_level(spec: HardwareSpec, working_set: float | None, cold: tuple[float, float] | None = None) -> MemoryLevel:
     """The memory ceiling for a program whose buffers (arguments, outputs, temporaries) take ``working_set``
     bytes. Between half the cache and the whole cache a working set is partly cache-resident: it is held to
-    main memory, and the note says the DRAM roofline may not bound it. ``cold``: the cache is evicted before
-    every run, so the bytes come from main memory whatever the working set."""
+    main memory, and the note says the DRAM roofline may not bound it. ``cold``: (bytes accessed, bytes
+    written) of a program whose runs start with an evicted cache (:func:`cold_level`)."""
+    if cold is not None:
+        return cold_level(spec, *cold)
     dram = spec.memory_bandwidth
     llc, cache = spec.cache_bytes, spec.cache_bandwidth
-    if cold or working_set is None or llc is None or cache is None:
+    if working_set is None or llc is None or cache is None:
         return MemoryLevel(dram, False)
     size = format_quantity(working_set, "B")
     llc_text = format_quantity(llc, "B")

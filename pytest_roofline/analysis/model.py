@@ -30,14 +30,15 @@ class ProgramModel:
 def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices: int,
                   flops: float | None = None, bytes_accessed: float | None = None,
                   transcendentals: float | None = None, working_set: float | None = None,
-                  cold: bool = False) -> ProgramModel:
+                  cold_written: float | None = None) -> ProgramModel:
     """The model of ``module`` on ``spec``; analytic counts given by the user replace the compiler's.
     ``working_set``: the bytes of the program's buffers, which decide whether its bytes meet the last-level
-    cache's bandwidth or main memory's (:func:`~.ceilings.memory_level`); ``cold``: the cache is evicted before
-    every run, so they meet main memory's."""
+    cache's bandwidth or main memory's (:func:`~.ceilings.memory_level`); ``cold_written``: the runs start with
+    an evicted cache, and write this many bytes (:func:`~.ceilings.cold_level`)."""
     precision = dot_precision(counts)
     interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
-    level = memory_level(spec, working_set, cold)  # the per-op rows meet the same bandwidth as the whole program
+    total = bytes_accessed if bytes_accessed is not None else counts.bytes_accessed
+    level = memory_level(spec, working_set, (total, cold_written) if cold_written is not None else None)  # the per-op rows meet the same bandwidth as the whole program
     rows = op_rows(module, lambda cls: peak_for_class(spec, cls, precision)[1].value,
                    peak_for_class(spec, "vector")[1].value, level.ceiling.value, interconnect,
                    devices=devices)

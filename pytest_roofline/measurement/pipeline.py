@@ -84,7 +84,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
                                     *cache_size(program.device))
     model = program_model(spec, counts, module, program.num_devices, given.flops, given.bytes,
                           given.transcendentals, working_set=working_set(module, footprint),
-                          cold=cache.state == "cold")
+                          cold_written=_written(module, footprint) if cache.state == "cold" else None)
     touch = _first_touch(spec, footprint, program.platform)
     charged = touch is not None and touch_mode == "include"
     plan = _live_plan(spec, used, model, program.platform, _planned_touch_s(touch) if charged else 0.0)
@@ -129,6 +129,11 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         no_work=no_work,
         cache=cache,
     )
+
+
+def _written(module: HloModule, footprint: MemoryFootprint | None) -> float:
+    """The bytes a run writes: its outputs (in place or fresh), else its result's shape."""
+    return float(footprint.outputs) if footprint is not None else float(module.entry.root.shape.bytes)
 
 
 def _time_in_state(program: CompiledProgram, settings: TimingSettings, ops: int, beside: Beside | None,
