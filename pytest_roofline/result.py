@@ -24,6 +24,7 @@ from .analysis.ops import OpRow, OpsModel
 from .analysis.roofline import RooflineEstimate
 from .analysis.timed_runs import Timing
 from .analysis.verdict import Figures, suspect
+from .hardware.clocks import Clocks
 from .hardware.spec import HardwareSpec
 from .kinds import Bound, CeilingsUsed, CountSource, FirstTouchMode, Model, TimerUsed
 from .result_text import describe, first_touch_text
@@ -71,6 +72,7 @@ class Result:
     first_touch_mode: FirstTouchMode = "include"  # whether the roofline charges it (where there is one)
     no_work: bool = False  # the compiled program computes nothing (returns None or a constant)
     cache: CacheState | None = None  # the cache state of the timed runs (None: not recorded)
+    clocks: Clocks | None = None  # GPU clocks around the timed runs, or why there is no reading
 
     # The work
     @property
@@ -373,7 +375,17 @@ class Result:
             "utilization_on_cpu": self.utilization_on_cpu,
             "no_work": self.no_work,
             "cache": self.cache.to_dict() if self.cache is not None else None,
+            "clocks": self.clocks.to_dict() if self.clocks is not None else None,
+            "utilization_at_clocks": self.utilization_at_clocks,
         }
+
+    @property
+    def utilization_at_clocks(self) -> float | None:
+        """The utilization against the roofline at the clocks the runs met (None: no reading, or at maximum)."""
+        roof = self.roofline
+        at = self.clocks.roofline_at_clocks(roof.compute_time_s, roof.memory_time_s,
+                                            max(roof.transcendental_time_s, roof.comms_time_s)) if self.clocks else None
+        return at / self.device_time_s if at is not None and self.device_time_s > 0 else None
 
     def first_touch_text(self) -> str:
         """The first-touch term: faults expected and counted, the split of the time, both utilizations."""

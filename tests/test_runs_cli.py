@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +13,18 @@ import pytest
 from fakes import fake_result, record_of
 
 from pytest_roofline.cli.main import main
+from pytest_roofline.hardware.clocks import ClockReading, Clocks
 from pytest_roofline.report.document import report_document, session_block
 
 
 def _report(utils: dict[str, float], day: int, complete: bool = True, commit: str = "c0ffee",
-            compile_s: dict[str, float] | None = None) -> dict[str, Any]:
-    """A report of fake results: ``utils`` per test, ``compile_s`` their made-up compile times (default 10 ms)."""
+            compile_s: dict[str, float] | None = None, sm_mhz: float | None = None) -> dict[str, Any]:
+    """A report of fake results: ``utils`` per test, ``compile_s`` their made-up compile times (default 10 ms),
+    ``sm_mhz`` a made-up SM clock read after their runs (none by default)."""
+    clocks = Clocks(None, ClockReading(sm_mhz, 2619, 1980, 2619)) if sm_mhz else None
     records = [record_of(f"test_k.py::{name}", "kernel",
-                         fake_result(u, name="kernel", compile_s=(compile_s or {}).get(name, 0.01)), "measured")
+                         replace(fake_result(u, name="kernel", compile_s=(compile_s or {}).get(name, 0.01)),
+                                 clocks=clocks), "measured")
                for name, u in utils.items()]
     session = session_block(0 if complete else 2, len(utils), len(utils) if complete else 1)
     provenance = {"git": {"commit": f"{commit}{day:02d}" + "0" * 30, "dirty": False}, "versions": {"jax": "fake"},
@@ -121,6 +126,22 @@ def test_compile_time_is_judged_only_when_a_ratio_is_asked_for(tmp_path: Path,
         with pytest.raises(SystemExit) as stop:
             main(["history", "--max-compile", bad, str(directory)])
         assert stop.value.code == 2 and f"must be a ratio above 1, e.g. 1.5, got '{bad}'" in capsys.readouterr().err
+
+
+def test_a_regression_that_comes_with_a_clock_drop_says_so(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Made-up GPU clocks: the baseline ran at 1965 MHz, the slower run at 1580 MHz."""
+    base = _write(tmp_path / "base.json", _report({"test_a": 0.6}, 1, sm_mhz=1965))
+    slow = _write(tmp_path / "slow.json", _report({"test_a": 0.45}, 2, sm_mhz=1580))
+    status, out, _ = _cli(capsys, "compare", str(base), str(slow))
+    assert status == 1 and "; with a clock drop: SM 1965 -> 1580 MHz" in out
+    nights = [_report({"test_a": 0.6 + 0.01 * (i % 2)}, i + 1, sm_mhz=1965) for i in range(6)]
+    directory = tmp_path / "hist"
+    directory.mkdir()
+    for i, night in enumerate([*nights, _report({"test_a": 0.45}, 7, sm_mhz=1580)]):
+        _write(directory / f"roofline-202611{i + 1:02d}T031700Z-c0ffee.json", night)
+    status, out, _ = _cli(capsys, "history", str(directory))
+    assert status == 1 and "REGRESSION: latest run 45.0%" in out and "; with a clock drop: SM 1965 -> 1580 MHz" in out
 
 
 def test_show_prints_the_run_and_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..hardware.clocks import clock_drop
 from ..history.baseline import Baseline, Series, build_series
+from ..history.checks import SeriesKey
 from ..history.compile_check import CompileCheck, compile_check
 from ..history.detect import judge_series
 from ..history.reports import ReportError, load_history, load_run
@@ -53,7 +55,9 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None,
     present = {key for key, _ in checks}
     gone = sorted(k for k in baseline.values if k not in present)
     regressed = any(c.regressed for _, c in checks) or any(c.regressed for c in compiles.values())
-    return "\n".join(compare_lines(baseline_path, current, checks, gone, compiles)), 1 if regressed else 0
+    drops = {r.key: clock_drop(r.result.clocks, baseline.records[r.key].result.clocks)
+             for r in current.records if r.key in baseline.records}
+    return "\n".join(compare_lines(baseline_path, current, checks, gone, compiles, drops)), 1 if regressed else 0
 
 
 def _compile_of_latest(series: Series, max_compile: float) -> CompileCheck | None:
@@ -75,7 +79,18 @@ def history(directory: str, last: int, max_compile: float | None = None) -> tupl
     if max_compile is not None:
         compiles = {s.key: c for s in series if (c := _compile_of_latest(s, max_compile)) is not None}
     regressed = any(f.regression for _, f in judged) or any(c.regressed for c in compiles.values())
-    return "\n".join(history_lines(directory, runs, judged, last, compiles)), 1 if regressed else 0
+    return "\n".join(history_lines(directory, runs, judged, last, compiles, _clock_drops(series))), \
+        1 if regressed else 0
+
+
+def _clock_drops(series: list[Series]) -> dict[SeriesKey, str]:
+    """Per series, whether its latest run met lower GPU clocks than the run before it."""
+    out = {}
+    for s in series:
+        if len(s.runs) >= 2:
+            latest, earlier = (next(r for r in run.records if r.key == s.key) for run in (s.runs[-1], s.runs[-2]))
+            out[s.key] = clock_drop(latest.result.clocks, earlier.result.clocks)
+    return out
 
 
 def export(path: str, fmt: str) -> tuple[str, int]:

@@ -17,6 +17,7 @@ from ..analysis.live import Live
 from ..analysis.memory import MemoryFootprint
 from ..analysis.ops import OpRow
 from ..analysis.verdict import model_utilization
+from ..hardware.clocks import Clocks
 from ..hardware.spec import HardwareSpec
 from ..kinds import BOUNDS, Bound, CeilingsUsed, CountSource, Model, TimerUsed, choose
 
@@ -62,6 +63,8 @@ class RecordedResult:
     compile_time_s: float = 0.0
     compile_cached: bool = False  # the program came from JAX's in-memory cache: no compile time measured
     cache: CacheState | None = None  # the cache state of the timed runs
+    clocks: Clocks | None = None  # GPU clocks around the runs, or why there is no reading
+    utilization_at_clocks: float | None = None  # against the roofline at the clocks the runs met
     versions: Mapping[str, str] = field(default_factory=dict)
     ceilings_used: tuple[CeilingUse, ...] = ()
     # The judgement's figures
@@ -177,6 +180,7 @@ _COMPOSITE: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "memory": _maybe("memory", MemoryFootprint.from_dict),
     "first_touch": _maybe("first_touch", FirstTouch.from_dict),
     "cache": _maybe("cache", CacheState.from_dict),
+    "clocks": _maybe("clocks", Clocks.from_dict),
     "first_touch_text": lambda d: str((d.get("first_touch") or {}).get("text") or ""),
     "ops": lambda d: tuple(OpRow.from_dict(op) for op in d.get("ops") or ()),
     "ops_check": _maybe("ops_check", OpsCheck.from_dict),

@@ -35,6 +35,7 @@ from ..labels import kernel_name
 from ..result import ProgramInfo, Result
 from .device import resolve_hardware
 from .eviction import Evictor, cache_size
+from .gpu_clocks import ClockWatch
 from .options import MEASURE_OPTIONS, GivenCounts, MeasureOptions, TimingSettings
 from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
 from .references import Reference, reference, reference_key_for
@@ -92,9 +93,9 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         used = "calibrated"
     before = allocator_stats(program.device)
     planned = replace(model.estimate, first_touch_time_s=_planned_touch_s(touch) if charged else 0.0)
-    timed, cache = _time_in_state(program, settings, executed_op_count(module), plan.beside,
-                                  _stopping_rule(planned, plan, options.threshold, settings.target_spread),
-                                  cache, check_cache)
+    rule = _stopping_rule(planned, plan, options.threshold, settings.target_spread)
+    (timed, cache), clocks = ClockWatch(program.device).around(
+        lambda: _time_in_state(program, settings, executed_op_count(module), plan.beside, rule, cache, check_cache))
     memory = _memory(program, footprint, before)
     ops_model, busy = _per_op(model.rows, module, program, timed)
     if touch is not None:
@@ -128,6 +129,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         first_touch_mode=touch_mode,
         no_work=no_work,
         cache=cache,
+        clocks=clocks,
     )
 
 

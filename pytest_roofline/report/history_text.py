@@ -51,7 +51,8 @@ def _compile_cell(check: CompileCheck | None) -> str:
 
 
 def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[SeriesKey, BaselineCheck | NoBaseline]],
-                  gone: Sequence[SeriesKey], compiles: Mapping[SeriesKey, CompileCheck] | None = None) -> list[str]:
+                  gone: Sequence[SeriesKey], compiles: Mapping[SeriesKey, CompileCheck] | None = None,
+                  clock_notes: Mapping[SeriesKey, str] | None = None) -> list[str]:
     """Each kernel of the current run against the baseline; regressions say "REGRESSION". ``compiles``: the
     compile-time checks (``--max-compile``), shown in their own column."""
     compiles = compiles or {}
@@ -74,7 +75,8 @@ def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[Serie
         rows.append((key.kernel, f"{check.baseline:.1%}", f"{check.current:.1%}", f"{-check.drop:+.1%}",
                      f"{check.gate.allowed_drop:.1%}", *extra, status))
         if check.regressed:
-            details.append(f"  {key.kernel}: regression: {check.message()}")
+            drop = (clock_notes or {}).get(key)
+            details.append(f"  {key.kernel}: regression: {check.message()}" + (f"; {drop}" if drop else ""))
     for key in gone:
         rows.append((key.kernel, "", "-", "", "", *(("",) if compiles else ()), "not in the current run"))
     return [*lines, *_table(rows), *details]
@@ -95,7 +97,8 @@ def sparkline(values: Sequence[float], marks: Sequence[int] = ()) -> str:
 
 
 def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Series, Finding]],
-                  last: int = 30, compiles: Mapping[SeriesKey, CompileCheck] | None = None) -> list[str]:
+                  last: int = 30, compiles: Mapping[SeriesKey, CompileCheck] | None = None,
+                  clock_notes: Mapping[SeriesKey, str] | None = None) -> list[str]:
     """Per series: runs, a sparkline of the last ``last`` values, the latest value, the baseline level, the
     minimum detectable drop, the latest compile time and the status; then the change points and why each
     regression is one. ``compiles``: the latest compile time against the runs before it (``--max-compile``)."""
@@ -130,8 +133,9 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
             run = series.runs[cp.index]
             details.append(f"{where}: change point at run {cp.index + 1} ({run.short}): {cp.before:.1%} -> "
                            f"{cp.after:.1%} ({cp.change:+.1%}, p={cp.p:.1g})")
+        drop = (clock_notes or {}).get(series.key)
         for reason in finding.reasons:
-            details.append(f"{where}: REGRESSION: {reason}")
+            details.append(f"{where}: REGRESSION: {reason}" + (f"; {drop}" if drop else ""))
     lines += _table(rows)
     if details:
         lines.append("")

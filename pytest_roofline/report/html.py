@@ -125,7 +125,8 @@ def _row(rec: KernelRecord, several: bool) -> str:
     return "<tr>" + "".join([
         _cell(f"{_e(rec.nodeid)} <b>[{_e(rec.label)}]</b>", rec.kernel, attrs=' class="name"'), _cell(_e(bound)),
         _cell(intensity, r.intensity, True),
-        _cell(format_seconds(r.device_time_s), r.device_time_s, True),
+        _cell(format_seconds(r.device_time_s), r.device_time_s, True,
+              f' title="clocks: {_e(r.clocks.text())}"' if r.clocks else ""),
         _cell(cache_cell(r), cache_cell(r), attrs=f' title="{_e(r.cache.text())}"' if r.cache else ""),
         _cell(format_seconds(r.roofline_time_s), r.roofline_time_s, True),
         _cell(f"{util:.1%}{' IMPOSSIBLE' if r.impossible else ''}{within}", util, not flagged, flagged),

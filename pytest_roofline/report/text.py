@@ -67,6 +67,10 @@ def _time_lines(r: RecordedResult) -> list[str]:
                  f"{format_seconds(r.compile_time_s)}{_CACHED if r.compile_cached else ''}")
     if r.cache is not None:
         lines.append(f"  cache         {r.cache.text()}")
+    if r.clocks is not None:
+        at = (f"; utilization {r.utilization_at_clocks:.1%} against the roofline at these clocks"
+              if r.utilization_at_clocks is not None else "")
+        lines.append(f"  clocks        {r.clocks.text()}{at}")
     return lines
 
 
@@ -220,6 +224,9 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
     if r.impossible and rec.verdict != "impossible":
         marks.append(("impossible", f"utilization above {format_fraction(IMPOSSIBLE_ABOVE)}: a peak or a count is "
                       f"wrong"))
+    if r.clocks is not None and r.clocks.throttled:
+        marks.append(("throttled", f"the GPU throttled during the runs ({', '.join(r.clocks.throttled)})"
+                      + (", also when measured again" if r.clocks.remeasured else "")))
     if r.marginal:
         marks.append(("marginal", "the threshold is inside the 95% interval: within the noise"))
     if r.first_touch_beaten:
