@@ -319,11 +319,15 @@ def test_mm(roofline):
     assert result.ret == 0, result.stdout.str()
 
 
-def test_xdist_two_workers_merge_every_result(pytester: pytest.Pytester) -> None:
+def test_xdist_two_workers_merge_every_result(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a CPU with two forced host devices, two workers share the host (no pinning, one host-wide lock) and
+    their merged report has the same form as a run without xdist."""
     pytest.importorskip("xdist")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
     body = "".join(f"""
 @pytest.mark.roofline({FAST})
 def test_{i}(roofline):
+    assert len(jax.devices()) == 2  # the forced host devices, unpinned
     roofline(tiny_scale, TINY, name="k{i}")
 """ for i in range(4))
     result = run(pytester, body, "-n", "2", "--roofline-report=report.json")
@@ -332,6 +336,15 @@ def test_{i}(roofline):
     assert sorted(r["label"] for r in data["results"]) == ["k0", "k1", "k2", "k3"]
     result.stdout.fnmatch_lines(["*roofline summary (worst first)*"])
     assert result.stdout.str().count("test_kernels.py::test_") >= 4
+    single = run(pytester, body, "-n", "0", "--roofline-report=single.json")
+    assert single.ret == 0, single.stdout.str()
+    alone = report(pytester, "single.json")
+
+    def form(results: list[dict[str, Any]]) -> list[tuple[str, list[str], str, str]]:
+        return sorted((r["label"], sorted(r) + sorted(r["result"]), r["verdict"], r["result"]["hardware"]["name"])
+                      for r in results)
+
+    assert form(data["results"]) == form(alone["results"]) and sorted(data) == sorted(alone)
 
 
 SORT_BODY = f"""

@@ -26,6 +26,7 @@ from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
 from .outputs import write_outputs
 from .session import RooflineSession, default_trace_root
 from .settings import OPTIONS, ConfigError, resolve_settings
+from .workers import pin_worker
 
 SESSION_KEY = pytest.StashKey[RooflineSession]()
 MARKER_KEY = pytest.StashKey[MarkerSpec]()
@@ -64,6 +65,9 @@ def _ini_name(config: pytest.Config) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_SIGNATURE)
+    pinned = pin_worker(os.environ.get("PYTEST_XDIST_WORKER"), os.environ)
+    if pinned.variable:  # before this worker's JAX starts a backend: it sees its own device only
+        os.environ[pinned.variable] = pinned.value
     if problem := too_old():
         raise pytest.UsageError(f"{problem} (or run pytest with -p no:roofline)")
     cli = {opt.name: config.getoption(f"roofline_{opt.name}") for opt in OPTIONS}

@@ -1,0 +1,66 @@
+"""One xdist worker per accelerator, on FAKE device lists (a made-up /proc or /dev tree under tmp_path, made-up
+variables): which device each worker gets, and that the timing lock is then per device; on a CPU host nothing
+is pinned and every worker shares the host-wide lock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline.plugin.lock import lock_path
+from pytest_roofline.plugin.workers import Accelerators, list_accelerators, pin_worker
+
+
+def fake_host(tmp_path: Path, nvidia: int = 0, tpu: int = 0) -> str:
+    """A FAKE host tree: ``nvidia`` GPUs in /proc/driver/nvidia/gpus, ``tpu`` chips as /dev/accelN."""
+    for i in range(nvidia):
+        (tmp_path / f"proc/driver/nvidia/gpus/0000:{i:02x}:00.0").mkdir(parents=True)
+    (tmp_path / "dev").mkdir(parents=True, exist_ok=True)
+    for i in range(tpu):
+        (tmp_path / f"dev/accel{i}").touch()
+    return str(tmp_path)
+
+
+def test_workers_go_round_robin_over_the_gpus_of_a_host(tmp_path: Path) -> None:
+    root = fake_host(tmp_path, nvidia=4)
+    found = list_accelerators({}, root)
+    assert found == Accelerators("CUDA_VISIBLE_DEVICES", ("0", "1", "2", "3"), "4 GPUs in /proc/driver/nvidia/gpus")
+    pins = [pin_worker(f"gw{k}", {}, lambda: found) for k in range(6)]
+    assert [(p.variable, p.value) for p in pins] == [("CUDA_VISIBLE_DEVICES", v) for v in "012301"]
+    assert pins[5].why == "worker gw5 on device 1 of 4 (4 GPUs in /proc/driver/nvidia/gpus)"
+
+
+def test_the_users_own_device_list_is_what_workers_share(tmp_path: Path) -> None:
+    env = {"CUDA_VISIBLE_DEVICES": "4,6"}
+    found = list_accelerators(env, fake_host(tmp_path, nvidia=8))
+    assert found is not None and found.ids == ("4", "6")
+    assert [pin_worker(f"gw{k}", env, lambda: found).value for k in range(3)] == ["4", "6", "4"]
+    tpu = list_accelerators({}, fake_host(tmp_path / "t", tpu=4))
+    assert tpu is not None and tpu.variable == "TPU_VISIBLE_CHIPS" and len(tpu.ids) == 4
+
+
+def test_nothing_is_pinned_on_a_cpu_host_with_one_device_or_outside_xdist(tmp_path: Path) -> None:
+    cpu = fake_host(tmp_path)
+    assert list_accelerators({}, cpu) is None
+    assert pin_worker("gw1", {}, lambda: list_accelerators({}, cpu)).why == (
+        "no accelerators: the CPU is shared, with one host-wide timing lock")
+    one = Accelerators("CUDA_VISIBLE_DEVICES", ("0",), "1 GPU")
+    assert pin_worker("gw1", {}, lambda: one).variable == ""
+    assert pin_worker(None, {}, lambda: one).why == "not an xdist worker"
+    assert pin_worker("master", {}, lambda: one).variable == ""
+    two = Accelerators("CUDA_VISIBLE_DEVICES", ("0", "1"), "2 GPUs")
+    assert pin_worker("gw1", {"PYTEST_ROOFLINE_PIN_WORKERS": "0"}, lambda: two).variable == ""
+
+
+def test_pinned_workers_take_different_locks_and_cpu_workers_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TPU_VISIBLE_CHIPS", raising=False)
+    two = Accelerators("CUDA_VISIBLE_DEVICES", ("0", "1"), "2 GPUs")
+    paths = []
+    for worker in ("gw0", "gw1", "gw2"):
+        pinned = pin_worker(worker, {}, lambda: two)
+        monkeypatch.setenv(pinned.variable, pinned.value)
+        paths.append(lock_path())
+    assert paths[0] != paths[1] and paths[0] == paths[2]  # gw2 shares gw0's device, and its lock
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert lock_path() == lock_path() and lock_path().endswith("_all.lock")  # a CPU: one lock for the host
