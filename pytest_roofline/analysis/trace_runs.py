@@ -9,7 +9,9 @@ Checked on the real profiles in ``tests/data``:
 * GPU: kernel and memcpy events with ``correlation_id``, no ``run_id``. Each is tied to the host API call that
   launched it (same ``correlation_id`` on a ``/host:`` plane), and the launch to the host window it falls in:
   our own annotation around each timed run (``launch_marker``) where the trace has it, else the
-  ``GpuExecutable::ExecuteThunks`` event of the module (one per run and device). With command buffers (CUDA
+  ``GpuExecutable::ExecuteThunks`` event of the module (one per run and device, on the host thread that runs
+  that device: with several GPUs the windows of different devices overlap, and a kernel belongs to the window
+  of the thread that launched it, never to another device's). With command buffers (CUDA
   graphs) the kernels of a run may carry no ``hlo_op``: the per-op times are then missing, which
   :attr:`~.trace.RunTimes.notes` says.
 * TPU: an "XLA Modules" line (one event per run and chip; ``run_id`` counts per chip, so runs are matched
@@ -83,7 +85,10 @@ def _device_of(e: TraceEvent) -> str:
     return e.plane
 
 
-def _launched(e: TraceEvent, launch_of: dict[int, tuple[float, str]]) -> float:
+Launch = tuple[float, str, str]  # a GPU op's host launch: start time, API call name, host thread
+
+
+def _launched(e: TraceEvent, launch_of: dict[int, Launch]) -> float:
     """When an op's work was launched: its host launch where the trace ties one to it (GPU), else its start."""
     return launch_of[id(e)][0] if id(e) in launch_of else e.start_ns
 
@@ -157,7 +162,7 @@ def _by_windows(ops: list[TraceEvent], windows: Sequence[Window], time_of: Calla
 
 def _split_runs(events: list[TraceEvent], ops: list[TraceEvent], module_events: list[TraceEvent],
                 module_name: str, platform: str, expected_runs: int | None, marker: tuple[str | None, list[Window]],
-                launch_of: dict[int, tuple[float, str]]) -> _Split:
+                launch_of: dict[int, Launch]) -> _Split:
     """The first way of telling runs apart that the trace allows, in order of trust."""
     def launched(e: TraceEvent) -> float:
         return _launched(e, launch_of)
@@ -170,12 +175,9 @@ def _split_runs(events: list[TraceEvent], ops: list[TraceEvent], module_events: 
     if marker_windows:
         kernels = " and kernel launches (correlation_id)" if launch_of else ""
         return _by_windows(ops, marker_windows, launched, f"host annotation {launch_marker!r}{kernels}")
-    thunks = sorted((e.start_ns, e.end_ns) for e in events if e.plane.startswith("/host:")
-                    and e.name == GPU_EXECUTE_WINDOW and str(e.stats.get("module_name", "")) == module_name
-                    ) if launch_of else []
+    thunks = _thread_windows(events, module_name) if launch_of else {}
     if thunks:
-        return _by_windows(ops, thunks, launched,
-                           f"kernel launches (correlation_id) in host {GPU_EXECUTE_WINDOW!r} windows")
+        return _by_thread_windows(ops, thunks, launch_of)
     launches = _host_launches(events, expected_runs)
     if launches is None:
         raise TraceError(f"program {module_name!r} has op events but nothing tells its runs apart "
@@ -183,15 +185,63 @@ def _split_runs(events: list[TraceEvent], ops: list[TraceEvent], module_events: 
     name, starts = launches
     windows = [(s, starts[n + 1] if n + 1 < len(starts) else float("inf")) for n, s in enumerate(starts)]
     return _by_windows(ops, windows, lambda e: e.start_ns, f"host launch events {name!r}")
-def _launch_times(events: list[TraceEvent], ops: list[TraceEvent]) -> dict[int, tuple[float, str]]:
-    """GPU: each op event's host launch (start time, API call name), joined by ``correlation_id``."""
+def _thread(e: TraceEvent) -> str:
+    return f"{e.plane}#{e.line}"
+
+
+def _thread_windows(events: list[TraceEvent], module_name: str) -> dict[str, list[Window]]:
+    """The module's ``GpuExecutable::ExecuteThunks`` windows per host thread (one per run of each device that
+    thread runs), in time order."""
+    out: dict[str, list[Window]] = {}
+    for e in sorted(events, key=lambda e: e.start_ns):
+        if e.plane.startswith("/host:") and e.name == GPU_EXECUTE_WINDOW and \
+                str(e.stats.get("module_name", "")) == module_name:
+            out.setdefault(_thread(e), []).append((e.start_ns, e.end_ns))
+    return out
+
+
+def _by_thread_windows(ops: list[TraceEvent], windows: dict[str, list[Window]], launch_of: dict[int, Launch]) -> _Split:
+    """GPU: an op belongs to the execute window, on the host thread that launched it, that its launch falls in;
+    the windows of other threads (other devices' runs, open at the same time) never claim it. Where the launch
+    is recorded on a thread of its own (ROCm's and CUPTI's "Host Threads/<tid>" lines), the window is the only
+    one open at the launch, or else the one on the thread whose unambiguous launches went to the op's device."""
+    assignment: dict[int, RunKey] = {}
+    ambiguous: list[tuple[int, list[tuple[str, int]]]] = []
+    votes: dict[str, dict[str, int]] = {}  # device -> thread -> unambiguous launches
+    for i, e in enumerate(ops):
+        launch = launch_of.get(id(e))
+        if launch is None:
+            continue
+        t, thread = launch[0], launch[2]
+        own = _containing(windows.get(thread, []), t)
+        open_ = [(th, s) for th, ws in windows.items() if (s := _containing(ws, t)) is not None]
+        if own is not None:
+            open_ = [(thread, own)]
+        if len(open_) == 1:
+            assignment[i] = (_device_of(e), open_[0])
+            counts = votes.setdefault(_device_of(e), {})
+            counts[open_[0][0]] = counts.get(open_[0][0], 0) + 1
+        elif open_:
+            ambiguous.append((i, open_))
+    for i, open_ in ambiguous:
+        device = _device_of(ops[i])
+        mine = max(votes.get(device, {}).items(), key=lambda kv: kv[1], default=(None, 0))[0]
+        chosen = [c for c in open_ if c[0] == mine]
+        if chosen:
+            assignment[i] = (device, chosen[0])
+    return _Split(assignment, f"kernel launches (correlation_id) in host {GPU_EXECUTE_WINDOW!r} windows, each kernel "
+                              f"in the window of the host thread that launched it")
+
+
+def _launch_times(events: list[TraceEvent], ops: list[TraceEvent]) -> dict[int, Launch]:
+    """GPU: each op event's host launch (start time, API call name, host thread), joined by ``correlation_id``."""
     wanted = {e.stats["correlation_id"] for e in ops if "correlation_id" in e.stats}
     if not wanted:
         return {}
-    host: dict[Any, tuple[float, str]] = {}
+    host: dict[Any, Launch] = {}
     for e in events:
         if e.plane.startswith("/host:") and "correlation_id" in e.stats and e.stats["correlation_id"] in wanted:
-            host.setdefault(e.stats["correlation_id"], (e.start_ns, e.name))
+            host.setdefault(e.stats["correlation_id"], (e.start_ns, e.name, _thread(e)))
     return {id(e): host[e.stats["correlation_id"]] for e in ops
             if "correlation_id" in e.stats and e.stats["correlation_id"] in host}
 
@@ -246,7 +296,7 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
     n_runs = len(next(iter(per_device.values())))  # the same on every device (_device_runs checks)
     per_run = tuple(max(t[k] for t in per_device.values()) for k in range(n_runs))
     notes: list[str] = []
-    graph_launched = any(_GRAPH_LAUNCH.search(name) for _, name in launch_of.values())
+    graph_launched = any(_GRAPH_LAUNCH.search(name) for _, name, _ in launch_of.values())
     if platform == "gpu" and ops and (graph_launched or not any("hlo_op" in e.stats for e in ops)):
         notes.append(f"per-op kernel times are hidden: XLA ran this program's kernels as command buffers "
                      f"(CUDA graphs); the program's time is kept. To see each op, run with {COMMAND_BUFFER_REMEDY}")

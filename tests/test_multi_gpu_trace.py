@@ -1,0 +1,80 @@
+"""A CONSTRUCTED profile shaped like a real 8-GPU ROCm profile of one jitted program run 5 times (no such file is
+in tests/data): each device has its own host thread ``py_xla_execute/<id>`` with exactly five
+``GpuExecutable::ExecuteThunks`` windows, the windows of different devices overlap (from the second run on all
+eight open within 0.5 ms of each other), and each kernel is launched (``hipExtModuleLaunchKernel``, matched by
+``correlation_id``) from its own device's thread. A kernel belongs to the window of the thread that launched it,
+never to an overlapping window of another device's thread."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline.analysis.trace import TraceEvent
+from pytest_roofline.analysis.trace_runs import run_times
+
+MODULE = "jit_step"
+DEVICES, RUNS = 8, 5
+US = 1_000.0  # ns
+
+
+def kernel_us(device: int, run: int) -> float:
+    """Made-up kernel time of ``device`` in ``run``: device 5 is the slowest in run 2, device 3 otherwise."""
+    return 100.0 + (60.0 if (device, run) == (5, 2) else 0.0) + (30.0 if device == 3 else 0.0) + 2.0 * run
+
+
+def constructed_profile(launch_lines: str = "own") -> list[TraceEvent]:
+    """``launch_lines``: "own", each launch on its device's execute thread; "tracer", on a line of its own
+    ("Host Threads/<tid>", as ROCm's and CUPTI's API tracers record them), so only time ties it to a window."""
+    events: list[TraceEvent] = []
+    correlation = 0
+    for run in range(RUNS):
+        # The first run: threads start 1 ms apart (compilation, warm-up); later runs: within 0.5 ms.
+        run_start = 10_000 * US * run
+        for device in range(DEVICES):
+            thread = f"py_xla_execute/{1000 + device}"
+            opens = run_start + (device * 1_000 * US if run == 0 else device * 60 * US)
+            window = (opens, opens + 400 * US)
+            events.append(TraceEvent("/host:CPU", thread, "GpuExecutable::ExecuteThunks", *window,
+                                     {"module_name": MODULE}))
+            start = opens + 50 * US
+            for k, op in enumerate(("fusion.1", "fusion.2")):
+                correlation += 1
+                launch = opens + (10 + 5 * k) * US
+                line = thread if launch_lines == "own" else f"Host Threads/{2000 + device}"
+                events.append(TraceEvent("/host:CPU", line, "hipExtModuleLaunchKernel", launch, launch + 3 * US,
+                                         {"correlation_id": correlation}))
+                length = kernel_us(device, run) / 2 * US
+                events.append(TraceEvent(f"/device:GPU:{device}", "Stream #1(Kernel)", op, start, start + length,
+                                         {"hlo_module": MODULE, "hlo_op": op, "program_id": 7,
+                                          "correlation_id": correlation}))
+                start += length
+    return events
+
+
+def test_the_constructed_profile_has_the_shape_of_the_real_one() -> None:
+    events = constructed_profile()
+    windows = [e for e in events if e.name == "GpuExecutable::ExecuteThunks"]
+    assert sorted({e.line for e in windows}) == [f"py_xla_execute/{1000 + d}" for d in range(DEVICES)]
+    assert all(sum(e.line == line for e in windows) == RUNS for line in {e.line for e in windows})
+    for run in range(1, RUNS):
+        opens = sorted(e.start_ns for e in windows)[run * DEVICES:(run + 1) * DEVICES]
+        assert opens[-1] - opens[0] <= 0.5e6  # all eight within 0.5 ms
+    starts = sorted((e.start_ns, e.end_ns) for e in windows)
+    assert any(b[0] < a[1] for a, b in zip(starts, starts[1:], strict=False))  # windows of devices overlap
+
+
+@pytest.mark.parametrize("launch_lines", ["own", "tracer"])
+def test_each_device_has_five_runs_and_a_run_takes_its_slowest_device(launch_lines: str) -> None:
+    """With the launches on a tracer's own lines, the first run (windows apart) tells which thread runs which
+    device; the overlapping windows of later runs are then resolved by it."""
+    found = run_times(constructed_profile(launch_lines), MODULE, "gpu", expected_runs=RUNS)
+    assert len(found.per_device_s) == DEVICES
+    assert all(len(times) == RUNS for times in found.per_device_s.values())
+    for device in range(DEVICES):
+        assert found.per_device_s[f"/device:GPU:{device}"] == pytest.approx(
+            [kernel_us(device, run) * 1e-6 for run in range(RUNS)])
+    slowest = [max(kernel_us(d, run) for d in range(DEVICES)) * 1e-6 for run in range(RUNS)]
+    assert found.per_run_s == pytest.approx(slowest)
+    assert found.per_run_s[2] == pytest.approx(kernel_us(5, 2) * 1e-6)  # device 5 decided run 2
+    assert "each kernel in the window of the host thread that launched it" in found.method
+    assert "8 devices timed separately, the slowest per run" in found.method
