@@ -91,7 +91,8 @@ PLATFORMS: tuple[Platform, ...] = get_args(Platform)
 
 # hlo: counted by pytest-roofline from the optimized HLO; cost_estimate: the Pallas kernels' stated work alone;
 # kernel_io: interpret-mode Pallas kernels without a cost_estimate, their operand and result bytes alone
-CountSource = Literal["compiler", "user", "hlo", "cost_estimate", "kernel_io"]
+# kernel_body: Pallas kernels without a cost_estimate, counted from their bodies (jaxpr x grid, blocks as bytes)
+CountSource = Literal["compiler", "user", "hlo", "cost_estimate", "kernel_io", "kernel_body"]
 
 T = TypeVar("T", bound=str)
 

@@ -166,11 +166,58 @@ def test_measure_reports_the_estimate_not_the_interpreters_work() -> None:
                for n in r.notes)
     bare = measure(lambda x, y: add(x, y, estimate=False, interpret=True), X, X, hardware=FAKE_CPU, min_runs=3,
                    max_runs=3, warmup=1)
-    assert bare.flops == 0 and bare.counts_lower_bound and bare.bytes_accessed == 3 * M * N * 4
-    assert bare.flops_source == "kernel_io"
-    assert ("the work of Pallas kernel 'add_kernel' (interpret mode, no cost_estimate) is unknown to pytest-roofline; "
-            "give the Pallas kernel cost_estimate=pl.CostEstimate(") in bare.work.lower_bound_reason
-    assert bare.to_dict()["uncounted_custom_calls"] == ["Pallas kernel 'add_kernel' (interpret mode, no cost_estimate)"]
+    # Without a cost_estimate the kernel is counted from its body: a multiply and an add per element, its blocks (the whole
+    # arrays, one grid step) as bytes; the bytes are said to be a lower bound.
+    assert bare.flops == 2 * M * N and bare.transcendentals == 0 and bare.bytes_accessed == 3 * M * N * 4
+    assert bare.flops_source == "kernel_body" and bare.counts_lower_bound
+    assert "Pallas kernel 'add_kernel' counted from its body: bytes: the blocks the grid maps in and out" in \
+        bare.work.lower_bound_reason
+    assert any(n.startswith("counts from the Pallas kernel's body (no cost_estimate") and
+               "'add_kernel' (interpret mode, counted from its body)" in n for n in bare.notes)
+    assert bare.to_dict()["uncounted_custom_calls"] == []
+
+
+def _pallas_matmul(a: Any, b: Any, block: int = 64) -> Any:
+    """A blocked Pallas matmul without a cost_estimate: grid (M/block, N/block), each step a (block, K) x
+    (K, block) dot."""
+    def kernel(a_ref: Any, b_ref: Any, o_ref: Any) -> None:
+        o_ref[...] = jnp.dot(a_ref[...], b_ref[...])
+
+    m, k = a.shape
+    n = b.shape[1]
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m, n), a.dtype), grid=(m // block, n // block),
+                          in_specs=[pl.BlockSpec((block, k), lambda i, j: (i, 0)),
+                                    pl.BlockSpec((k, block), lambda i, j: (0, j))],
+                          out_specs=pl.BlockSpec((block, block), lambda i, j: (i, j)), interpret=True)(a, b)
+
+
+def test_kernels_without_an_estimate_are_counted_from_their_body_against_analytic_flops() -> None:
+    """JAX's own flash attention (pallas.ops.gpu.attention.mha, interpret mode) and a blocked matmul: their
+    matrix FLOPs from the body equal the analytic 4*B*H*S^2*D and 2*M*N*K."""
+    from jax.experimental.pallas.ops.gpu import attention
+
+    from pytest_roofline import measure
+
+    b, s, h, d = 1, 256, 2, 64
+    q = jnp.ones((b, s, h, d), jnp.float32)
+
+    def mha(q: Any, k: Any, v: Any) -> Any:
+        return attention.mha(q, k, v, segment_ids=None, interpret=True,
+                             block_sizes=attention.BlockSizes(block_q=64, block_k=64))
+
+    r = measure(mha, q, q, q, hardware=FAKE_CPU, min_runs=1, max_runs=1, warmup=0, cache="warm")
+    analytic = 4 * b * h * s * s * d
+    # The two dots are matrix FLOPs (analytic); the softmax's arithmetic adds vector FLOPs: 2.5% here.
+    assert analytic <= r.flops <= 1.03 * analytic and r.flops_source == "kernel_body"
+    assert r.transcendentals == (s // 64) * (64 * 64 + 64) * (s // 64) * b * h  # exp2 per key block and row
+    assert r.work.matrix_flops == {"f32": r.flops}
+    # Bytes: per grid step a 64-row q block, the whole k and v (256 rows), a 64-row output block.
+    assert r.bytes_accessed == (s // 64) * b * h * 4 * (64 * d + 2 * s * d + 64 * d)
+    a = jnp.ones((256, 128), jnp.float32)
+    w = jnp.ones((128, 192), jnp.float32)
+    mm = measure(_pallas_matmul, a, w, hardware=FAKE_CPU, min_runs=1, max_runs=1, warmup=0, cache="warm")
+    assert mm.flops == 2 * 256 * 192 * 128 and mm.flops_source == "kernel_body"
+    assert mm.bytes_accessed == (256 // 64) * (192 // 64) * 4 * (64 * 128 + 128 * 64 + 64 * 64)
 
 
 @pytest.mark.slow

@@ -50,6 +50,10 @@ class KernelEstimate:
     # Whether the FLOPs are matrix work (MXU / tensor cores): from the kernel's body where it is known (a dot in
     # it), else assumed, so that the FLOPs meet the fast peak (a ceiling too fast understates, never flatters).
     matrix: bool = True
+    # "cost_estimate": stated by its author; "body": counted by pytest-roofline from its jaxpr and grid, with
+    # ``lower_bound`` saying which parts may be more
+    source: str = "cost_estimate"
+    lower_bound: tuple[str, ...] = ()
 
     @property
     def numbers(self) -> tuple[float, float, float]:

@@ -119,4 +119,4 @@ def _pallas_cost(module: HloModule, comp: Computation, inst: Instruction, target
     dtypes = [source_dtype(module, comp, o, param_sources) for o in inst.operands[:2]]
     matrix = {compute_class(dtypes): est.flops} if est.matrix and est.flops else {}
     return OpCost(est.flops, est.transcendentals, est.bytes_accessed, matrix, custom_call_flops=est.flops,
-                  estimated=(f"{inst.name} ({backend})",))
+                  estimated=(f"{inst.name} ({backend}{', counted from its body' if est.source == 'body' else ''})",))

@@ -14,6 +14,7 @@ from typing import Any
 from ..hardware.spec import HardwareSpec
 from .counts import Counts, hlo_counts, incomplete_reasons
 from .hlo import HloModule
+from .interpret import estimated_note
 from .kernels import PALLAS_REMEDY
 from .model import program_model
 from .ops import OpRow, attach_times, op_rows
@@ -104,7 +105,7 @@ def _count_notes(counts: Counts) -> list[str]:
     pallas = any("Pallas kernel" in u for u in counts.uncounted)
     notes = incomplete_reasons(counts.uncounted, counts.loops, PALLAS_REMEDY if pallas else "")
     if counts.estimated:
-        notes.append(f"counts from the kernel's cost_estimate: {', '.join(counts.estimated)}")
+        notes.append(estimated_note(counts.estimated))
     return notes
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.kernels import TracedKernel, parse_cost_estimate
+from ..analysis.kernels import KernelEstimate, TracedKernel, parse_cost_estimate
+from .pallas_body import count_kernel
 
 __all__ = ["TracedProgram", "traced_program"]
 
@@ -61,12 +62,21 @@ def _kernel(eqn: Any, times: float, where: str) -> TracedKernel:
     info = getattr(body, "debug_info", None)
     name = eqn.params.get("name") or getattr(info, "func_name", None) or "pallas_call"
     matrix = _has_matrix_work(body) if body is not None and hasattr(body, "eqns") else True
-    estimate = parse_cost_estimate(eqn.params.get("cost_estimate"), matrix)
+    estimate = parse_cost_estimate(eqn.params.get("cost_estimate"), matrix) or _from_body(eqn)
     avals = [v.aval for v in eqn.invars if hasattr(getattr(v, "aval", None), "dtype")]
     results = [v.aval for v in eqn.outvars if hasattr(getattr(v, "aval", None), "dtype")]
     io_bytes = sum(float(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in [*avals, *results])
     return TracedKernel(str(name), estimate, bool(eqn.params.get("interpret")), times, where,
                         tuple(_hlo_dtype(a.dtype) for a in avals), io_bytes)
+
+
+def _from_body(eqn: Any) -> KernelEstimate | None:
+    """A kernel without a cost_estimate, counted from its body (:mod:`.pallas_body`)."""
+    count = count_kernel(eqn)
+    if count is None:
+        return None
+    return KernelEstimate(count.flops, count.transcendentals, count.bytes_accessed, count.matrix_flops > 0, "body",
+                          tuple(count.lower_bound))
 
 
 def _walk(jaxpr: Any, times: float, where: str, kernels: list[TracedKernel], outside: list[str]) -> None:

@@ -17,7 +17,7 @@ from ..analysis.counts import CostAnalysisError, Counts, hlo_counts, program_cou
 from ..analysis.first_touch import FirstTouch, first_touch
 from ..analysis.hints import busy_time, hints
 from ..analysis.hlo import HloModule, HloParseError, parse_hlo
-from ..analysis.interpret import INTERPRET_NOTE, interpret_counts
+from ..analysis.interpret import INTERPRET_NOTE, estimated_note, interpret_counts
 from ..analysis.kernels import assign_estimates
 from ..analysis.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
 from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
@@ -302,7 +302,7 @@ def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, t
         names = ", ".join(repr(n) for n in dict.fromkeys(interpreted))
         notes.append(INTERPRET_NOTE.format(names=names, platform=program.platform.upper()))
     if model.work.estimated:
-        notes.append(f"counts from the kernel's cost_estimate: {', '.join(model.work.estimated)}")
+        notes.append(estimated_note(model.work.estimated))
     if model.work.uncounted or model.work.lower_bound_why:
         notes.append(model.work.lower_bound_reason)
     if timed.events is not None:
