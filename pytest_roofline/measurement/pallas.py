@@ -4,14 +4,13 @@ objects, duck-typed: no private imports)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..analysis.kernels import KernelEstimate, TracedKernel, parse_cost_estimate
-from .pallas_body import count_kernel
+from .pallas_body import count_kernel, inner_jaxprs
 
 __all__ = ["TracedProgram", "traced_program"]
 
@@ -28,22 +27,11 @@ class TracedProgram:
     outside: tuple[str, ...] = ()  # primitives that do work outside the Pallas kernels (distinct, in order)
 
 
-def _jaxprs(value: Any) -> Iterator[Any]:
-    """The jaxprs held in an equation parameter (a Jaxpr, a ClosedJaxpr, or a tuple of them)."""
-    if hasattr(value, "eqns"):
-        yield value
-    elif hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):
-        yield value.jaxpr
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _jaxprs(v)
-
-
 def _has_matrix_work(jaxpr: Any) -> bool:
     for eqn in jaxpr.eqns:
         if eqn.primitive.name in _MATRIX:
             return True
-        if any(_has_matrix_work(j) for v in eqn.params.values() for j in _jaxprs(v)):
+        if any(_has_matrix_work(j) for v in eqn.params.values() for j in inner_jaxprs(v)):
             return True
     return False
 
@@ -95,7 +83,7 @@ def _walk(jaxpr: Any, times: float, where: str, kernels: list[TracedKernel], out
         elif prim == "cond":
             inner_where = where or "a cond branch (counted as if it ran)"
         for value in eqn.params.values():
-            for inner in _jaxprs(value):
+            for inner in inner_jaxprs(value):
                 _walk(inner, inner_times, inner_where, kernels, outside)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BodyCount", "count_body", "count_kernel"]
+__all__ = ["BodyCount", "count_body", "count_kernel", "inner_jaxprs"]
 
 # Elementwise primitives of one FLOP per output element, and those that are transcendental (one each).
 _VECTOR = frozenset({"add", "sub", "mul", "div", "max", "min", "neg", "abs", "sign", "pow", "rem", "square",
@@ -67,14 +67,15 @@ def _size(aval: Any) -> float:
     return float(np.prod(getattr(aval, "shape", ()) or (1,)))
 
 
-def _inner(value: Any) -> Iterator[Any]:
+def inner_jaxprs(value: Any) -> Iterator[Any]:
+    """The jaxprs held in an equation parameter (a Jaxpr, a ClosedJaxpr, or a tuple of them)."""
     if hasattr(value, "eqns"):
         yield value
     elif hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):
         yield value.jaxpr
     elif isinstance(value, (tuple, list)):
         for v in value:
-            yield from _inner(v)
+            yield from inner_jaxprs(v)
 
 
 def _dot_flops(eqn: Any) -> float:
@@ -115,21 +116,21 @@ def count_body(jaxpr: Any) -> BodyCount:
         elif prim in _REDUCE:
             total.vector_flops += _size(eqn.invars[0].aval)
         elif prim == "scan":
-            for inner in _inner(eqn.params.get("jaxpr")):
+            for inner in inner_jaxprs(eqn.params.get("jaxpr")):
                 total.add(count_body(inner).scaled(float(eqn.params.get("length", 1))))
         elif prim == "while":
             trips = _while_trips(eqn)
             if trips is None:
                 total.lower_bound.append("a while loop whose trip count is not known here, counted once")
-            for inner in _inner(eqn.params.get("body_jaxpr")):
+            for inner in inner_jaxprs(eqn.params.get("body_jaxpr")):
                 total.add(count_body(inner).scaled(trips if trips is not None else 1.0))
         elif prim == "cond":
-            branches = [count_body(b) for b in _inner(eqn.params.get("branches"))]
+            branches = [count_body(b) for b in inner_jaxprs(eqn.params.get("branches"))]
             if branches:
                 total.add(max(branches, key=lambda b: b.flops + b.transcendentals))
-        elif any(True for v in eqn.params.values() for _ in _inner(v)):
+        elif any(True for v in eqn.params.values() for _ in inner_jaxprs(v)):
             for v in eqn.params.values():
-                for inner in _inner(v):
+                for inner in inner_jaxprs(v):
                     total.add(count_body(inner))
         elif prim not in _FREE:
             why = f"primitives without a counting rule ({prim})"
