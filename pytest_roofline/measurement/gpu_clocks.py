@@ -36,7 +36,6 @@ class ClockWatch:
             self.unavailable = source
         else:
             self._nvml, self._handle = source
-        self.before: ClockReading | None = None
 
     def read(self) -> ClockReading | None:
         if self._nvml is None:

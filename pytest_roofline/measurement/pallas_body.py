@@ -30,8 +30,7 @@ _FREE = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "tra
                    "iota", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "xor", "get", "swap",
                    "masked_load", "masked_swap", "load", "store", "program_id", "num_programs", "slice",
                    "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "copy", "copy_p", "select_and_scatter",
-                   "multiple_of", "max_contiguous", "pjit", "jit", "closed_call", "scan", "while", "cond",
-                   "run_scoped", "shift_left", "shift_right_logical", "shift_right_arithmetic", "bitcast_convert_type",
+                   "multiple_of", "max_contiguous", "shift_left", "shift_right_logical", "shift_right_arithmetic", "bitcast_convert_type",
                    "stop_gradient", "debug_callback", "debug_print", "random_bits", "random_wrap", "random_unwrap",
                    "random_seed", "sort", "gather", "scatter", "scatter_add", "atomic_rmw", "semaphore_signal",
                    "semaphore_wait", "dma_start", "dma_wait", "delay"})

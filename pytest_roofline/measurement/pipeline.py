@@ -81,10 +81,10 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     spec, used = resolve_hardware(program.platform, program.device_kind, choice.name, choice.file, choice.ceilings,
                                   refresh)
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
-    cache, check_cache = plan_cache(options.cache, program.platform, working_set(module, footprint),
-                                    *cache_size(program.device))
+    buffers = working_set(module, footprint)
+    cache, check_cache = plan_cache(options.cache, program.platform, buffers, *cache_size(program.device))
     model = program_model(spec, counts, module, program.num_devices, given.flops, given.bytes,
-                          given.transcendentals, working_set=working_set(module, footprint),
+                          given.transcendentals, working_set=buffers,
                           cold_written=_written(module, footprint) if cache.state == "cold" else None)
     touch = _first_touch(spec, footprint, program.platform)
     charged = touch is not None and touch_mode == "include"
