@@ -72,6 +72,9 @@ def test_readings_around_runs_that_did_not_throttle() -> None:
     assert clocks.text() == ("before the runs SM 1980/1980 MHz, memory 2619/2619 MHz, 71 C, 650 W, not throttled; "
                              "after SM 1980/1980 MHz, memory 2619/2619 MHz, 71 C, 650 W, not throttled")
     assert clocks.roofline_at_clocks(1.0, 0.5) is None  # at its maximum clocks: one roofline
+    # Memory below its maximum with the SM clock above it (boost): memory's term follows the memory clock.
+    boosted = Clocks(None, ClockReading(2000, 1309.5, 1980, 2619))
+    assert boosted.roofline_at_clocks(1e-3, 1e-3) == pytest.approx(2e-3)
 
 
 def test_a_throttled_run_is_measured_again_and_says_so_when_it_throttles_again() -> None:

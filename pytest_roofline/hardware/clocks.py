@@ -82,7 +82,7 @@ class Clocks:
         """The roofline time with compute scaled to the SM clock and memory to the memory clock the runs met;
         None without readings or where they ran at their maxima."""
         ratios = self.clock_ratios()
-        if ratios is None or ratios >= (1.0, 1.0) or min(ratios) <= 0:
+        if ratios is None or min(ratios) >= 1.0 or min(ratios) <= 0:
             return None
         sm, mem = ratios
         return max(compute_s / min(sm, 1.0), memory_s / min(mem, 1.0), other_s)
