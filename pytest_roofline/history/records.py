@@ -55,6 +55,8 @@ class KernelRecord:
     baseline: BaselineCheck | NoBaseline | None = None
     max_memory: MemoryCheck | None = None
     artifacts: Artifacts | None = None
+    max_drop: float | None = None  # the floor of its baseline gates (marker, YAML, option), where one was set
+    max_drop_origin: str = ""
 
     @property
     def kernel(self) -> str:
@@ -84,6 +86,8 @@ class KernelRecord:
             out["max_memory"] = self.max_memory.to_dict()
         if self.artifacts is not None:
             out.update(self.artifacts.to_dict())
+        if self.max_drop is not None:
+            out["max_drop"] = {"value": self.max_drop, "origin": self.max_drop_origin}
         return out
 
     @classmethod
@@ -96,13 +100,15 @@ class KernelRecord:
         expected = data.get("expected_bound")
         memory = data.get("max_memory")
         nodeid, label = str(data["nodeid"]), str(data["label"])
+        drop = data.get("max_drop") or {}
         return cls(
             nodeid, label, result, _choice("verdict", data["verdict"], VERDICTS),
             float(threshold) if threshold is not None else None, str(data.get("threshold_origin") or ""), model,
             _choice("expected_bound", expected, EXPECTED_BOUNDS) if expected else None,
             float(first) if first is not None else None, bool(data.get("warn_only", False)),
             baseline_from_dict(data.get("baseline"), series_key(nodeid, label, result, model)),
-            MemoryCheck.from_dict(memory) if memory else None, Artifacts.from_dict(data))
+            MemoryCheck.from_dict(memory) if memory else None, Artifacts.from_dict(data),
+            float(drop["value"]) if drop else None, str(drop.get("origin") or "") if drop else "")
 
 
 def series_key(nodeid: str, label: str, result: RecordedResult, model: Model) -> SeriesKey:

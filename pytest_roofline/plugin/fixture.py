@@ -184,9 +184,11 @@ class RooflineFixture:
         settings = self._session.settings
         saved = (Artifacts.from_dict(self._session.save(result, self._nodeid, label))
                  if decision.fails or settings.trace_all else None)
+        drop = settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
         record = KernelRecord(self._nodeid, label, recorded, decision.verdict,
                               threshold.value if threshold else None, threshold.origin if threshold else "", model,
-                              expected_bound, first_utilization, settings.warn_only, check, memory, saved)
+                              expected_bound, first_utilization, settings.warn_only, check, memory, saved,
+                              drop.value if drop else None, drop.origin if drop else "")
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"

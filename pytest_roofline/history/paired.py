@@ -1,0 +1,178 @@
+"""Two revisions measured in the same job, in alternating pytest processes (``pytest-roofline ab``): the ABBA
+schedule, and per kernel the ratio of head to base utilization in each round, their median, a distribution-free
+95% interval of that median, and the verdict. Pure.
+
+Pairing is what makes the comparison sharp on a shared runner: the two processes of a round run seconds apart,
+so a neighbour that slows the machine slows both, and their ratio keeps what the revisions changed. The order
+alternates (base first in even rounds, head first in odd ones) so that neither side always runs on a cache or a
+CPU frequency the other one warmed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from statistics import median
+from typing import Literal
+
+from ..analysis.live import median_interval
+from .records import KernelRecord, Unmeasured
+
+__all__ = ["Side", "schedule", "PairedVerdict", "Observation", "KernelRounds", "PairedKernel", "collect",
+           "judge_kernel", "settled", "MIN_ROUNDS", "DEFAULT_ROUNDS", "DEFAULT_MAX_DROP", "CONFIDENCE"]
+
+Side = Literal["base", "head"]
+PairedVerdict = Literal["regression", "improvement", "unchanged", "added", "removed", "error"]
+
+CONFIDENCE = 0.95
+# The interval is [r_(k), r_(n+1-k)] of the sorted ratios with P(Binomial(n, 1/2) < k) <= 2.5%: with fewer than
+# six rounds even the full range covers less than 95% (five: 93.8%), so no verdict is called before six.
+MIN_ROUNDS = 6
+DEFAULT_ROUNDS = 10
+# The floor when neither --max-drop nor a setting (marker max_drop=, YAML, --roofline-max-drop) gives one: two
+# processes of one job differ by a few percent on a quiet runner, so 5% is a drop that is not noise.
+DEFAULT_MAX_DROP = 0.05
+
+
+def schedule(rounds: int) -> list[tuple[Side, Side]]:
+    """The order of the two processes in each round: AB, BA, AB, BA, ..."""
+    return [("base", "head") if r % 2 == 0 else ("head", "base") for r in range(rounds)]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One kernel on one side in one round."""
+
+    utilization: float
+    device_time_s: float
+    roofline_time_s: float
+    max_drop: float | None = None  # the kernel's max_drop setting in that run, where one was set
+    max_drop_origin: str = ""
+
+    @classmethod
+    def of(cls, record: KernelRecord) -> Observation:
+        return cls(record.utilization, record.result.device_time_s, record.result.roofline_time_s, record.max_drop,
+                   record.max_drop_origin)
+
+
+Key = tuple[str, str]  # (nodeid, label)
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    """What one pytest process reported: its measured kernels and those it could not measure."""
+
+    records: Mapping[Key, Observation]
+    unmeasured: Mapping[Key, str]
+
+    @classmethod
+    def of(cls, records: Sequence[KernelRecord], unmeasured: Sequence[Unmeasured] = ()) -> RoundReport:
+        return cls({(r.nodeid, r.label): Observation.of(r) for r in records},
+                   {(u.nodeid, u.label): u.error for u in unmeasured})
+
+
+@dataclass(frozen=True)
+class KernelRounds:
+    """One kernel's observations, round by round (None: not measured on that side in that round)."""
+
+    nodeid: str
+    label: str
+    base: tuple[Observation | None, ...]
+    head: tuple[Observation | None, ...]
+    base_error: str = ""
+    head_error: str = ""
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        """head / base utilization in every round that measured both (a base of 0 leaves its round out)."""
+        return tuple(h.utilization / b.utilization for b, h in zip(self.base, self.head, strict=True)
+                     if b is not None and h is not None and b.utilization > 0)
+
+
+def collect(rounds: Sequence[tuple[RoundReport, RoundReport]]) -> list[KernelRounds]:
+    """Every kernel seen on either side, with its observations per round and the first error of each side."""
+    keys: dict[Key, None] = {}
+    for base, head in rounds:
+        for report in (base, head):
+            keys.update(dict.fromkeys(report.records))
+            keys.update(dict.fromkeys(report.unmeasured))
+    out = []
+    for key in sorted(keys):
+        errors = {side: next((r[i].unmeasured[key] for r in rounds if key in r[i].unmeasured), "")
+                  for i, side in enumerate(("base", "head"))}
+        out.append(KernelRounds(key[0], key[1], tuple(b.records.get(key) for b, _ in rounds),
+                                tuple(h.records.get(key) for _, h in rounds), errors["base"], errors["head"]))
+    return out
+
+
+@dataclass(frozen=True)
+class PairedKernel:
+    """A kernel's verdict: ratios per round, their median and interval, the floor it was judged with."""
+
+    nodeid: str
+    label: str
+    verdict: PairedVerdict
+    ratios: tuple[float, ...]
+    max_drop: float
+    max_drop_origin: str
+    median: float | None = None
+    low: float | None = None
+    high: float | None = None
+    settled: bool = False  # the interval lies wholly below, above or within the band 1 -/+ max_drop
+    base_utilization: float | None = None  # medians over the rounds
+    head_utilization: float | None = None
+    work_ratio: float | None = None  # head / base roofline time: the counted work changed when it is not 1
+    time_ratio: float | None = None  # head / base device time
+    error: str = ""
+
+    @property
+    def kernel(self) -> str:
+        return f"{self.nodeid} [{self.label}]"
+
+
+def _median_of(observations: Sequence[Observation | None], attr: str) -> float | None:
+    values = [getattr(o, attr) for o in observations if o is not None]
+    return median(values) if values else None
+
+
+def _drop_for(kernel: KernelRounds, override: float | None) -> tuple[float, str]:
+    """--max-drop, else the head's setting for this kernel (marker, YAML, option), else the default."""
+    if override is not None:
+        return override, f"--max-drop={override:g}"
+    found = next((o for o in kernel.head if o is not None and o.max_drop is not None), None)
+    if found is not None and found.max_drop is not None:
+        return found.max_drop, found.max_drop_origin
+    return DEFAULT_MAX_DROP, f"the default of ab ({DEFAULT_MAX_DROP:g})"
+
+
+def judge_kernel(kernel: KernelRounds, max_drop: float | None = None) -> PairedKernel:
+    """The verdict of one kernel; ``max_drop``: --max-drop, over every setting."""
+    drop, origin = _drop_for(kernel, max_drop)
+    base_u, head_u = _median_of(kernel.base, "utilization"), _median_of(kernel.head, "utilization")
+    blank = PairedKernel(kernel.nodeid, kernel.label, "unchanged", (), drop, origin, base_utilization=base_u,
+                         head_utilization=head_u)
+    if kernel.base_error or kernel.head_error:
+        error = "; ".join(f"{side}: {e}" for side, e in (("base", kernel.base_error), ("head", kernel.head_error))
+                          if e)
+        return replace(blank, verdict="error", ratios=kernel.ratios, error=error)
+    if base_u is None or head_u is None:
+        return replace(blank, verdict="added" if base_u is None else "removed")
+    ratios = kernel.ratios
+    base_t, head_t = _median_of(kernel.base, "device_time_s"), _median_of(kernel.head, "device_time_s")
+    base_r, head_r = _median_of(kernel.base, "roofline_time_s"), _median_of(kernel.head, "roofline_time_s")
+    blank = replace(blank, ratios=ratios, median=median(ratios) if ratios else None,
+                    work_ratio=head_r / base_r if base_r and head_r else None,
+                    time_ratio=head_t / base_t if base_t and head_t else None)
+    if len(ratios) < MIN_ROUNDS:
+        return blank
+    low, high = median_interval(ratios, CONFIDENCE)
+    verdict: PairedVerdict = ("regression" if high < 1 - drop else "improvement" if low > 1 + drop
+                              else "unchanged")
+    return replace(blank, verdict=verdict, low=low, high=high,
+                   settled=verdict != "unchanged" or (low >= 1 - drop and high <= 1 + drop))
+
+
+def settled(kernels: Sequence[PairedKernel]) -> bool:
+    """Whether more rounds can change no verdict: every kernel measured on both sides is settled (a kernel on
+    one side only, or one that fails to measure, stays what it is)."""
+    return all(k.settled for k in kernels if k.verdict in ("regression", "improvement", "unchanged"))

@@ -1,0 +1,140 @@
+"""The paired statistics of ``pytest-roofline ab`` on made-up ratios: the ABBA schedule, the median and its
+distribution-free interval against the binomial formula, the verdicts and when they are settled, kernels on one
+side only or failing on one, and which max_drop applies. Pure: no git, no pytest process, no JAX."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from fakes import fake_result, record_of
+
+from pytest_roofline.history.paired import (
+    DEFAULT_MAX_DROP,
+    MIN_ROUNDS,
+    KernelRounds,
+    Observation,
+    RoundReport,
+    collect,
+    judge_kernel,
+    schedule,
+    settled,
+)
+from pytest_roofline.history.records import KernelRecord, Unmeasured
+
+KEY = ("t.py::test_k", "k")
+
+
+def _obs(utilization: float, drop: float | None = None, origin: str = "", roofline: float = 1e-3) -> Observation:
+    return Observation(utilization, roofline / utilization, roofline, drop, origin)
+
+
+def _kernel(base: list[float], head: list[float], **kw: object) -> KernelRounds:
+    return KernelRounds(KEY[0], KEY[1], tuple(_obs(u) for u in base), tuple(_obs(u) for u in head), **kw)  # type: ignore[arg-type]
+
+
+def _paired(ratios: list[float], base: float = 0.5) -> KernelRounds:
+    return _kernel([base] * len(ratios), [base * r for r in ratios])
+
+
+def test_schedule_alternates_abba() -> None:
+    assert schedule(4) == [("base", "head"), ("head", "base"), ("base", "head"), ("head", "base")]
+    order = schedule(10)
+    assert sum(first == "base" for first, _ in order) == 5  # each side goes first in half of the rounds
+    assert all({a, b} == {"base", "head"} for a, b in order)
+
+
+def test_ratio_is_head_over_base_round_by_round() -> None:
+    kernel = _kernel([0.5, 0.4, 0.8], [0.25, 0.4, 0.4])
+    assert kernel.ratios == pytest.approx((0.5, 1.0, 0.5))
+
+
+def test_a_clear_drop_is_a_settled_regression_after_six_rounds() -> None:
+    ratios = [0.49, 0.52, 0.50, 0.51, 0.48, 0.50]
+    found = judge_kernel(_paired(ratios))
+    assert found.verdict == "regression" and found.settled
+    assert found.median == pytest.approx(0.50)
+    # Six pairs: the interval is the full range (it covers 1 - 2/2**6 = 96.9%)
+    assert (found.low, found.high) == pytest.approx((0.48, 0.52))
+    assert found.max_drop == DEFAULT_MAX_DROP
+
+
+def test_interval_of_nine_rounds_follows_the_binomial_formula() -> None:
+    # k is the largest with P(Binomial(9, 1/2) < k) <= 2.5%: P(X <= 1) = 10/512 = 1.95%, P(X <= 2) = 46/512 = 9.0%
+    assert sum(math.comb(9, i) for i in range(2)) / 2**9 <= 0.025 < sum(math.comb(9, i) for i in range(3)) / 2**9
+    ratios = [0.70, 0.72, 0.74, 0.76, 0.78, 0.80, 0.82, 0.84, 0.86]
+    found = judge_kernel(_paired(list(reversed(ratios))))
+    assert (found.low, found.high) == pytest.approx((0.72, 0.84))  # 2nd and 8th of the sorted ratios
+    assert found.verdict == "regression"
+
+
+def test_fewer_than_six_rounds_call_nothing() -> None:
+    found = judge_kernel(_paired([0.5] * (MIN_ROUNDS - 1)))
+    assert found.verdict == "unchanged" and not found.settled
+    assert found.low is None and found.median == pytest.approx(0.5)
+
+
+def test_within_the_band_is_a_settled_unchanged() -> None:
+    found = judge_kernel(_paired([0.99, 1.01, 1.02, 0.98, 1.0, 1.03]))
+    assert found.verdict == "unchanged" and found.settled
+
+
+def test_one_noisy_round_leaves_unchanged_unsettled() -> None:
+    found = judge_kernel(_paired([0.99, 1.01, 1.02, 0.70, 1.0, 1.03]))
+    assert found.verdict == "unchanged" and not found.settled  # the interval reaches 0.70, below 1 - 0.05
+
+
+def test_improvement_above_the_band() -> None:
+    found = judge_kernel(_paired([1.3, 1.4, 1.35, 1.28, 1.31, 1.33]))
+    assert found.verdict == "improvement" and found.settled
+
+
+def test_a_drop_inside_max_drop_is_not_a_regression() -> None:
+    ratios = [0.90, 0.91, 0.92, 0.90, 0.91, 0.92]
+    assert judge_kernel(_paired(ratios)).verdict == "regression"  # below 0.95 with the default 5%
+    assert judge_kernel(_paired(ratios), max_drop=0.2).verdict == "unchanged"
+
+
+def test_max_drop_from_the_head_setting_then_the_option() -> None:
+    base = tuple(_obs(0.5) for _ in range(6))
+    head = tuple(_obs(0.45, 0.2, "max_drop in the marker of t.py::test_k") for _ in range(6))
+    kernel = KernelRounds(KEY[0], KEY[1], base, head)
+    found = judge_kernel(kernel)
+    assert (found.max_drop, found.max_drop_origin) == (0.2, "max_drop in the marker of t.py::test_k")
+    assert found.verdict == "unchanged"
+    forced = judge_kernel(kernel, max_drop=0.05)
+    assert forced.max_drop_origin == "--max-drop=0.05" and forced.verdict == "regression"
+
+
+def test_work_and_time_ratios() -> None:
+    base = tuple(_obs(0.5, roofline=1e-3) for _ in range(6))
+    head = tuple(_obs(0.5, roofline=2e-3) for _ in range(6))  # twice the counted work, same efficiency
+    found = judge_kernel(KernelRounds(KEY[0], KEY[1], base, head))
+    assert found.verdict == "unchanged"
+    assert found.work_ratio == pytest.approx(2.0) and found.time_ratio == pytest.approx(2.0)
+
+
+def _report(*kernels: tuple[str, float], unmeasured: tuple[tuple[str, str], ...] = ()) -> RoundReport:
+    records = [record_of("t.py::test_k", label, fake_result(u), "pass") for label, u in kernels]
+    return RoundReport.of(records, [Unmeasured("t.py::test_k", label, error) for label, error in unmeasured])
+
+
+def test_collect_names_added_removed_and_failing_kernels() -> None:
+    base = _report(("same", 0.5), ("gone", 0.5), ("broken", 0.5))
+    head = _report(("same", 0.5), ("new", 0.5), unmeasured=(("broken", "XlaRuntimeError: out of memory"),))
+    kernels = {k.label: judge_kernel(k) for k in collect([(base, head)] * 6)}
+    assert {label: k.verdict for label, k in kernels.items()} == {
+        "broken": "error", "gone": "removed", "new": "added", "same": "unchanged"}
+    assert kernels["broken"].error == "head: XlaRuntimeError: out of memory"
+    assert kernels["same"].ratios == pytest.approx((1.0,) * 6)
+    assert settled(list(kernels.values()))  # added, removed and failing kernels do not hold the rounds back
+
+
+def test_observation_keeps_the_records_max_drop() -> None:
+    record = record_of("t.py::test_k", "k", fake_result(0.4), "pass", max_drop=0.3,
+                       max_drop_origin="--roofline-max-drop=0.3 on the command line")
+    again = KernelRecord.from_dict(record.to_dict())
+    assert (again.max_drop, again.max_drop_origin) == (0.3, "--roofline-max-drop=0.3 on the command line")
+    found = Observation.of(again)
+    assert found.max_drop == 0.3 and found.utilization == pytest.approx(0.4)
+    assert KernelRecord.from_dict(record_of("a", "b", fake_result(0.4), "pass").to_dict()).max_drop is None
