@@ -25,8 +25,8 @@ from pytest_roofline.history.records import KernelRecord, Unmeasured
 KEY = ("t.py::test_k", "k")
 
 
-def _obs(utilization: float, drop: float | None = None, origin: str = "", roofline: float = 1e-3) -> Observation:
-    return Observation(utilization, roofline / utilization, roofline, drop, origin)
+def _obs(utilization: float, drop: float | None = None, origin: str = "", nbytes: float = 1e6) -> Observation:
+    return Observation(utilization, nbytes / 1e9 / utilization, 0.0, nbytes, drop, origin)
 
 
 def _kernel(base: list[float], head: list[float], **kw: object) -> KernelRounds:
@@ -107,11 +107,12 @@ def test_max_drop_from_the_head_setting_then_the_option() -> None:
 
 
 def test_work_and_time_ratios() -> None:
-    base = tuple(_obs(0.5, roofline=1e-3) for _ in range(6))
-    head = tuple(_obs(0.5, roofline=2e-3) for _ in range(6))  # twice the counted work, same efficiency
+    base = tuple(_obs(0.5, nbytes=1e6) for _ in range(6))
+    head = tuple(_obs(0.5, nbytes=2e6) for _ in range(6))  # twice the counted work, same efficiency
     found = judge_kernel(KernelRounds(KEY[0], KEY[1], base, head))
     assert found.verdict == "unchanged"
-    assert found.work_ratio == pytest.approx(2.0) and found.time_ratio == pytest.approx(2.0)
+    assert found.bytes_ratio == pytest.approx(2.0) and found.time_ratio == pytest.approx(2.0)
+    assert found.flops_ratio is None  # no FLOPs on either side
 
 
 def _report(*kernels: tuple[str, float], unmeasured: tuple[tuple[str, str], ...] = ()) -> RoundReport:

@@ -4,9 +4,11 @@ code 2, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 
+from ..history.paired import DEFAULT_MAX_DROP, DEFAULT_ROUNDS, MIN_ROUNDS
 from . import report_commands
 from .analyze import CliError, analyze_hlo, analyze_profile
 
@@ -69,7 +71,28 @@ def _parser() -> argparse.ArgumentParser:
                                              "extra}, utilization in percent (use tool: customBiggerIsBetter).")
     export.add_argument("report", help="a JSON report")
     export.add_argument("--format", required=True, choices=["github-action-benchmark"], help="the output format")
+    _add_ab(commands)
     return parser
+
+
+def _add_ab(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ab = commands.add_parser(
+        "ab", help="compare two revisions on this machine: alternating pytest processes, a paired verdict per kernel",
+        usage="pytest-roofline ab --base REV [--rounds N] [--max-drop F] [--json FILE] [--html FILE] [-- PYTEST_ARGS]",
+        description="Check REV out into a temporary git worktree and run the selected tests (PYTEST_ARGS, after --) "
+                    "from it and from the working tree in alternating fresh pytest processes (base-head, head-base, "
+                    "...), each side importing its own code. Per kernel: head/base utilization per round, the median "
+                    "and its 95% interval; a regression when the interval lies below 1 - max_drop, an improvement "
+                    "above 1 + max_drop. Rounds stop early once every verdict is settled. Exit status 1 on a "
+                    "regression, 0 otherwise, 2 for a usage error.")
+    ab.add_argument("--base", required=True, metavar="REV", help="the revision to compare with (e.g. origin/main)")
+    ab.add_argument("--rounds", type=_positive, default=DEFAULT_ROUNDS, metavar="N",
+                    help=f"the most rounds (two processes each) to run (default {DEFAULT_ROUNDS}, at least {MIN_ROUNDS})")
+    ab.add_argument("--max-drop", type=_fraction, metavar="F",
+                    help="the floor for every kernel (default: its max_drop setting - marker, YAML, "
+                         f"--roofline-max-drop - else {DEFAULT_MAX_DROP})")
+    ab.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
+    ab.add_argument("--html", metavar="FILE", help="also write the HTML report with the comparison first")
 
 
 def _positive(text: str) -> int:
@@ -103,7 +126,13 @@ def _ratio(text: str) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passed: list[str] = []
+    if "--" in argv:  # what follows goes to pytest untouched
+        argv, passed = argv[: argv.index("--")], argv[argv.index("--") + 1:]
     args = _parser().parse_args(argv)
+    if passed and args.command != "ab":
+        _parser().error(f"arguments after -- are for ab only: {' '.join(passed)}")
     try:
         if args.command == "analyze":
             if args.hlo and args.profile:
@@ -123,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             out, status = report_commands.compare(args.baseline, args.current, args.max_drop, args.max_compile)
         elif args.command == "history":
             out, status = report_commands.history(args.directory, args.last, args.max_compile)
+        elif args.command == "ab":
+            out, status = _ab(args, passed)
         elif args.command == "export":
             out, status = report_commands.export(args.report, args.format)
         else:  # html
@@ -134,4 +165,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"pytest-roofline {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"pytest-roofline {args.command}: interrupted (a temporary worktree is removed)", file=sys.stderr)
+        return 2
     return 2
+
+
+def _ab(args: argparse.Namespace, passed: list[str]) -> tuple[str, int]:
+    """``ab``, with SIGTERM (a cancelled CI job) handled as Ctrl-C so that its worktree is removed."""
+    from .ab import AbOptions, ab_command
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        return ab_command(AbOptions(args.base, args.rounds, args.max_drop, tuple(passed)), args.json, args.html)
+    finally:
+        signal.signal(signal.SIGTERM, previous)

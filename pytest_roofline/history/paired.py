@@ -28,7 +28,7 @@ CONFIDENCE = 0.95
 # The interval is [r_(k), r_(n+1-k)] of the sorted ratios with P(Binomial(n, 1/2) < k) <= 2.5%: with fewer than
 # six rounds even the full range covers less than 95% (five: 93.8%), so no verdict is called before six.
 MIN_ROUNDS = 6
-DEFAULT_ROUNDS = 10
+DEFAULT_ROUNDS = 20
 # The floor when neither --max-drop nor a setting (marker max_drop=, YAML, --roofline-max-drop) gives one: two
 # processes of one job differ by a few percent on a quiet runner, so 5% is a drop that is not noise.
 DEFAULT_MAX_DROP = 0.05
@@ -45,13 +45,15 @@ class Observation:
 
     utilization: float
     device_time_s: float
-    roofline_time_s: float
+    flops: float
+    bytes_accessed: float
     max_drop: float | None = None  # the kernel's max_drop setting in that run, where one was set
     max_drop_origin: str = ""
 
     @classmethod
     def of(cls, record: KernelRecord) -> Observation:
-        return cls(record.utilization, record.result.device_time_s, record.result.roofline_time_s, record.max_drop,
+        r = record.result
+        return cls(record.utilization, r.device_time_s, r.flops, r.bytes_accessed, record.max_drop,
                    record.max_drop_origin)
 
 
@@ -121,7 +123,8 @@ class PairedKernel:
     settled: bool = False  # the interval lies wholly below, above or within the band 1 -/+ max_drop
     base_utilization: float | None = None  # medians over the rounds
     head_utilization: float | None = None
-    work_ratio: float | None = None  # head / base roofline time: the counted work changed when it is not 1
+    flops_ratio: float | None = None  # head / base counted FLOPs: the work changed when it is not 1
+    bytes_ratio: float | None = None  # head / base counted bytes
     time_ratio: float | None = None  # head / base device time
     error: str = ""
 
@@ -133,6 +136,12 @@ class PairedKernel:
 def _median_of(observations: Sequence[Observation | None], attr: str) -> float | None:
     values = [getattr(o, attr) for o in observations if o is not None]
     return median(values) if values else None
+
+
+def _ratio_of(kernel: KernelRounds, attr: str) -> float | None:
+    """head / base of the medians of ``attr`` (None where a side has none or a zero)."""
+    base, head = _median_of(kernel.base, attr), _median_of(kernel.head, attr)
+    return head / base if base and head is not None else None
 
 
 def _drop_for(kernel: KernelRounds, override: float | None) -> tuple[float, str]:
@@ -158,11 +167,9 @@ def judge_kernel(kernel: KernelRounds, max_drop: float | None = None) -> PairedK
     if base_u is None or head_u is None:
         return replace(blank, verdict="added" if base_u is None else "removed")
     ratios = kernel.ratios
-    base_t, head_t = _median_of(kernel.base, "device_time_s"), _median_of(kernel.head, "device_time_s")
-    base_r, head_r = _median_of(kernel.base, "roofline_time_s"), _median_of(kernel.head, "roofline_time_s")
     blank = replace(blank, ratios=ratios, median=median(ratios) if ratios else None,
-                    work_ratio=head_r / base_r if base_r and head_r else None,
-                    time_ratio=head_t / base_t if base_t and head_t else None)
+                    flops_ratio=_ratio_of(kernel, "flops"), bytes_ratio=_ratio_of(kernel, "bytes_accessed"),
+                    time_ratio=_ratio_of(kernel, "device_time_s"))
     if len(ratios) < MIN_ROUNDS:
         return blank
     low, high = median_interval(ratios, CONFIDENCE)
@@ -176,3 +183,29 @@ def settled(kernels: Sequence[PairedKernel]) -> bool:
     """Whether more rounds can change no verdict: every kernel measured on both sides is settled (a kernel on
     one side only, or one that fails to measure, stays what it is)."""
     return all(k.settled for k in kernels if k.verdict in ("regression", "improvement", "unchanged"))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of ``pytest-roofline ab``: what was compared, how many rounds ran and why they stopped, how
+    long it took, and each kernel's verdict."""
+
+    base_rev: str
+    base_commit: str
+    head_commit: str
+    head_dirty: bool  # the head is the working tree: its HEAD commit and uncommitted changes
+    rounds: int
+    max_rounds: int
+    stopped: str  # why the rounds ended
+    kernels: tuple[PairedKernel, ...]
+    seconds: float  # the whole comparison, worktree included
+    side_seconds: tuple[float, float] = (0.0, 0.0)  # the pytest processes of the base, of the head
+    hardware: str = ""
+
+    @property
+    def regressed(self) -> bool:
+        return any(k.verdict == "regression" for k in self.kernels)
+
+    @property
+    def exit_status(self) -> int:
+        return 1 if self.regressed else 0

@@ -16,11 +16,13 @@ from ..hardware.spec import Ceiling, HardwareSpec
 from ..history.baseline import Series
 from ..history.checks import BaselineCheck
 from ..history.detect import judge_series
+from ..history.paired import Comparison
 from ..history.recorded import RecordedResult
 from ..history.records import KernelRecord
 from ..history.reports import Run
 from ..kinds import FAILING_VERDICTS
 from ..units import format_fraction, format_quantity, format_seconds
+from .ab_report import ab_html
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .history_text import run_line
 from .text import bound_cells, cache_cell, compile_cell, other_utilization, verdict_marks
@@ -188,8 +190,9 @@ def _hardware(hardware: HardwareSpec, mode: str) -> str:
             f"</tbody></table>" + (f"<ul class=meta>{notes}</ul>" if notes else ""))
 
 
-def html_report(run: Run, series: Sequence[Series] = ()) -> str:
-    """The page for one report (and, with ``series`` from a history, a sparkline per kernel)."""
+def html_report(run: Run, series: Sequence[Series] = (), ab: Comparison | None = None) -> str:
+    """The page for one report (and, with ``series`` from a history, a sparkline per kernel; with ``ab``, the
+    comparison of two revisions first)."""
     try:
         import plotly.graph_objects as go
         from plotly.offline import get_plotlyjs
@@ -204,6 +207,8 @@ def html_report(run: Run, series: Sequence[Series] = ()) -> str:
     for rec in records:
         groups.setdefault(rec.result.hardware_context, (rec.result.hardware, rec.result.ceilings, []))[2].append(rec)
     parts = [f"<h1>pytest-roofline report</h1><p class=meta>{_e(run_line(run))}</p>"]
+    if ab is not None:
+        parts.append(ab_html(ab))
     if not run.complete:
         parts.append(f"<p class=bad>This run was incomplete: {_e(run.why_incomplete)}. Its figures are not part "
                      "of the history's series.</p>")

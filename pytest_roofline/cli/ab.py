@@ -1,0 +1,172 @@
+"""``pytest-roofline ab --base REV``: the selected tests of two revisions measured on this machine in one job, in
+alternating fresh pytest processes (ABBA), and a paired verdict per kernel (:mod:`..history.paired`).
+
+The head is the working tree as it is (uncommitted changes included); the base is REV checked out in a temporary
+git worktree. Each process runs ``plugin/ab_child.py``, which makes the base import its own tree, and writes a
+JSON report that is read back here. Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..files import write_text_atomic
+from ..history.paired import (
+    MIN_ROUNDS,
+    Comparison,
+    PairedKernel,
+    RoundReport,
+    Side,
+    collect,
+    judge_kernel,
+    schedule,
+    settled,
+)
+from ..history.reports import ReportError, Run, load_run
+from ..report.ab_report import ab_document, ab_lines
+from ..report.html import html_report, plotly_missing
+from .analyze import CliError
+from .worktree import commit_of, is_dirty, toplevel, worktree
+
+__all__ = ["AbOptions", "run_ab", "ab_command", "CHILD"]
+
+CHILD = Path(__file__).resolve().parent.parent / "plugin" / "ab_child.py"
+# Outputs a project may have configured that a comparison must not write to (its own report is passed last).
+QUIET_OUTPUTS = ("history", "html", "baseline", "report")
+EXIT_NAMES = {2: "interrupted or errors during collection", 3: "internal error", 4: "usage error",
+              5: "no tests collected"}
+
+
+@dataclass(frozen=True)
+class AbOptions:
+    base: str
+    rounds: int
+    max_drop: float | None = None
+    pytest_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Side:
+    name: Side
+    cwd: Path
+    base_root: str  # "" for the head: its imports are left alone
+    label: str  # e.g. "the base (1a2b3c4d5e6f)"
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in QUIET_OUTPUTS:
+        env[f"PYTEST_ROOFLINE_{name.upper()}"] = ""  # empty: not set
+    return env
+
+
+def _problem(output: str) -> str:
+    """The line of a pytest run's output that says what went wrong."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(("ERROR", "E ", "INTERNALERROR>")) or "Error" in line.split(":")[0]:
+            return line
+    return lines[-1] if lines else "no output"
+
+
+def _run_side(side: _Side, root: Path, args: Sequence[str], report: Path) -> tuple[Run, float]:
+    """One pytest process; its report (an empty run where it measured nothing: the plugin then writes none)."""
+    command = [sys.executable, str(CHILD), str(root), side.base_root, *args, "-p", "no:cacheprovider",
+               *(arg for name in QUIET_OUTPUTS[:3] for arg in ("-o", f"roofline_{name}=")),
+               f"--roofline-report={report}"]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=side.cwd, env=_child_env(), capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        why = EXIT_NAMES.get(done.returncode, "stopped")
+        raise CliError(f"pytest cannot run the tests of {side.label}: exit status {done.returncode} ({why}): "
+                       f"{_problem(done.stdout + done.stderr)}")
+    if not report.exists():
+        return Run(str(report), "", None, False, None, {}, ()), seconds
+    try:
+        return load_run(report), seconds
+    except ReportError as exc:
+        raise CliError(f"the roofline report of {side.label} cannot be read: {exc}") from None
+
+
+def _sides(root: Path, cwd: Path, base_root: Path, commit: str, dirty: bool, head_commit: str) -> tuple[_Side, _Side]:
+    relative = cwd.resolve().relative_to(root)
+    base_cwd = base_root / relative
+    if not base_cwd.is_dir():
+        raise CliError(f"{relative} does not exist at the base ({commit[:12]}): run ab from a folder both have")
+    head_label = f"the head ({head_commit[:12]}{' + uncommitted changes' if dirty else ''})"
+    return (_Side("base", base_cwd, str(base_root), f"the base ({commit[:12]})"),
+            _Side("head", cwd.resolve(), "", head_label))
+
+
+def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
+           on_round: Callable[[int], None] | None = None) -> tuple[Comparison, Run]:
+    """Compare; returns the comparison and the head's last report. ``log``: progress lines; ``on_round``: called
+    with each round's index before it starts (the false-alarm study starts and stops a neighbour there)."""
+    if options.rounds < MIN_ROUNDS:
+        raise CliError(f"--rounds {options.rounds}: at least {MIN_ROUNDS} (a 95% interval of a median needs six "
+                       "pairs)")
+    start = time.perf_counter()
+    root = toplevel(cwd)
+    commit = commit_of(root, options.base)
+    head_commit, dirty = commit_of(root, "HEAD"), is_dirty(root)
+    with worktree(root, commit) as base_root, tempfile.TemporaryDirectory(prefix="pytest-roofline-ab-") as tmp:
+        base, head = _sides(root, cwd, base_root, commit, dirty, head_commit)
+        pairs: list[tuple[RoundReport, RoundReport]] = []
+        spent = {"base": 0.0, "head": 0.0}
+        kernels: list[PairedKernel] = []
+        last_head: Run | None = None
+        stopped = f"{options.rounds} rounds run"
+        for index, order in enumerate(schedule(options.rounds)):
+            if on_round is not None:
+                on_round(index)
+            runs: dict[str, Run] = {}
+            for name in order:
+                side = base if name == "base" else head
+                runs[name], seconds = _run_side(side, root, options.pytest_args, Path(tmp) / f"{index}-{name}.json")
+                spent[name] += seconds
+            last_head = runs["head"]
+            pairs.append((RoundReport.of(runs["base"].records, runs["base"].unmeasured),
+                          RoundReport.of(runs["head"].records, runs["head"].unmeasured)))
+            kernels = [judge_kernel(k, options.max_drop) for k in collect(pairs)]
+            if index == 0 and not kernels:
+                raise CliError("the selected tests measured no kernel on either side (no roofline(...) call ran, or "
+                               "the pytest-roofline plugin is not active there)")
+            log(f"round {index + 1}/{options.rounds} ({' then '.join(order)}): "
+                f"{sum(k.verdict == 'regression' for k in kernels)} regressed so far")
+            if index + 1 >= MIN_ROUNDS and settled(kernels):
+                stopped = f"every verdict settled after {index + 1} rounds"
+                break
+    assert last_head is not None
+    hardware = next((r.result.hardware.name for r in last_head.records), "")
+    comparison = Comparison(options.base, commit, head_commit, dirty, len(pairs), options.rounds, stopped,
+                            tuple(kernels), time.perf_counter() - start, (spent["base"], spent["head"]), hardware)
+    return comparison, last_head
+
+
+def ab_command(options: AbOptions, json_path: str | None, html_path: str | None) -> tuple[str, int]:
+    """Run the comparison, write ``--json`` and ``--html``; the table and the exit status."""
+    if html_path is not None and (missing := plotly_missing()) is not None:
+        raise CliError(f"--html {html_path}: {missing}")
+    comparison, head = run_ab(options, Path.cwd(), lambda line: print(line, file=sys.stderr, flush=True))
+    written = []
+    try:
+        if json_path is not None:
+            write_text_atomic(json_path, json.dumps(ab_document(comparison), indent=2) + "\n")
+            written.append(f"wrote {json_path}")
+        if html_path is not None:
+            shown = dataclasses.replace(head, path=f"the head's report of round {comparison.rounds}")
+            write_text_atomic(html_path, html_report(shown, ab=comparison))
+            written.append(f"wrote {html_path}")
+    except OSError as exc:
+        raise CliError(f"{exc.filename}: cannot write it: {exc.strerror or exc}") from None
+    return "\n".join([*ab_lines(comparison), *written]), comparison.exit_status

@@ -1,0 +1,75 @@
+"""One side of ``pytest-roofline ab`` in a fresh process, run as a script (never imported)::
+
+    python ab_child.py HEAD_ROOT BASE_ROOT PYTEST_ARGS...
+
+With BASE_ROOT not empty, every module whose file lies in the head's tree is loaded from the same path in the
+base's worktree instead. A project installed in editable mode (a ``.pth`` path or setuptools' import finder)
+points into the head's tree, so without this the base's tests would run the head's code. A module the base does
+not have is not found, as it would not be in a checkout of the base.
+
+Only the standard library is imported before the finder is in place (pytest comes after it, so that a project
+that is itself a pytest plugin runs its base revision too).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+
+class BaseTree(importlib.abc.MetaPathFinder):
+    """Moves the modules of ``head`` to the same relative path under ``base``."""
+
+    def __init__(self, head: Path, base: Path) -> None:
+        self.head, self.base = head.resolve(), base.resolve()
+
+    def _in_head(self, path: str) -> Path | None:
+        try:
+            return Path(path).resolve().relative_to(self.head)
+        except (ValueError, OSError):
+            return None
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if path is not None and not any(self._in_head(p) is not None for p in path):
+            return None  # a submodule of a package outside the head's tree (the base's own, or an installed one)
+        spec = None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        if spec is None or not spec.has_location or not spec.origin:
+            return None
+        relative = self._in_head(spec.origin)
+        if relative is None:
+            return None
+        moved = self.base / relative
+        if not moved.exists():
+            raise ModuleNotFoundError(f"No module named {fullname!r} in the base revision ({moved} does not exist; "
+                                      f"the head has {spec.origin})", name=fullname)
+        package = [str(moved.parent)] if spec.submodule_search_locations is not None else None
+        return importlib.util.spec_from_file_location(fullname, moved, submodule_search_locations=package)
+
+
+def main(argv: Sequence[str]) -> int:
+    head, base, *args = argv
+    if base:
+        sys.meta_path.insert(0, BaseTree(Path(head), Path(base)))
+    sys.path.insert(0, os.getcwd())  # as `python -m pytest` does
+    import pytest
+
+    sys.argv = ["pytest", *args]
+    return int(pytest.main(list(args)))
+
+
+if __name__ == "__main__":
+    sys.path.pop(0)  # this script's folder: its file names must not shadow the project's modules
+    sys.exit(main(sys.argv[1:]))

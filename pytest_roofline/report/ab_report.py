@@ -1,0 +1,114 @@
+"""``pytest-roofline ab`` shown: the terminal table, the JSON document for CI and the HTML section. Pure."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from typing import Any
+
+from ..history.paired import CONFIDENCE, MIN_ROUNDS, Comparison, PairedKernel
+
+__all__ = ["ab_lines", "ab_document", "ab_html"]
+
+AB_SCHEMA_VERSION = 1
+
+
+def _percent(value: float | None) -> str:
+    return f"{value:.1%}" if value is not None else "-"
+
+
+def ratio_cell(k: PairedKernel) -> str:
+    """The median ratio with its interval, e.g. ``0.51 [0.49, 0.53]``."""
+    if k.median is None:
+        return "-"
+    if k.low is None or k.high is None:
+        return f"{k.median:.2f} [fewer than {MIN_ROUNDS} rounds]"
+    return f"{k.median:.2f} [{k.low:.2f}, {k.high:.2f}]"
+
+
+def verdict_cell(k: PairedKernel) -> str:
+    if k.verdict == "regression":
+        return f"REGRESSION (below {1 - k.max_drop:.2f})"
+    if k.verdict == "improvement":
+        return f"improvement (above {1 + k.max_drop:.2f})"
+    if k.verdict == "unchanged" and not k.settled and k.low is not None:
+        return f"unchanged (interval reaches past {1 - k.max_drop:.2f}-{1 + k.max_drop:.2f})"
+    if k.verdict == "unchanged" and k.low is None:
+        return "unchanged (too few rounds to call)"
+    return {"error": "ERROR", "added": "added (head only)", "removed": "removed (base only)"}.get(k.verdict,
+                                                                                                k.verdict)
+
+
+def _notes(k: PairedKernel) -> list[str]:
+    out = []
+    if k.error:
+        out.append(f"{k.kernel}: cannot be measured: {k.error}")
+    changed = [f"{name} {ratio:.2f}x" for name, ratio in (("FLOPs", k.flops_ratio), ("bytes", k.bytes_ratio))
+               if ratio is not None and abs(ratio - 1) > 0.01]
+    if changed:
+        out.append(f"{k.kernel}: the head counts other work than the base ({', '.join(changed)}); utilization "
+                   f"compares efficiency, device time {k.time_ratio or 0:.2f}x")
+    return out
+
+
+def _header(c: Comparison) -> list[str]:
+    head = f"{c.head_commit[:12]}{' + uncommitted changes' if c.head_dirty else ''}"
+    base_s, head_s = c.side_seconds
+    return [f"pytest-roofline ab: base {c.base_rev} ({c.base_commit[:12]}) vs head {head} on {c.hardware or '?'}",
+            f"{c.rounds} rounds in alternating order (ABBA), {c.stopped}; {c.seconds:.0f} s in all (pytest processes:"
+            f" base {base_s:.0f} s, head {head_s:.0f} s)",
+            f"ratio = head / base utilization per round: median [{CONFIDENCE:.0%} interval]; a regression when the "
+            "interval lies below 1 - max_drop"]
+
+
+def ab_lines(c: Comparison) -> list[str]:
+    """The terminal table, regressions first."""
+    order = {"regression": 0, "error": 1, "improvement": 2, "removed": 3, "added": 4, "unchanged": 5}
+    kernels = sorted(c.kernels, key=lambda k: (order[k.verdict], k.kernel))
+    rows = [("kernel", "base", "head", "ratio [interval]", "verdict")]
+    rows += [(k.kernel, _percent(k.base_utilization), _percent(k.head_utilization), ratio_cell(k), verdict_cell(k))
+             for k in kernels]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    table = [f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]:<{widths[3]}}  {r[4]}"
+             for r in rows]
+    notes = [note for k in kernels for note in _notes(k)]
+    drops = sorted({f"{k.max_drop:g} ({k.max_drop_origin})" for k in kernels})
+    regressed = sum(k.verdict == "regression" for k in kernels)
+    end = (f"{regressed} kernel{'s' if regressed != 1 else ''} regressed" if regressed
+           else "no kernel regressed")
+    return [*_header(c), "", *table, *(["", *notes] if notes else []), "", f"max_drop: {', '.join(drops)}", end]
+
+
+def ab_document(c: Comparison) -> dict[str, Any]:
+    """The JSON form (``--json``)."""
+    kernels = []
+    for k in c.kernels:
+        entry = dataclasses.asdict(k)
+        entry["ratios"] = list(k.ratios)
+        entry["interval"] = [k.low, k.high] if k.low is not None else None
+        del entry["low"], entry["high"]
+        kernels.append(entry)
+    return {"schema_version": AB_SCHEMA_VERSION, "base": {"rev": c.base_rev, "commit": c.base_commit},
+            "head": {"commit": c.head_commit, "uncommitted_changes": c.head_dirty}, "hardware": c.hardware,
+            "rounds": c.rounds, "max_rounds": c.max_rounds, "order": "ABBA", "stopped": c.stopped,
+            "confidence": CONFIDENCE, "seconds": round(c.seconds, 3),
+            "pytest_seconds": {"base": round(c.side_seconds[0], 3), "head": round(c.side_seconds[1], 3)},
+            "regressed": c.regressed, "exit_status": c.exit_status, "kernels": kernels}
+
+
+def ab_html(c: Comparison) -> str:
+    """The section the HTML report opens with when made by ``ab --html``."""
+    e = html.escape
+    rows = []
+    for k in sorted(c.kernels, key=lambda k: (k.verdict != "regression", k.kernel)):
+        bad = " class=bad" if k.verdict in ("regression", "error") else ""
+        ratios = ", ".join(f"{r:.3f}" for r in k.ratios)
+        rows.append(f"<tr><td class=name>{e(k.kernel)}</td><td class=num>{_percent(k.base_utilization)}</td>"
+                    f"<td class=num>{_percent(k.head_utilization)}</td><td class=num title='{e(ratios)}'>"
+                    f"{e(ratio_cell(k))}</td><td{bad}><b>{e(verdict_cell(k))}</b></td>"
+                    f"<td class=meta>{e('; '.join(_notes(k)) or k.max_drop_origin)}</td></tr>")
+    meta = "<br>".join(e(line) for line in _header(c))
+    return ("<h2>Base against head (pytest-roofline ab)</h2>"
+            f"<p class=meta>{meta}</p><table><thead><tr><th>test [kernel]</th><th>base</th><th>head</th>"
+            "<th>head/base [interval] (hover: every round)</th><th>verdict</th><th>notes</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")

@@ -1,0 +1,240 @@
+"""``pytest-roofline ab``: usage errors (exit 2, one line, the worktree gone), the temporary worktree, and the
+base importing its own tree (plugin/ab_child.py) through the two ways an editable install points into the
+head's tree: a path on sys.path (setuptools' .pth for a src layout, PYTHONPATH here) and an import finder
+(setuptools' editable finder, imitated by a small finder named as such). The slow test compares two real
+revisions of a JAX kernel end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline.cli.ab import CHILD
+from pytest_roofline.cli.analyze import CliError
+from pytest_roofline.cli.main import main
+from pytest_roofline.cli.worktree import worktree
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT_ENV}, capture_output=True, text=True,
+                          check=True)
+    return done.stdout
+
+
+def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _commit(repo, files, "first")
+    return repo
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> None:
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", message)
+
+
+def _ab(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
+    old = Path.cwd()
+    os.chdir(repo)
+    try:
+        status = main(["ab", *args])
+    finally:
+        os.chdir(old)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _worktrees(repo: Path) -> int:
+    return _git(repo, "worktree", "list", "--porcelain").count("worktree ")
+
+
+def test_not_a_git_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = _ab(capsys, tmp_path, "--base", "main")
+    assert status == 2 and out == ""
+    assert err.strip() == f"pytest-roofline ab: error: {tmp_path.resolve()} is not inside a git repository (ab " \
+                          "compares two revisions of one)"
+
+
+def test_unknown_revision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _repo(tmp_path, {"README": "x\n"})
+    status, _, err = _ab(capsys, repo, "--base", "no-such-branch")
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert "--base no-such-branch: not a commit of the repository at" in err
+    assert _worktrees(repo) == 1
+
+
+def test_too_few_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _repo(tmp_path, {"README": "x\n"})
+    status, _, err = _ab(capsys, repo, "--base", "HEAD", "--rounds", "3")
+    assert status == 2 and "--rounds 3: at least 6" in err
+
+
+@pytest.mark.slow  # a pytest process
+def test_pytest_cannot_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _repo(tmp_path, {"test_broken.py": "def test_x(:\n    pass\n"})
+    status, out, err = _ab(capsys, repo, "--base", "HEAD", "--", "test_broken.py")
+    assert status == 2 and out == ""
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("pytest-roofline ab: error: pytest cannot run the tests of the base (")
+    assert "exit status 2 (interrupted or errors during collection)" in line and "test_broken.py" in line
+    assert _worktrees(repo) == 1  # the worktree is gone after the error
+    assert _git(repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.slow  # a pytest process
+def test_no_kernel_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _repo(tmp_path, {"test_plain.py": "def test_x():\n    pass\n"})
+    status, _, err = _ab(capsys, repo, "--base", "HEAD")
+    assert status == 2 and err.strip().splitlines() == [
+        "pytest-roofline ab: error: the selected tests measured no kernel on either side (no roofline(...) call "
+        "ran, or the pytest-roofline plugin is not active there)"]
+
+
+def test_arguments_after_double_dash_are_for_ab_only(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["show", "r.json", "--", "-k", "x"])
+    assert stop.value.code == 2
+    assert "arguments after -- are for ab only" in capsys.readouterr().err
+
+
+def test_worktree_is_removed_when_the_block_fails(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, {"a.txt": "one\n"})
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    (repo / "a.txt").write_text("uncommitted\n")
+    with pytest.raises(KeyboardInterrupt), worktree(repo, commit) as path:
+        assert (path / "a.txt").read_text() == "one\n"
+        assert _worktrees(repo) == 2
+        raise KeyboardInterrupt  # as Ctrl-C would
+    assert not path.exists() and _worktrees(repo) == 1
+    assert (repo / "a.txt").read_text() == "uncommitted\n"  # the user's tree untouched
+    with pytest.raises(CliError, match="git worktree add"), worktree(repo, "0" * 40):
+        pass
+
+
+# Two trees of one project: a package under src/ whose VERSION differs, and a test asserting its own tree's.
+def _trees(tmp_path: Path, conftest: str = "") -> tuple[Path, Path]:
+    roots = []
+    for side in ("head", "base"):
+        root = tmp_path / side
+        (root / "src" / "demokern").mkdir(parents=True)
+        (root / "src" / "demokern" / "__init__.py").write_text("from .inner import VERSION\n")
+        (root / "src" / "demokern" / "inner.py").write_text(f"VERSION = {side!r}\n")
+        (root / "test_version.py").write_text(f"import demokern\n\ndef test_v():\n    assert demokern.VERSION == "
+                                              f"{side!r}\n")
+        if conftest:
+            (root / "conftest.py").write_text(conftest)
+        roots.append(root)
+    return roots[0], roots[1]
+
+
+def _child(cwd: Path, head: Path, base: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(CHILD), str(head), base, "-q", "-p", "no:cacheprovider",
+                           "-p", "no:roofline"], cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True)
+
+
+@pytest.mark.slow  # a pytest process
+def test_base_imports_its_own_tree_through_a_path(tmp_path: Path) -> None:
+    head, base = _trees(tmp_path)
+    env = {"PYTHONPATH": str(head / "src")}  # as the .pth of an editable install of a src layout
+    assert _child(head, head, "", env).returncode == 0
+    without = _child(base, head, "", env)  # no redirection: the base would run the head's code
+    assert without.returncode == 1 and "assert 'head' == 'base'" in without.stdout
+    done = _child(base, head, str(base), env)
+    assert done.returncode == 0, done.stdout
+
+
+# A fake of setuptools' editable finder (appended to sys.meta_path, mapping the package to the head's folder).
+EDITABLE_FINDER = """
+import importlib.util, os, sys
+
+class FakeEditableFinder:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "demokern":
+            return None
+        init = os.path.join(os.environ["DEMO_HEAD"], "src", "demokern", "__init__.py")
+        return importlib.util.spec_from_file_location(name, init, submodule_search_locations=[os.path.dirname(init)])
+
+sys.meta_path.append(FakeEditableFinder)
+"""
+
+
+@pytest.mark.slow  # a pytest process
+def test_base_imports_its_own_tree_through_an_import_finder(tmp_path: Path) -> None:
+    head, base = _trees(tmp_path, EDITABLE_FINDER)
+    env = {"DEMO_HEAD": str(head)}
+    assert _child(head, head, "", env).returncode == 0
+    assert _child(base, head, "", env).returncode == 1
+    done = _child(base, head, str(base), env)
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.slow  # a pytest process
+def test_a_module_only_the_head_has_is_not_found_in_the_base(tmp_path: Path) -> None:
+    head, base = _trees(tmp_path)
+    (base / "src" / "demokern" / "inner.py").unlink()
+    done = _child(base, head, str(base), {"PYTHONPATH": str(head / "src")})
+    assert done.returncode == 2  # a collection error
+    assert "ModuleNotFoundError: No module named 'demokern.inner'" in done.stdout  # not the head's inner.py
+
+
+SUITE = {
+    "src/demokern/__init__.py": "VERSION = 'one'\n\n\ndef total(x):\n    return x.sum()\n",
+    "tests/test_kernels.py": """import jax.numpy as jnp
+import pytest
+
+import demokern
+
+
+@pytest.mark.roofline(min=0.01)
+def test_total(roofline):
+    assert demokern.VERSION == 'one'  # this revision's code, not the other's
+    x = jnp.ones(1 << 24, jnp.float32)
+    roofline(demokern.total, x, bytes=x.nbytes)
+
+
+@pytest.mark.roofline(min=0.01)
+def test_matmul(roofline):
+    a = jnp.ones((256, 256), jnp.float32)
+    roofline(lambda a: a @ a, a, name="matmul", flops=2 * 256**3)
+""",
+}
+SLOWER = ("VERSION = 'two'\n\n\ndef total(x):\n    s = x.sum()\n"
+          "    return (x - s / x.size).sum() + s  # a second pass that needs the first one's sum\n")
+
+
+@pytest.mark.slow
+def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head's total makes a second pass (twice the time for the same stated bytes): a regression, and the
+    matmul (the same in both) not one. It also shows the base ran its own code: with the head's, the base's test
+    would fail its VERSION assertion (no measurement: "added"), or both sides would run the slow total (ratio 1).
+    Wide margin: --max-drop 0.3 against a drop to about 0.5."""
+    repo = _repo(tmp_path, SUITE)
+    monkeypatch.setenv("PYTHONPATH", str(repo / "src"))  # the head's code, as an editable install would give it
+    tests = SUITE["tests/test_kernels.py"].replace("== 'one'", "== 'two'")
+    _commit(repo, {"src/demokern/__init__.py": SLOWER, "tests/test_kernels.py": tests}, "total: two passes")
+    status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--rounds", "6", "--max-drop", "0.3",
+                           "--json", str(tmp_path / "ab.json"), "--html", str(tmp_path / "ab.html"),
+                           "--", "tests", "-q")
+    document = json.loads((tmp_path / "ab.json").read_text())
+    kernels = {k["label"]: k for k in document["kernels"]}
+    assert kernels["total"]["verdict"] == "regression", out
+    assert kernels["matmul"]["verdict"] != "regression", out
+    assert status == 1 and document["exit_status"] == 1 and document["rounds"] == 6
+    assert len(kernels["total"]["ratios"]) == 6 and kernels["total"]["interval"][1] < 0.7
+    assert "REGRESSION (below 0.70)" in out and "1 kernel regressed" in out
+    assert "Base against head (pytest-roofline ab)" in (tmp_path / "ab.html").read_text()
+    assert _worktrees(repo) == 1 and _git(repo, "status", "--porcelain") == ""
