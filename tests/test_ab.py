@@ -238,3 +238,24 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "REGRESSION (below 0.70)" in out and "1 kernel regressed" in out
     assert "Base against head (pytest-roofline ab)" in (tmp_path / "ab.html").read_text()
     assert _worktrees(repo) == 1 and _git(repo, "status", "--porcelain") == ""
+
+
+def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:
+    import re
+    import shlex
+
+    import yaml
+
+    text = (Path(__file__).parent.parent / "docs" / "pr-ci.yml").read_text()
+    workflow = yaml.safe_load(text)
+    steps = workflow["jobs"]["roofline-ab"]["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0  # the target branch must be there for --base
+    (ab,) = [step for step in steps if "pytest-roofline ab" in step.get("run", "")]
+    assert ab["shell"] == "bash"  # pipefail: tee must not hide ab's exit status
+    run = ab["run"].replace("\\\n", " ")
+    assert re.search(r'pytest-roofline ab --base "origin/\$\{\{ github.base_ref \}\}"', run)
+    from pytest_roofline.cli.main import _parser
+
+    command = shlex.split(run.split("pytest-roofline ", 1)[1].split(" -- ", 1)[0])
+    args = _parser().parse_args(command)  # the options are real: argparse would stop on any other
+    assert args.command == "ab" and args.json == "roofline-ab.json" and args.html == "roofline-ab.html"
