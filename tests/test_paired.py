@@ -1,6 +1,7 @@
 """The paired statistics of ``pytest-roofline ab`` on made-up ratios: the ABBA schedule, the median and its
 distribution-free interval against the binomial formula, the verdicts and when they are settled, kernels on one
-side only or failing on one, and which max_drop applies. Pure: no git, no pytest process, no JAX."""
+side only or failing on one, and which max_drop applies; and the table, JSON and HTML made from them. Pure: no
+git, no pytest process, no JAX."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fakes import fake_result, record_of
 from pytest_roofline.history.paired import (
     DEFAULT_MAX_DROP,
     MIN_ROUNDS,
+    Comparison,
     KernelRounds,
     Observation,
     RoundReport,
@@ -21,6 +23,7 @@ from pytest_roofline.history.paired import (
     settled,
 )
 from pytest_roofline.history.records import KernelRecord, Unmeasured
+from pytest_roofline.report.ab_report import ab_document, ab_html, ab_lines
 
 KEY = ("t.py::test_k", "k")
 
@@ -139,3 +142,37 @@ def test_observation_keeps_the_records_max_drop() -> None:
     found = Observation.of(again)
     assert found.max_drop == 0.3 and found.utilization == pytest.approx(0.4)
     assert KernelRecord.from_dict(record_of("a", "b", fake_result(0.4), "pass").to_dict()).max_drop is None
+
+
+def _comparison(kernels: list[KernelRounds], max_drop: float | None = None) -> Comparison:
+    judged = tuple(judge_kernel(k, max_drop) for k in kernels)
+    return Comparison("origin/main", "a" * 40, "b" * 40, True, 6, 20, "every verdict settled after 6 rounds", judged,
+                      61.5, (30.1, 29.4), "fake CPU")
+
+
+def test_table_json_and_html_of_a_comparison() -> None:
+    slow = KernelRounds("t.py::test_a", "a<b>", tuple(_obs(0.5) for _ in range(6)),
+                        tuple(_obs(0.25, nbytes=2e6) for _ in range(6)))
+    same = KernelRounds("t.py::test_b", "b", tuple(_obs(0.5) for _ in range(6)), tuple(_obs(0.5) for _ in range(6)))
+    c = _comparison([same, slow])
+    lines = ab_lines(c)
+    assert lines[0] == "pytest-roofline ab: base origin/main (aaaaaaaaaaaa) vs head bbbbbbbbbbbb + uncommitted " \
+                       "changes on fake CPU"
+    rows = [line for line in lines if line.startswith("t.py::")]
+    assert rows[0].startswith("t.py::test_a [a<b>]") and "0.50 [0.50, 0.50]" in rows[0]  # regressions first
+    assert rows[0].endswith("REGRESSION (below 0.95)") and rows[1].endswith("unchanged")
+    assert any("the head counts other work than the base (bytes 2.00x)" in line for line in lines)
+    assert lines[-1] == "1 kernel regressed" and c.exit_status == 1
+    document = ab_document(c)
+    assert document["exit_status"] == 1 and document["order"] == "ABBA" and document["rounds"] == 6
+    entry = next(k for k in document["kernels"] if k["label"] == "a<b>")
+    assert entry["verdict"] == "regression" and entry["interval"] == [0.5, 0.5] and len(entry["ratios"]) == 6
+    assert entry["max_drop_origin"] == "the default of ab (0.05)"
+    page = ab_html(c)
+    assert "a&lt;b&gt;" in page and "<b>REGRESSION (below 0.95)</b>" in page  # names escaped
+
+
+def test_nothing_regressed_exits_zero() -> None:
+    same = KernelRounds("t.py::test_b", "b", tuple(_obs(0.5) for _ in range(6)), tuple(_obs(0.5) for _ in range(6)))
+    c = _comparison([same])
+    assert c.exit_status == 0 and ab_lines(c)[-1] == "no kernel regressed"

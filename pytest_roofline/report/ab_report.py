@@ -106,7 +106,7 @@ def ab_html(c: Comparison) -> str:
         rows.append(f"<tr><td class=name>{e(k.kernel)}</td><td class=num>{_percent(k.base_utilization)}</td>"
                     f"<td class=num>{_percent(k.head_utilization)}</td><td class=num title='{e(ratios)}'>"
                     f"{e(ratio_cell(k))}</td><td{bad}><b>{e(verdict_cell(k))}</b></td>"
-                    f"<td class=meta>{e('; '.join(_notes(k)) or k.max_drop_origin)}</td></tr>")
+                    f"<td class=meta>{e('; '.join(_notes(k)) or 'max_drop from ' + k.max_drop_origin)}</td></tr>")
     meta = "<br>".join(e(line) for line in _header(c))
     return ("<h2>Base against head (pytest-roofline ab)</h2>"
             f"<p class=meta>{meta}</p><table><thead><tr><th>test [kernel]</th><th>base</th><th>head</th>"
