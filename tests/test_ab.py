@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ from pytest_roofline.cli.ab import CHILD
 from pytest_roofline.cli.analyze import CliError
 from pytest_roofline.cli.main import main
 from pytest_roofline.cli.worktree import worktree
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed on this machine")
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com"}
@@ -60,6 +63,7 @@ def _worktrees(repo: Path) -> int:
     return _git(repo, "worktree", "list", "--porcelain").count("worktree ")
 
 
+@needs_git
 def test_not_a_git_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = _ab(capsys, tmp_path, "--base", "main")
     assert status == 2 and out == ""
@@ -67,6 +71,7 @@ def test_not_a_git_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                           "compares two revisions of one)"
 
 
+@needs_git
 def test_unknown_revision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _repo(tmp_path, {"README": "x\n"})
     status, _, err = _ab(capsys, repo, "--base", "no-such-branch")
@@ -75,12 +80,14 @@ def test_unknown_revision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert _worktrees(repo) == 1
 
 
+@needs_git
 def test_too_few_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _repo(tmp_path, {"README": "x\n"})
     status, _, err = _ab(capsys, repo, "--base", "HEAD", "--rounds", "3")
     assert status == 2 and "--rounds 3: at least 6" in err
 
 
+@needs_git
 @pytest.mark.slow  # a pytest process
 def test_pytest_cannot_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _repo(tmp_path, {"test_broken.py": "def test_x(:\n    pass\n"})
@@ -93,6 +100,7 @@ def test_pytest_cannot_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert _git(repo, "status", "--porcelain") == ""
 
 
+@needs_git
 @pytest.mark.slow  # a pytest process
 def test_no_kernel_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _repo(tmp_path, {"test_plain.py": "def test_x():\n    pass\n"})
@@ -109,6 +117,7 @@ def test_arguments_after_double_dash_are_for_ab_only(capsys: pytest.CaptureFixtu
     assert "arguments after -- are for ab only" in capsys.readouterr().err
 
 
+@needs_git
 def test_worktree_is_removed_when_the_block_fails(tmp_path: Path) -> None:
     repo = _repo(tmp_path, {"a.txt": "one\n"})
     commit = _git(repo, "rev-parse", "HEAD").strip()
@@ -215,6 +224,7 @@ SLOWER = ("VERSION = 'two'\n\n\ndef total(x):\n    s = x.sum()\n"
           "    return (x - s / x.size).sum() + s  # a second pass that needs the first one's sum\n")
 
 
+@needs_git
 @pytest.mark.slow
 def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                   monkeypatch: pytest.MonkeyPatch) -> None:
