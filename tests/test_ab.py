@@ -156,7 +156,13 @@ def _child(cwd: Path, head: Path, base: str, env: dict[str, str]) -> subprocess.
 @pytest.mark.slow  # a pytest process
 def test_base_imports_its_own_tree_through_a_path(tmp_path: Path) -> None:
     head, base = _trees(tmp_path)
-    env = {"PYTHONPATH": str(head / "src")}  # as the .pth of an editable install of a src layout
+    venv = head / ".venv" / "site-packages"  # an environment inside the working tree, not in git
+    venv.mkdir(parents=True)
+    (venv / "installed_dependency.py").write_text("NAME = 'dependency'\n")
+    for root in (head, base):
+        test = root / "test_version.py"
+        test.write_text("import installed_dependency\n" + test.read_text())
+    env = {"PYTHONPATH": os.pathsep.join([str(head / "src"), str(venv)])}  # as an editable install's .pth
     assert _child(head, head, "", env).returncode == 0
     without = _child(base, head, "", env)  # no redirection: the base would run the head's code
     assert without.returncode == 1 and "assert 'head' == 'base'" in without.stdout

@@ -4,8 +4,9 @@
 
 With BASE_ROOT not empty, every module whose file lies in the head's tree is loaded from the same path in the
 base's worktree instead. A project installed in editable mode (a ``.pth`` path or setuptools' import finder)
-points into the head's tree, so without this the base's tests would run the head's code. A module the base does
-not have is not found, as it would not be in a checkout of the base.
+points into the head's tree, so without this the base's tests would run the head's code. A file the base's
+checkout does not have (a virtual environment or a build folder inside the working tree, or a module the base's
+code never imports) is imported from where it is.
 
 Only the standard library is imported before the finder is in place (pytest comes after it, so that a project
 that is itself a pytest plugin runs its base revision too).
@@ -53,8 +54,7 @@ class BaseTree(importlib.abc.MetaPathFinder):
             return None
         moved = self.base / relative
         if not moved.exists():
-            raise ModuleNotFoundError(f"No module named {fullname!r} in the base revision ({moved} does not exist; "
-                                      f"the head has {spec.origin})", name=fullname)
+            return None  # not in the base's checkout: a virtual environment or a build folder inside the tree
         package = [str(moved.parent)] if spec.submodule_search_locations is not None else None
         return importlib.util.spec_from_file_location(fullname, moved, submodule_search_locations=package)
 
