@@ -237,14 +237,16 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     """The head's total makes a second pass (twice the time for the same stated bytes): a regression, and the
     matmul (the same in both) not one. It also shows the base ran its own code: with the head's, the base's test
     would fail its VERSION assertion (no measurement: "added"), or both sides would run the slow total (ratio 1).
-    Wide margin: --max-drop 0.3 against a drop to about 0.5."""
+    Wide margin: --max-drop 0.3 against a drop to about 0.5. The first touch is left out of the roofline: where
+    XLA does not fuse the second pass (jax 0.9.0) it writes a fresh 64 MiB temporary whose page faults the
+    roofline would otherwise count as work, raising the head's utilization."""
     repo = _repo(tmp_path, SUITE)
     monkeypatch.setenv("PYTHONPATH", str(repo / "src"))  # the head's code, as an editable install would give it
     tests = SUITE["tests/test_kernels.py"].replace("== 'one'", "== 'two'")
     _commit(repo, {"src/demokern/__init__.py": SLOWER, "tests/test_kernels.py": tests}, "total: two passes")
     status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--rounds", "6", "--max-drop", "0.3",
                            "--json", str(tmp_path / "ab.json"), "--html", str(tmp_path / "ab.html"),
-                           "--", "tests", "-q")
+                           "--", "tests", "-q", "--roofline-first-touch=exclude")
     document = json.loads((tmp_path / "ab.json").read_text())
     kernels = {k["label"]: k for k in document["kernels"]}
     assert kernels["total"]["verdict"] == "regression", out
