@@ -110,6 +110,19 @@ def test_no_kernel_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         "ran, or the pytest-roofline plugin is not active there)"]
 
 
+def test_ctrl_c_is_exit_status_2_with_one_line(capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import pytest_roofline.cli.ab as ab
+
+    def interrupted(*args: object) -> tuple[str, int]:
+        raise KeyboardInterrupt  # as Ctrl-C (or SIGTERM, turned into it) during a round
+
+    monkeypatch.setattr(ab, "ab_command", interrupted)
+    assert main(["ab", "--base", "HEAD"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "pytest-roofline ab: interrupted; its temporary worktree was removed\n"
+
+
 def test_arguments_after_double_dash_are_for_ab_only(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
         main(["show", "r.json", "--", "-k", "x"])

@@ -40,8 +40,9 @@ from .worktree import commit_of, is_dirty, toplevel, worktree
 __all__ = ["AbOptions", "run_ab", "ab_command", "CHILD"]
 
 CHILD = Path(__file__).resolve().parent.parent / "plugin" / "ab_child.py"
-# Outputs a project may have configured that a comparison must not write to (its own report is passed last).
-QUIET_OUTPUTS = ("history", "html", "baseline", "report")
+# Outputs a project may have configured (in the environment or its ini file) that a comparison must not write to;
+# the report is set again on the command line, last, to the comparison's own file.
+QUIET_OUTPUTS = ("history", "html", "baseline")
 EXIT_NAMES = {2: "interrupted or errors during collection", 3: "internal error", 4: "usage error",
               5: "no tests collected"}
 
@@ -64,7 +65,7 @@ class _Side:
 
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
-    for name in QUIET_OUTPUTS:
+    for name in (*QUIET_OUTPUTS, "report"):
         env[f"PYTEST_ROOFLINE_{name.upper()}"] = ""  # empty: not set
     return env
 
@@ -81,7 +82,7 @@ def _problem(output: str) -> str:
 def _run_side(side: _Side, root: Path, args: Sequence[str], report: Path) -> tuple[Run, float]:
     """One pytest process; its report (an empty run where it measured nothing: the plugin then writes none)."""
     command = [sys.executable, str(CHILD), str(root), side.base_root, *args, "-p", "no:cacheprovider",
-               *(arg for name in QUIET_OUTPUTS[:3] for arg in ("-o", f"roofline_{name}=")),
+               *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}=")),
                f"--roofline-report={report}"]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=side.cwd, env=_child_env(), capture_output=True, text=True, check=False)

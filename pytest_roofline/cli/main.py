@@ -160,13 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .html import html_command
 
             out, status = html_command(args.report, args.history, args.output)
-        print(out)
+        if out:
+            print(out)
         return status
     except CliError as exc:
         print(f"pytest-roofline {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"pytest-roofline {args.command}: interrupted (a temporary worktree is removed)", file=sys.stderr)
         return 2
     return 2
 
@@ -181,5 +179,8 @@ def _ab(args: argparse.Namespace, passed: list[str]) -> tuple[str, int]:
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         return ab_command(AbOptions(args.base, args.rounds, args.max_drop, tuple(passed)), args.json, args.html)
+    except KeyboardInterrupt:
+        print("pytest-roofline ab: interrupted; its temporary worktree was removed", file=sys.stderr)
+        return "", 2
     finally:
         signal.signal(signal.SIGTERM, previous)

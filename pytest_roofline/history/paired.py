@@ -29,8 +29,9 @@ CONFIDENCE = 0.95
 # six rounds even the full range covers less than 95% (five: 93.8%), so no verdict is called before six.
 MIN_ROUNDS = 6
 DEFAULT_ROUNDS = 20
-# The floor when neither --max-drop nor a setting (marker max_drop=, YAML, --roofline-max-drop) gives one: two
-# processes of one job differ by a few percent on a quiet runner, so 5% is a drop that is not noise.
+# The floor when neither --max-drop nor a setting (marker max_drop=, YAML, --roofline-max-drop) gives one. It is
+# the size of a drop worth failing a pull request for, not the noise: the noise is what the interval is for (two
+# processes of the same code differed by up to 20% on a 2-core VM, docs/measurements.md).
 DEFAULT_MAX_DROP = 0.05
 
 
