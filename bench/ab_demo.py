@@ -10,11 +10,12 @@ then ``pytest-roofline ab --base HEAD~1`` at commit 2 (expected: ``total`` a reg
 exit 1) and at commit 3 (expected: nothing regressed, exit 0), and for comparison the time of running the suite
 twice. Prints every command and its output, then a table; exits 1 if an outcome is not as expected.
 
-    python bench/ab_demo.py [WORK_DIR]     # default: a new temporary directory
+    python bench/ab_demo.py [WORK_DIR] [--rounds N]   # default: a new temporary directory, ab's default rounds
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -85,7 +86,12 @@ def run(cmd: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], fl
 
 
 def main() -> int:
-    work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="roofline-ab-demo-"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("work_dir", nargs="?", type=Path, help="default: a new temporary directory")
+    parser.add_argument("--rounds", type=int, help="ab's --rounds (default: ab's own)")
+    args = parser.parse_args()
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="roofline-ab-demo-"))
+    rounds = ["--rounds", str(args.rounds)] if args.rounds else []
     repo = work / "repo"
     build(repo)
     cli = str(Path(sys.executable).parent / "pytest-roofline")
@@ -98,7 +104,7 @@ def main() -> int:
             (repo / "README.md").write_text("demo, again\n")
             git(repo, "commit", "-qam", "README only")
         out = work / f"ab-{len(rows)}.json"
-        done, seconds = run([cli, "ab", "--base", "HEAD~1", "--json", str(out), "--", "tests", "-q"], repo)
+        done, seconds = run([cli, "ab", "--base", "HEAD~1", *rounds, "--json", str(out), "--", "tests", "-q"], repo)
         verdicts = {k["nodeid"].split("::")[-1]: k["verdict"] for k in json.loads(out.read_text())["kernels"]}
         regressed = {name: v for name, v in verdicts.items() if v == "regression"}
         want_status = 1 if expected else 0

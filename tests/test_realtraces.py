@@ -19,6 +19,7 @@ from pytest_roofline.analysis.trace import ProgramKey, flatten, platform_of, pro
 from pytest_roofline.analysis.trace_runs import run_times
 from pytest_roofline.analysis.xspace import hlo_module_protos, read_xspace
 from pytest_roofline.cli.main import main
+from pytest_roofline.hardware.spec import UnknownDeviceError
 from pytest_roofline.hardware.table import find_spec_for_profile, load_shipped_table
 
 jax = pytest.importorskip("jax")
@@ -221,6 +222,20 @@ def test_the_device_is_found_from_the_profile() -> None:
         plane = next(p for p in space.planes if p.name.startswith("/device:") and p.stats)
         platform = "gpu" if "GPU" in plane.name else "tpu"
         assert find_spec_for_profile(table, platform, plane.stats)[0].name == name
+
+
+def test_an_h100s_memory_bandwidth_tells_sxm_from_pcie() -> None:
+    """Constructed plane stats, copied from the device plane of a profile recorded by pytest-roofline on an
+    NVIDIA H100 80GB HBM3 (docs/gpu-runs): capability and size fit both H100 entries; the bandwidth picks one."""
+    stats = {"device_vendor": "Nvidia", "gpu_device_name": "NVIDIA H100 80GB HBM3", "clock_rate": 1980000,
+             "core_count": 132, "memory_bandwidth": 3352320000000, "memory_size": 85017493504,
+             "compute_cap_major": 9, "compute_cap_minor": 0}
+    table = load_shipped_table()
+    spec, how = find_spec_for_profile(table, "gpu", stats)
+    assert spec.name == "H100 SXM" and "3.35 TB/s" in how
+    assert find_spec_for_profile(table, "gpu", {**stats, "memory_bandwidth": 2.0e12})[0].name == "H100 PCIe"
+    with pytest.raises(UnknownDeviceError, match="H100 SXM, H100 PCIe"):
+        find_spec_for_profile(table, "gpu", {k: v for k, v in stats.items() if k != "memory_bandwidth"})
 
 
 # --- the command --------------------------------------------------------------------------------------------

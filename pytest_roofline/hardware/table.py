@@ -179,7 +179,8 @@ def find_spec_for_profile(table: Mapping[str, HardwareSpec], platform: str,
     """The table entry for the device a profile was recorded on, from its device plane's stats, and how it
     was found. TPU: ``device_type_string`` ("TPU v6 Lite") is a device_kind. GPU: ``device_vendor`` and
     ``compute_cap_major/minor`` pick the entries of that vendor and capability; ``memory_size`` (bytes)
-    picks among them by memory capacity. Raises :class:`UnknownDeviceError` when nothing or several fit."""
+    picks among them by memory capacity, ``memory_bandwidth`` (bytes/s) by memory bandwidth (H100 SXM from
+    PCIe). Raises :class:`UnknownDeviceError` when nothing or several fit."""
     if platform == "tpu":
         kind = str(plane_stats.get("device_type_string", "")).strip()
         if not kind:
@@ -202,6 +203,13 @@ def find_spec_for_profile(table: Mapping[str, HardwareSpec], platform: str,
         if fits:
             candidates = fits
         said += f", {gb:.0f} GB"
+    bandwidth = plane_stats.get("memory_bandwidth")  # bytes/s, from the memory clock and bus width
+    if len(candidates) > 1 and bandwidth:
+        gbps = float(bandwidth) / 1e9
+        fits = [s for s in candidates if abs(s.memory_bandwidth.value / 1e9 - gbps) <= 0.15 * gbps]
+        if fits:
+            candidates = fits
+        said += f", memory {gbps / 1e3:.2f} TB/s"
     if len(candidates) == 1:
         return candidates[0], f"the profile's device plane: {said}"
     if not candidates:
