@@ -1,0 +1,105 @@
+"""Multi-process programs, pure parts: replica groups, the host/local split of collective bytes on
+constructed topologies (named so: no multi-host machine here), and run matching across processes."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline.analysis.hosts import (
+    CollectiveSplit,
+    GroupsError,
+    Topology,
+    collective_time,
+    expand_groups,
+    permute_pairs,
+    split_collective,
+)
+from pytest_roofline.analysis.process_runs import Decider, MatchError, ProcessTimes, match_runs
+
+TWO_BY_TWO = Topology((0, 0, 1, 1))  # constructed: 2 processes (hosts) x 2 devices
+FOUR_BY_FOUR = Topology(tuple(p for p in range(4) for _ in range(4)))  # constructed: 4 hosts x 4 chips
+
+
+def test_replica_groups_in_every_form() -> None:
+    assert expand_groups("{}", 4) == [(0, 1, 2, 3)]
+    assert expand_groups("{{0,1},{2,3}}", 4) == [(0, 1), (2, 3)]
+    assert expand_groups("[1,4]<=[4]", 4) == [(0, 1, 2, 3)]
+    assert expand_groups("[2,2]<=[4]", 4) == [(0, 1), (2, 3)]
+    # transposed: groups take every other device, as XLA writes an axis that is not the last
+    assert expand_groups("[2,2]<=[2,2]T(1,0)", 4) == [(0, 2), (1, 3)]
+    assert expand_groups("[4,2]<=[2,4]T(1,0)", 8) == [(0, 4), (1, 5), (2, 6), (3, 7)]
+    with pytest.raises(GroupsError):
+        expand_groups("[3,2]<=[4]", 4)
+    with pytest.raises(GroupsError):
+        expand_groups("garbage", 4)
+
+
+def test_a_group_within_each_host_stays_local() -> None:
+    split = split_collective(100.0, expand_groups("{{0,1},{2,3}}", 4), TWO_BY_TWO)
+    assert split == CollectiveSplit(local_bytes=100.0, host_bytes=0.0) and not split.crosses_hosts
+
+
+def test_a_group_across_hosts_crosses_once_per_host_boundary() -> None:
+    # ring 0-1-2-3-0 on 2x2: hops 0->1 and 2->3 local, 1->2 and 3->0 cross; each host sends 100 B out
+    split = split_collective(100.0, expand_groups("{}", 4), TWO_BY_TWO)
+    assert split == CollectiveSplit(local_bytes=100.0, host_bytes=100.0)
+    # groups {0,2} and {1,3} (the transposed iota): both rings cross; host 0 sends two groups' bytes
+    split = split_collective(100.0, expand_groups("[2,2]<=[2,2]T(1,0)", 4), TWO_BY_TWO)
+    assert split == CollectiveSplit(local_bytes=0.0, host_bytes=200.0)
+
+
+def test_sixteen_chips_on_four_hosts() -> None:
+    # all 16 in one ring: 4 crossing hops, one per host; 12 local hops
+    split = split_collective(10.0, expand_groups("{}", 16), FOUR_BY_FOUR)
+    assert split == CollectiveSplit(local_bytes=10.0, host_bytes=10.0)
+    # groups of 4 along the other axis (one chip per host): every hop crosses, each host sends 4 groups' bytes
+    split = split_collective(10.0, expand_groups("[4,4]<=[4,4]T(1,0)", 16), FOUR_BY_FOUR)
+    assert split == CollectiveSplit(local_bytes=0.0, host_bytes=40.0)
+
+
+def test_collective_permute_follows_its_pairs() -> None:
+    pairs = permute_pairs("{{0,1},{1,2},{2,3},{3,0}}")
+    assert pairs == [(0, 1), (1, 2), (2, 3), (3, 0)]
+    assert split_collective(8.0, [], TWO_BY_TWO, pairs) == CollectiveSplit(8.0, 8.0)
+    with pytest.raises(GroupsError, match="outside"):
+        split_collective(8.0, [(0, 9)], TWO_BY_TWO)
+
+
+def test_the_slower_link_decides_and_an_unknown_one_makes_a_lower_bound() -> None:
+    split = CollectiveSplit(local_bytes=1e9, host_bytes=1e8)
+    assert collective_time(split, 1e11, 1e10) == (pytest.approx(0.01), False)  # both 10 ms
+    assert collective_time(split, 1e11, 1e9) == (pytest.approx(0.1), False)  # the host link, 100 ms
+    assert collective_time(split, 1e11, None) == (pytest.approx(0.01), True)
+    assert collective_time(split, None, None) == (0.0, True)
+    assert collective_time(CollectiveSplit(1e9, 0.0), 1e11, None) == (pytest.approx(0.01), False)
+
+
+def test_topology_describes_itself() -> None:
+    assert TWO_BY_TWO.describe() == "2 processes x 2 devices (4 devices)"
+    assert TWO_BY_TWO.devices_of(1) == (2, 3)
+
+
+# --- run matching ---------------------------------------------------------------------------------------------
+def test_each_run_takes_its_slowest_device_across_processes() -> None:
+    p0 = ProcessTimes(0, {"cpu:0": (1.0, 1.0, 5.0), "cpu:1": (1.1, 1.0, 1.0)})
+    p1 = ProcessTimes(1, {"cpu:2048": (2.0, 0.9, 1.0), "cpu:2049": (2.1, 0.9, 1.0)})
+    matched = match_runs([p0, p1])
+    assert matched.per_run_s == (2.1, 1.0, 5.0)
+    assert matched.deciders == (Decider(1, "cpu:2049"), Decider(0, "cpu:0"), Decider(0, "cpu:0"))
+    assert matched.decided_by == Decider(0, "cpu:0") and matched.decided_share == pytest.approx(2 / 3)
+    assert matched.per_process_median_s == {0: 1.1, 1: 1.0}
+    assert "process 0, device cpu:0 in 67% of 3 runs" in matched.describe()
+
+
+def test_runs_that_do_not_match_are_an_error_naming_the_process() -> None:
+    p0 = ProcessTimes(0, {"gpu:0": (1.0, 1.0, 1.0)})
+    p1 = ProcessTimes(1, {"gpu:1": (1.0, 1.0)})
+    with pytest.raises(MatchError, match="process 1 device gpu:1: 2"):
+        match_runs([p0, p1])
+    with pytest.raises(MatchError, match="process 1 reported no device times"):
+        match_runs([p0, ProcessTimes(1, {})])
+
+
+def test_process_times_round_trip() -> None:
+    p = ProcessTimes(1, {"cpu:2048": (0.5, 0.25)})
+    assert ProcessTimes.from_dict(p.to_dict()) == p
