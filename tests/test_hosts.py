@@ -106,3 +106,63 @@ def test_runs_that_do_not_match_are_an_error_naming_the_process() -> None:
 def test_process_times_round_trip() -> None:
     p = ProcessTimes(1, {"cpu:2048": (0.5, 0.25)})
     assert ProcessTimes.from_dict(p.to_dict()) == p
+
+
+# --- the model of a program on several hosts --------------------------------------------------------------------
+# Constructed, in the spelling of an SPMD-partitioned XLA program: each of 4 devices all-reduces 1 MiB (f32[256,1024])
+# over all four, then over the pairs {0,2} and {1,3}.
+CONSTRUCTED_ALL_REDUCES = """HloModule jit_two_reductions, is_scheduled=true
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+
+ENTRY %main (x: f32[256,1024]) -> f32[256,1024] {
+  %x = f32[256,1024]{1,0} parameter(0)
+  %all = f32[256,1024]{1,0} all-reduce(f32[256,1024]{1,0} %x), channel_id=1, replica_groups=[1,4]<=[4], use_global_device_ids=true, to_apply=%add
+  ROOT %pairs = f32[256,1024]{1,0} all-reduce(f32[256,1024]{1,0} %all), channel_id=2, replica_groups=[2,2]<=[2,2]T(1,0), use_global_device_ids=true, to_apply=%add
+}
+"""
+
+
+def test_the_model_splits_collectives_between_ici_and_dcn() -> None:
+    from pytest_roofline.analysis.counts import hlo_counts
+    from pytest_roofline.analysis.hlo import parse_hlo
+    from pytest_roofline.analysis.model import program_model
+    from pytest_roofline.hardware.table import find_spec, load_shipped_table
+
+    module = parse_hlo(CONSTRUCTED_ALL_REDUCES)
+    spec = find_spec(load_shipped_table(), "tpu", "TPU v5e")  # constructed: 2 hosts x 2 chips of a v5e slice
+    model = program_model(spec, hlo_counts(module), module, 4, topology=TWO_BY_TWO)
+    mib = 256 * 1024 * 4
+    ring4, ring2 = 2 * 3 / 4 * mib, 2 * 1 / 2 * mib  # ring bytes per device: all four, then pairs
+    hosts = model.hosts
+    assert hosts is not None and hosts.crossing == ("all", "pairs")
+    # all four: each device sends ring4 over one hop, each host one crossing; the pairs {0,2} and {1,3}: every hop
+    # crosses, so each host sends two groups' bytes
+    assert hosts.local_bytes == pytest.approx(ring4) and hosts.host_bytes == pytest.approx(ring4 + 2 * ring2)
+    ici, dcn = 45e9, 25e9
+    expected = max(ring4 / ici, ring4 / dcn) + 2 * ring2 / dcn
+    assert hosts.time_s == pytest.approx(expected) and not hosts.lower_bound
+    assert model.estimate.comms_time_s == pytest.approx(expected)
+    uses = {u.work: u.key for u in model.uses}
+    assert uses["collective bytes within a host"] == "interconnect" and uses["collective bytes across hosts"] == "host link"
+    # one process: the old single-interconnect model
+    one = program_model(spec, hlo_counts(module), module, 4)
+    assert one.hosts is None and one.estimate.comms_time_s == pytest.approx((ring4 + ring2) / ici)
+
+
+def test_a_cpu_has_no_host_link_figure_so_the_term_is_a_lower_bound() -> None:
+    from pytest_roofline.analysis.counts import hlo_counts
+    from pytest_roofline.analysis.hlo import parse_hlo
+    from pytest_roofline.analysis.model import program_model
+    from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
+
+    module = parse_hlo(CONSTRUCTED_ALL_REDUCES)
+    cpu = HardwareSpec("constructed CPU", "cpu", {"f32": Ceiling(1e11, "calibration", "test", "")},
+                       Ceiling(1e10, "calibration", "test", ""))
+    model = program_model(cpu, hlo_counts(module), module, 4, topology=TWO_BY_TWO)
+    assert model.hosts is not None and model.hosts.lower_bound and model.hosts.time_s == 0.0
+    assert model.hosts.host_bytes > 0

@@ -14,10 +14,15 @@ interconnect (where any hop is local) and the busiest host's outgoing bytes over
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["CollectiveSplit", "GroupsError", "Topology", "collective_time", "expand_groups", "permute_pairs",
+from .collectives import collective_bytes
+from .hlo import HloModule
+from .walk import executed
+
+__all__ = ["CollectiveSplit", "GroupsError", "HostTraffic", "Topology", "collective_time", "expand_groups", "host_traffic", "permute_pairs",
            "split_collective"]
 
 
@@ -155,3 +160,54 @@ def permute_pairs(attr: str) -> list[tuple[int, int]]:
     """A collective-permute's ``source_target_pairs={{0,1},{1,0}}``."""
     return [(int(a), int(b)) for a, b in re.findall(r"\{\s*(\d+)\s*,\s*(\d+)\s*\}", attr)]
 
+
+
+@dataclass(frozen=True)
+class HostTraffic:
+    """A program's collectives on a topology of several processes: bytes over the local interconnect (the most
+    one device sends) and over the host links (the most one host sends), the time they take on their slower link,
+    summed over collectives, and whether that time is a lower bound (a link without a known bandwidth)."""
+
+    local_bytes: float
+    host_bytes: float
+    time_s: float
+    lower_bound: bool
+    crossing: tuple[str, ...]  # the collectives whose groups span hosts
+    unread: tuple[str, ...] = ()  # collectives whose groups could not be read (counted as local)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"local_bytes": self.local_bytes, "host_bytes": self.host_bytes, "time_s": self.time_s,
+                "lower_bound": self.lower_bound, "crossing": list(self.crossing), "unread": list(self.unread)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HostTraffic:
+        return cls(float(data["local_bytes"]), float(data["host_bytes"]), float(data["time_s"]),
+                   bool(data["lower_bound"]), tuple(data.get("crossing") or ()), tuple(data.get("unread") or ()))
+
+
+def host_traffic(module: HloModule, topology: Topology, local_bw: float | None,
+                 host_bw: float | None) -> HostTraffic:
+    """Split every executed collective of ``module`` (one device's program) on ``topology``."""
+    local = host = seconds = 0.0
+    lower, crossing, unread = False, [], []
+    for comp, inst, times in executed(module):
+        amount = collective_bytes(comp, inst, topology.devices)
+        if not amount:
+            continue
+        try:
+            if inst.opcode.removesuffix("-start") == "collective-permute":
+                split = split_collective(amount, [], topology, permute_pairs(inst.attrs.get("source_target_pairs", "")))
+            else:
+                split = split_collective(amount, expand_groups(inst.attrs.get("replica_groups", ""), topology.devices),
+                                         topology)
+        except GroupsError as exc:
+            unread.append(f"{inst.name}: {exc}")
+            split = CollectiveSplit(amount, 0.0)
+        took, unknown = collective_time(split, local_bw, host_bw)
+        local += split.local_bytes * times
+        host += split.host_bytes * times
+        seconds += took * times
+        lower = lower or unknown
+        if split.crosses_hosts:
+            crossing.append(inst.name)
+    return HostTraffic(local, host, seconds, lower, tuple(crossing), tuple(unread))

@@ -80,11 +80,14 @@ def estimate(
     interconnect: float | None = None,
     transcendentals: float = 0.0,
     transcendental_rate: float | None = None,
+    comms_time_s: float | None = None,
 ) -> RooflineEstimate:
     """Roofline of a program: max(compute, memory, interconnect, transcendental) time.
 
     ``flops_by_peak`` maps a label (e.g. ``"bf16"``, ``"vector"``) to ``(flops, peak FLOP/s)``. Collective
     bytes without an interconnect bandwidth (a CPU) add no time; neither do transcendentals without a rate.
+    ``comms_time_s``: the collectives' time worked out elsewhere (split between local and host links), used
+    instead of ``collective_bytes / interconnect``.
     """
     if bandwidth <= 0:
         raise ValueError(f"memory bandwidth must be positive, got {bandwidth}")
@@ -104,6 +107,8 @@ def estimate(
         best_peak = max(best_peak, peak)
     effective = total_flops / compute if compute > 0 else best_peak
     comms = collective_bytes / interconnect if (collective_bytes and interconnect) else 0.0
+    if comms_time_s is not None:
+        comms = comms_time_s
     trans = transcendentals / transcendental_rate if (transcendentals and transcendental_rate) else 0.0
     return RooflineEstimate(compute, bytes_accessed / bandwidth, effective, bandwidth, comms, trans)
 

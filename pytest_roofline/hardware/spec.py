@@ -81,6 +81,10 @@ class HardwareSpec:
     # system reports it: a working set that fits it is held to it (analysis/ceilings.py: memory_ceiling).
     cache_bandwidth: Ceiling | None = None
     cache_bytes: int | None = None
+    # The link between hosts, in bytes/s leaving one host (DCN for a TPU slice, the network of a GPU node): what
+    # collective bytes that cross hosts meet. None where no source gives it (then they add no time, and the
+    # interconnect term is a stated lower bound).
+    host_link_bandwidth: Ceiling | None = None
 
     @property
     def memory_capacity_gb(self) -> float | None:
@@ -101,6 +105,7 @@ class HardwareSpec:
             "bytes_per_fault": self.bytes_per_fault,
             "cache_bandwidth_bytes_per_s": self.cache_bandwidth.to_dict() if self.cache_bandwidth else None,
             "cache_bytes": self.cache_bytes,
+            "host_link_bytes_per_s": self.host_link_bandwidth.to_dict() if self.host_link_bandwidth else None,
             "theoretical": {k: c.to_dict() for k, c in self.theoretical.items()},
             "notes": list(self.notes),
         }
@@ -123,5 +128,6 @@ class HardwareSpec:
             memory_capacity=Ceiling.maybe(data.get("memory_capacity_bytes")),
             first_touch=Ceiling.maybe(data.get("first_touch_bytes_per_s")),
             bytes_per_fault=float(fault) if fault is not None else None,
+            host_link_bandwidth=Ceiling.maybe(data.get("host_link_bytes_per_s")),
             cache_bandwidth=Ceiling.maybe(data.get("cache_bandwidth_bytes_per_s")),
             cache_bytes=int(cache) if cache is not None else None)

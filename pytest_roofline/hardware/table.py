@@ -46,7 +46,7 @@ def _figure(raw: Any, scale: float, where: str, origin: str, source: str, date: 
 
 _DEVICE_KEYS = {"platform", "device_kinds", "source", "read", "peak_tflops", "memory_gbps",
                 "interconnect_gbps", "transcendentals_gps", "notes", "compute_capability", "memory_capacity_gb",
-                "memory_capacity_gib"}
+                "memory_capacity_gib", "host_link_gbps"}
 
 
 def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSpec | None) -> HardwareSpec:
@@ -99,9 +99,13 @@ def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSp
     for key, scale in (("memory_capacity_gb", _GIGA), ("memory_capacity_gib", _GIB)):
         if raw.get(key) is not None:
             capacity = _figure(raw[key], scale, f"{where}: {name}.{key}", origin, source, date)
+    host_link = base.host_link_bandwidth if base else None
+    if raw.get("host_link_gbps") is not None:
+        host_link = _figure(raw["host_link_gbps"], _GIGA, f"{where}: {name}.host_link_gbps", origin, source, date)
     return HardwareSpec(name, platform, peaks, memory, interconnect, tuple(kinds_raw),
                         base.theoretical if base else {}, notes, transcendental,
-                        compute_capability=tuple(str(c) for c in caps_raw), memory_capacity=capacity)
+                        compute_capability=tuple(str(c) for c in caps_raw), memory_capacity=capacity,
+                        host_link_bandwidth=host_link)
 
 
 def load_table(text: str, where: str, origin: str = "datasheet",

@@ -27,6 +27,7 @@ def _ceiling_lines(r: RecordedResult) -> list[str]:
         c = use.ceiling
         unit = "B/s" if "bytes" in use.work else "/s" if use.work == "transcendentals" else "FLOP/s"
         name = {"bytes": "memory", "collective bytes": "interconnect",
+                "collective bytes within a host": "interconnect", "collective bytes across hosts": "host link",
                 "transcendentals": "transcendental"}.get(use.work, f"{use.key} peak")
         note = f" [{use.note}]" if use.note else ""
         lines.append(f"    {name:<15}{format_quantity(c.value, unit):<16}{c.origin}: {c.source} ({c.date}){note}")
