@@ -1,8 +1,7 @@
 """The immutable result of one measurement, composed of the value objects it is made of, and its JSON form.
 
-A :class:`Result` holds the hardware and the ceilings each share of the work met, the work counted
-(:class:`~.analysis.counts.Work`), the roofline estimate, the timed runs (:class:`~.analysis.timed_runs.Timing`),
-the compiled program's facts and the per-op model. The flat attributes (``flops``, ``device_time_s``,
+A :class:`Result` holds the hardware and the ceilings each share of the work met, the work counted, the roofline
+estimate, the timed runs, the program's facts and the per-op model. The flat attributes (``flops``,
 ``utilization`` ...) and the JSON keys are derived from those parts, never copied. Pure: no JAX.
 """
 
@@ -21,6 +20,7 @@ from .analysis.first_touch import FirstTouch
 from .analysis.live import Live, Uncertainty, pair_utilizations, uncertainty
 from .analysis.memory import MemoryFootprint
 from .analysis.ops import OpRow, OpsModel
+from .analysis.process_runs import Processes
 from .analysis.roofline import RooflineEstimate
 from .analysis.timed_runs import Timing
 from .analysis.verdict import Figures, suspect
@@ -73,6 +73,7 @@ class Result:
     no_work: bool = False  # the compiled program computes nothing (returns None or a constant)
     cache: CacheState | None = None  # the cache state of the timed runs (None: not recorded)
     clocks: Clocks | None = None  # GPU clocks around the timed runs, or why there is no reading
+    processes: Processes | None = None  # the program spans processes: their times, topology, who decided
 
     # The work
     @property
@@ -374,8 +375,8 @@ class Result:
             "contended": self.contended,
             "utilization_on_cpu": self.utilization_on_cpu,
             "no_work": self.no_work,
-            "cache": self.cache.to_dict() if self.cache is not None else None,
-            "clocks": self.clocks.to_dict() if self.clocks is not None else None,
+            **{k: v.to_dict() if v is not None else None
+               for k, v in (("cache", self.cache), ("processes", self.processes), ("clocks", self.clocks))},
             "utilization_at_clocks": self.utilization_at_clocks,
         }
 
@@ -387,8 +388,7 @@ class Result:
                                             max(roof.transcendental_time_s, roof.comms_time_s)) if self.clocks else None
         return at / self.device_time_s if at is not None and self.device_time_s > 0 else None
 
-    def first_touch_text(self) -> str:
-        """The first-touch term: faults expected and counted, the split of the time, both utilizations."""
+    def first_touch_text(self) -> str:  # faults expected and counted, the split of the time, both utilizations
         return first_touch_text(self)
 
     def __str__(self) -> str:

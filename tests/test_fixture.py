@@ -265,6 +265,7 @@ RESULT_KEYS |= {"first_touch_time_s", "faults_per_run", "first_touch", "first_to
                 "utilization_with_first_touch", "utilization_without_first_touch", "first_touch_beaten",
                 "waiting_per_run", "cpu_waiting", "others_cpu_share", "contended", "utilization_on_cpu", "no_work"}
 RESULT_KEYS |= {"compile_cached", "cache", "clocks", "utilization_at_clocks"}
+RESULT_KEYS |= {"processes"}  # a program that spans processes (null for one)
 
 
 def test_result_json_keeps_the_schema_1_keys() -> None:

@@ -12,8 +12,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
+from typing import Any
 
-__all__ = ["Decider", "MatchError", "MatchedRuns", "ProcessTimes", "match_runs"]
+from ..units import format_quantity
+from .hosts import HostTraffic
+
+__all__ = ["Decider", "MatchError", "MatchedRuns", "ProcessTimes", "Processes", "match_runs", "per_device_medians"]
 
 
 class MatchError(ValueError):
@@ -91,3 +95,54 @@ def match_runs(processes: Sequence[ProcessTimes]) -> MatchedRuns:
     medians = {p.process: median(max(t[k] for t in p.per_device_s.values()) for k in range(n_runs))
                for p in processes} if n_runs else {}
     return MatchedRuns(tuple(per_run), tuple(deciders), medians)
+
+
+@dataclass(frozen=True)
+class Processes:
+    """A measurement of a program that spans processes: how many, which one this is, the topology, each
+    process's device times (median over runs of its slowest device, and of each device), the device that decided,
+    the collectives' split between links, and the global program's work (per device times devices)."""
+
+    count: int
+    index: int
+    topology: str
+    per_process_median_s: Mapping[int, float]
+    per_device_median_s: Mapping[str, float]  # "process P device D" -> median over runs
+    decided_by: Decider
+    decided_share: float
+    global_flops: float
+    global_bytes: float
+    hosts: HostTraffic | None = None
+
+    def text(self) -> str:
+        times = ", ".join(f"process {p} {t * 1e3:.3g} ms" for p, t in sorted(self.per_process_median_s.items()))
+        line = (f"{self.topology}; slowest device {self.decided_by} in {self.decided_share:.0%} of the runs "
+                f"(medians: {times})")
+        if self.hosts is not None:
+            line += (f"; collectives {format_quantity(self.hosts.local_bytes, 'B')} within a host, "
+                     f"{format_quantity(self.hosts.host_bytes, 'B')} across hosts" + (" (a link without a known bandwidth: the interconnect term is a lower bound)"
+                                        if self.hosts.lower_bound else ""))
+        return line
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "index": self.index, "topology": self.topology,
+                "per_process_median_s": {str(p): t for p, t in self.per_process_median_s.items()},
+                "per_device_median_s": dict(self.per_device_median_s),
+                "decided_by": {"process": self.decided_by.process, "device": self.decided_by.device},
+                "decided_share": self.decided_share, "global_flops": self.global_flops,
+                "global_bytes": self.global_bytes, "hosts": self.hosts.to_dict() if self.hosts else None,
+                "text": self.text()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Processes:
+        decided = data["decided_by"]
+        return cls(int(data["count"]), int(data["index"]), str(data["topology"]),
+                   {int(p): float(t) for p, t in data["per_process_median_s"].items()},
+                   {str(d): float(t) for d, t in data["per_device_median_s"].items()},
+                   Decider(int(decided["process"]), str(decided["device"])), float(data["decided_share"]),
+                   float(data["global_flops"]), float(data["global_bytes"]),
+                   HostTraffic.from_dict(data["hosts"]) if data.get("hosts") else None)
+
+
+def per_device_medians(processes: Sequence[ProcessTimes]) -> dict[str, float]:
+    return {f"process {p.process} device {d}": median(t) for p in processes for d, t in p.per_device_s.items() if t}

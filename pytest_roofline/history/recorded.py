@@ -16,6 +16,7 @@ from ..analysis.first_touch import FirstTouch
 from ..analysis.live import Live
 from ..analysis.memory import MemoryFootprint
 from ..analysis.ops import OpRow
+from ..analysis.process_runs import Processes
 from ..analysis.verdict import model_utilization
 from ..hardware.clocks import Clocks
 from ..hardware.spec import HardwareSpec
@@ -64,6 +65,7 @@ class RecordedResult:
     compile_cached: bool = False  # the program came from JAX's in-memory cache: no compile time measured
     cache: CacheState | None = None  # the cache state of the timed runs
     clocks: Clocks | None = None  # GPU clocks around the runs, or why there is no reading
+    processes: Processes | None = None  # a program that spans processes: their times and who decided
     utilization_at_clocks: float | None = None  # against the roofline at the clocks the runs met
     versions: Mapping[str, str] = field(default_factory=dict)
     ceilings_used: tuple[CeilingUse, ...] = ()
@@ -181,6 +183,7 @@ _COMPOSITE: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "first_touch": _maybe("first_touch", FirstTouch.from_dict),
     "cache": _maybe("cache", CacheState.from_dict),
     "clocks": _maybe("clocks", Clocks.from_dict),
+    "processes": _maybe("processes", Processes.from_dict),
     "first_touch_text": lambda d: str((d.get("first_touch") or {}).get("text") or ""),
     "ops": lambda d: tuple(OpRow.from_dict(op) for op in d.get("ops") or ()),
     "ops_check": _maybe("ops_check", OpsCheck.from_dict),

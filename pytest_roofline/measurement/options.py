@@ -151,6 +151,11 @@ class GivenCounts:
     bytes: float | None = None
     transcendentals: float | None = None
 
+    @property
+    def values(self) -> tuple[float | None, float | None, float | None]:
+        """(flops, bytes, transcendentals), in the order :func:`~..analysis.model.program_model` takes them."""
+        return self.flops, self.bytes, self.transcendentals
+
 
 @dataclass(frozen=True)
 class HardwareChoice:

@@ -17,18 +17,21 @@ from ..analysis.counts import CostAnalysisError, Counts, hlo_counts, program_cou
 from ..analysis.first_touch import FirstTouch, first_touch
 from ..analysis.hints import busy_time, hints
 from ..analysis.hlo import HloModule, HloParseError, parse_hlo
+from ..analysis.hosts import Topology
 from ..analysis.interpret import INTERPRET_NOTE, estimated_note, interpret_counts
 from ..analysis.kernels import assign_estimates
 from ..analysis.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
 from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
 from ..analysis.model import ProgramModel, program_model
 from ..analysis.ops import OpRow, OpsModel, attach_times
+from ..analysis.process_runs import Processes
 from ..analysis.roofline import RooflineEstimate
 from ..analysis.timed_runs import relative_iqr
 from ..analysis.walk import CONTAINER_OPS, does_no_work, executed_op_count
 from ..calls import KernelCall, split_call
 from ..errors import MeasureError
 from ..hardware.calibration import refresh_mode
+from ..hardware.clocks import Clocks
 from ..hardware.cpu import last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
 from ..labels import kernel_name
@@ -37,9 +40,11 @@ from .device import resolve_hardware
 from .eviction import Evictor, cache_size
 from .gpu_clocks import ClockWatch
 from .options import MEASURE_OPTIONS, GivenCounts, MeasureOptions, TimingSettings
+from .peers import Peers, current_peers
 from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
 from .references import Reference, reference, reference_key_for
-from .timing import Beside, CacheRuns, Settled, Timed
+from .spanning import agree_with, gather, start_together, topology_of
+from .timing import Agree, Beside, CacheRuns, Settled, Timed
 
 __all__ = ["measure", "measure_call"]
 
@@ -76,6 +81,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     label = options.name or kernel_name(call.fn)
     given, choice, touch_mode, settings = options.counts, options.hardware, options.first_touch, options.timing
     refresh = refresh_mode(choice.recalibrate)
+    peers = current_peers(label)
     program = compile_program(call.fn, call.args, dict(call.kwargs), label)
     module, counts = _read_program(program, label, given)
     spec, used = resolve_hardware(program.platform, program.device_kind, choice.name, choice.file, choice.ceilings,
@@ -83,9 +89,9 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
     buffers = working_set(module, footprint)
     cache, check_cache = plan_cache(options.cache, program.platform, buffers, *cache_size(program.device))
-    model = program_model(spec, counts, module, program.num_devices, given.flops, given.bytes,
-                          given.transcendentals, working_set=buffers,
-                          cold_written=_written(module, footprint) if cache.state == "cold" else None)
+    topology = topology_of(program.compiled, program.num_devices) if peers is not None else None
+    model = program_model(spec, counts, module, topology.devices if topology else program.num_devices, *given.values,
+                          buffers, _written(module, footprint) if cache.state == "cold" else None, topology)
     touch = _first_touch(spec, footprint, program.platform)
     charged = touch is not None and touch_mode == "include"
     plan = _live_plan(spec, used, model, program.platform, _planned_touch_s(touch) if charged else 0.0)
@@ -94,8 +100,8 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     before = allocator_stats(program.device)
     planned = replace(model.estimate, first_touch_time_s=_planned_touch_s(touch) if charged else 0.0)
     rule = _stopping_rule(planned, plan, options.threshold, settings.target_spread)
-    (timed, cache), clocks = ClockWatch(program.device).around(
-        lambda: _time_in_state(program, settings, executed_op_count(module), plan.beside, rule, cache, check_cache))
+    (timed, cache), clocks, processes = _run(program, settings, module, plan.beside, rule, (cache, check_cache),
+                                             peers, topology, model)
     memory = _memory(program, footprint, before)
     ops_model, busy = _per_op(model.rows, module, program, timed)
     if touch is not None:
@@ -113,9 +119,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         work=model.work,
         roofline=replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0),
         timing=timed.timing,
-        program=ProgramInfo(program.module_name, program.device_kind, program.compile_time_s,
-                            {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")},
-                            program.compile_cached),
+        program=_program_info(program),
         ops_model=ops_model,
         notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory)),
         hints=() if no_work else tuple(_hints(ops_model.rows, module, program, model, timed, busy,
@@ -130,7 +134,31 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         no_work=no_work,
         cache=cache,
         clocks=clocks,
+        processes=processes,
     )
+
+
+def _program_info(program: CompiledProgram) -> ProgramInfo:
+    return ProgramInfo(program.module_name, program.device_kind, program.compile_time_s,
+                       {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")},
+                       program.compile_cached)
+
+
+def _run(program: CompiledProgram, settings: TimingSettings, module: HloModule, beside: Beside | None,
+         rule: Settled, cache_plan: tuple[CacheState, bool], peers: Peers | None, topology: Topology | None,
+         model: ProgramModel) -> tuple[tuple[Timed, CacheState], Clocks, Processes | None]:
+    """The timed runs, with the clocks around them; where the program spans processes, in lockstep with the
+    others (started together, stopped together) and with every process's device times matched run by run."""
+    if peers is not None:
+        start_together(peers)
+    cache, check = cache_plan
+    (timed, cache), clocks = ClockWatch(program.device).around(
+        lambda: _time_in_state(program, settings, executed_op_count(module), beside, rule, cache, check,
+                               agree_with(peers) if peers is not None else None))
+    if peers is None:
+        return (timed, cache), clocks, None
+    timed, processes = gather(peers, timed, topology, model.hosts, model.work.flops, model.work.bytes_accessed)
+    return (timed, cache), clocks, processes
 
 
 def _written(module: HloModule, footprint: MemoryFootprint | None) -> float:
@@ -139,11 +167,13 @@ def _written(module: HloModule, footprint: MemoryFootprint | None) -> float:
 
 
 def _time_in_state(program: CompiledProgram, settings: TimingSettings, ops: int, beside: Beside | None,
-                   settled: Settled, cache: CacheState, check: bool) -> tuple[Timed, CacheState]:
+                   settled: Settled, cache: CacheState, check: bool,
+                   agree: Agree | None = None) -> tuple[Timed, CacheState]:
     """Time the program in the cache state planned (evicting before each run where cold), and the state with its
     check: the median of the cold runs against the warm runs after them, where ``check``."""
     evict = Evictor(program.device, cache.evicted_bytes) if cache.evicted_bytes else None
-    timed = time_compiled(program, settings, ops, beside, settled, CacheRuns(evict, WARM_CHECK_RUNS if check else 0))
+    timed = time_compiled(program, settings, ops, beside, settled, CacheRuns(evict, WARM_CHECK_RUNS if check else 0),
+                          agree)
     if timed.warm_s:
         cache = cache.with_check(timed.timing.median_s, statistics.median(timed.warm_s))
     return timed, cache

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import MeasureError, exception_text
 from .options import TimingSettings
 from .pallas import TracedProgram, traced_program
-from .timing import WARM_RUNS, Beside, CacheRuns, Settled, Timed, time_program
+from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_program
 
 __all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats"]
 
@@ -167,9 +167,9 @@ def allocator_stats(device: Any) -> dict[str, Any] | None:
 
 def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_run: int = 1,
                   beside: Beside | None = None, settled: Settled | None = None,
-                  cache: CacheRuns = WARM_RUNS) -> Timed:
+                  cache: CacheRuns = WARM_RUNS, agree: Agree | None = None) -> Timed:
     """Time the compiled program; donated inputs get a fresh copy before every run, outside the timing.
-    ``beside``, ``settled`` and ``cache``: see :func:`~.timing.time_program`."""
+    ``beside``, ``settled``, ``cache`` and ``agree``: see :func:`~.timing.time_program`."""
     settings = replace(settings, ops_per_run=max(ops_per_run, 1))
     compiled = program.compiled
     treedef = program.treedef
@@ -187,7 +187,7 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
 
     try:
         return time_program(prepare, execute, program.module_name, program.platform, settings, beside, settled,
-                            cache)
+                            cache, agree)
     except MeasureError:
         raise
     except Exception as exc:

@@ -63,6 +63,9 @@ class Beside:
 
 # settled(kernel wall times, reference wall times) -> whether sampling may stop
 Settled = Callable[[Sequence[float], Sequence[float]], bool]
+# agree(this process's vote: "more", "done" or "out" of budget) -> whether every process stops now: the stopping
+# decision of a measurement that spans processes, taken together (see .peers)
+Agree = Callable[[str], bool]
 
 
 @dataclass(frozen=True)
@@ -145,10 +148,10 @@ def _waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None
 
 def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
                     max_runs: int | None = None, beside: Beside | None = None,
-                    settled: Settled | None = None, cache: CacheRuns = WARM_RUNS) -> _Runs:
+                    settled: Settled | None = None, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None) -> _Runs:
     runs = _Runs([], [], [], [], [])
     with Contention() as others:
-        _loop(runs, prepare, execute, settings, max_runs, beside, settled, cache.evict)
+        _loop(runs, prepare, execute, settings, max_runs, beside, settled, cache.evict, agree)
     runs.others = others.share
     if cache.warm_check:
         outputs = execute(prepare())  # the first warm run fills the cache: untimed
@@ -159,7 +162,7 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
 
 def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
           max_runs: int | None, beside: Beside | None, settled: Settled | None,
-          evict: Callable[[], None] | None = None) -> None:
+          evict: Callable[[], None] | None = None, agree: Agree | None = None) -> None:
     walls, ref_walls = runs.walls, runs.refs
     started = time.perf_counter()
     if beside is not None:
@@ -175,25 +178,27 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
                 done = settled(walls, ref_walls)
             else:
                 done = relative_iqr(walls) <= settings.target_spread
-            if spent >= settings.budget_s or (spent >= settings.min_time_s and done):
+            vote = "out" if spent >= settings.budget_s else "done" if spent >= settings.min_time_s and done else "more"
+            if agree(vote) if agree is not None else vote != "more":
                 break
 
 
 def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], module_name: str,
                  platform: str, settings: TimingSettings, beside: Beside | None = None,
-                 settled: Settled | None = None, cache: CacheRuns = WARM_RUNS) -> Timed:
+                 settled: Settled | None = None, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None) -> Timed:
     """Warm up, then time ``execute(prepare())`` runs; ``prepare`` (fresh donated inputs) is not timed.
 
     ``execute`` must block until the program's outputs are ready, and return them: they are freed after
     the clock stops. ``beside``: a reference kernel run before the first and after every run. ``cache``: the
-    eviction before each run and the warm runs that check it.
+    eviction before each run and the warm runs that check it. ``agree``: the processes of a multi-process program
+    decide together when the runs stop, so that each runs the same number.
     """
     for _ in range(settings.warmup):
         execute(prepare())
         if beside is not None:
             beside.execute(beside.prepare())
     if settings.timer == "wallclock":
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache),
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache, agree),
                           "wall clock requested (timer='wallclock')")
 
     from .profiler import ProfilerSession, ProfilerUnavailable
@@ -203,9 +208,10 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache), str(exc))
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache, agree), str(exc))
     try:
-        runs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled, cache)
+        runs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled, cache,
+                               agree)
     except BaseException:
         session.discard()  # never leave a profiler session open, also when the kernel raises
         raise

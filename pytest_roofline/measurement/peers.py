@@ -1,0 +1,128 @@
+"""The other processes of a multi-controller JAX program (``jax.distributed.initialize``), through the key-value
+store of JAX's distributed client: how the processes of one pytest run keep a measurement in lockstep and gather
+what each one timed. No side channel of our own: the coordinator JAX already runs carries every message.
+
+Every process measures the same kernels in the same order, so the n-th measurement of each process is the same
+one; its keys are ``pytest_roofline/<n>/<step>/<process>``. A wait for another process polls the store, says what
+that process was last doing, and gives up after ``PYTEST_ROOFLINE_PEER_TIMEOUT`` seconds (default 300: long
+enough for another process's calibration or compile) with an error naming it. A process that dies is also
+caught by JAX itself: its coordinator stops the others once the dead one misses heartbeats for
+``heartbeat_timeout_seconds`` (an argument of ``jax.distributed.initialize``, 100 s by default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import MeasureError
+
+__all__ = ["PeerError", "Peers", "current_peers", "peer_timeout_s"]
+
+DEFAULT_TIMEOUT_S = 300.0
+_POLL_S = 0.02
+_counter = {"measurements": 0}
+
+
+class PeerError(MeasureError):
+    """Another process of the program did not answer in time, or answered something that does not fit."""
+
+
+def peer_timeout_s(env: dict[str, str] | None = None) -> float:
+    raw = (env if env is not None else dict(os.environ)).get("PYTEST_ROOFLINE_PEER_TIMEOUT", "")
+    if not raw:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise PeerError(f"PYTEST_ROOFLINE_PEER_TIMEOUT={raw!r} (environment): expected seconds, a number") from None
+    if not value > 0:
+        raise PeerError(f"PYTEST_ROOFLINE_PEER_TIMEOUT={raw!r} (environment): must be positive")
+    return value
+
+
+@dataclass
+class Peers:
+    """This process and the others, for one measurement (``label``), through ``client`` (JAX's
+    DistributedRuntimeClient: key_value_set, key_value_try_get)."""
+
+    index: int
+    count: int
+    client: Any
+    label: str
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    measurement: int = 0
+    steps: dict[str, int] = field(default_factory=dict)
+    clock: Callable[[], float] = time.monotonic
+
+    def _key(self, step: str, process: int) -> str:
+        return f"pytest_roofline/{self.measurement}/{step}/{process}"
+
+    def status(self, text: str) -> None:
+        """Say what this process is doing (shown by another process that waits for it too long)."""
+        self.client.key_value_set(f"pytest_roofline/status/{self.index}", f"{text} (measurement {self.measurement} "
+                                  f"of this process, kernel {self.label!r})", allow_overwrite=True)
+
+    def exchange(self, step: str, value: str) -> list[str]:
+        """Post ``value`` for ``step`` and return every process's value for it, in process order. A step name
+        used again in one measurement gets a new key (``step#2``)."""
+        n = self.steps.get(step, 0) + 1
+        self.steps[step] = n
+        name = step if n == 1 else f"{step}#{n}"
+        self.client.key_value_set(self._key(name, self.index), value)
+        values = []
+        for process in range(self.count):
+            values.append(value if process == self.index else self._wait(name, process))
+        return values
+
+    def exchange_json(self, step: str, value: Any) -> list[Any]:
+        return [json.loads(v) for v in self.exchange(step, json.dumps(value))]
+
+    def _wait(self, step: str, process: int) -> str:
+        key, start = self._key(step, process), self.clock()
+        while True:
+            try:
+                found = self.client.key_value_try_get(key)
+            except Exception as exc:  # noqa: BLE001 - JAX raises its runtime error for a missing key
+                if "NOT_FOUND" not in str(exc) and "not found" not in str(exc):
+                    raise PeerError(f"roofline: kernel {self.label!r}: the distributed key-value store failed "
+                                    f"while waiting for process {process} ({step}): {exc}") from None
+                found = None
+            if found is not None:
+                return str(found)
+            if self.clock() - start > self.timeout_s:
+                raise PeerError(self._timeout_message(step, process))
+            time.sleep(_POLL_S)
+
+    def _timeout_message(self, step: str, process: int) -> str:
+        try:
+            doing = self.client.key_value_try_get(f"pytest_roofline/status/{process}")
+        except Exception:  # noqa: BLE001 - no status posted
+            doing = None
+        last = f"its last word: {doing}" if doing else "it has said nothing yet"
+        return (f"roofline: kernel {self.label!r}: process {process} of {self.count} did not reach '{step}' of "
+                f"measurement {self.measurement} within {self.timeout_s:.0f} s ({last}). It died, hangs, or runs "
+                f"other tests than this process (every process must run the same tests in the same order). "
+                f"PYTEST_ROOFLINE_PEER_TIMEOUT sets the wait.")
+
+
+def current_peers(label: str) -> Peers | None:
+    """The processes of this program when there are several (``jax.distributed.initialize`` was called and
+    ``jax.process_count() > 1``), for the next measurement; None for a single process."""
+    import jax
+
+    if jax.process_count() <= 1:
+        return None
+    from jax._src.distributed import global_state  # the client JAX's own multi-host utilities use
+
+    client = global_state.client
+    if client is None:
+        return None
+    _counter["measurements"] += 1
+    peers = Peers(jax.process_index(), jax.process_count(), client, label, peer_timeout_s(), _counter["measurements"])
+    peers.status(f"compiling and calibrating for kernel {label!r}")
+    return peers
