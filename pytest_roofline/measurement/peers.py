@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,11 +22,19 @@ from typing import Any
 
 from ..errors import MeasureError
 
-__all__ = ["PeerError", "Peers", "current_peers", "peer_timeout_s"]
+__all__ = ["PeerError", "Peers", "agree_verdict", "current_peers", "peer_timeout_s", "set_notice"]
 
 DEFAULT_TIMEOUT_S = 300.0
+NOTICE_AFTER_S = 10.0  # a wait this long is said on the terminal, with what stops it
 _POLL_S = 0.02
 _counter = {"measurements": 0}
+# How a long wait is said: the plugin replaces this with a write past pytest's output capture (a process that JAX
+# then stops would otherwise take the words with it).
+_notice: list[Callable[[str], None]] = [lambda text: print(text, file=sys.stderr, flush=True)]
+
+
+def set_notice(say: Callable[[str], None]) -> None:
+    _notice[0] = say
 
 
 class PeerError(MeasureError):
@@ -83,7 +92,7 @@ class Peers:
         return [json.loads(v) for v in self.exchange(step, json.dumps(value))]
 
     def _wait(self, step: str, process: int) -> str:
-        key, start = self._key(step, process), self.clock()
+        key, start, told = self._key(step, process), self.clock(), False
         while True:
             try:
                 found = self.client.key_value_try_get(key)
@@ -94,16 +103,30 @@ class Peers:
                 found = None
             if found is not None:
                 return str(found)
-            if self.clock() - start > self.timeout_s:
+            waited = self.clock() - start
+            if waited > NOTICE_AFTER_S and not told:
+                told = True
+                _notice[0](self._waiting_message(step, process, waited))
+            if waited > self.timeout_s:
                 raise PeerError(self._timeout_message(step, process))
             time.sleep(_POLL_S)
 
-    def _timeout_message(self, step: str, process: int) -> str:
+    def _last_word(self, process: int) -> str:
         try:
             doing = self.client.key_value_try_get(f"pytest_roofline/status/{process}")
         except Exception:  # noqa: BLE001 - no status posted
             doing = None
-        last = f"its last word: {doing}" if doing else "it has said nothing yet"
+        return f"its last word: {doing}" if doing else "it has said nothing yet"
+
+    def _waiting_message(self, step: str, process: int, waited: float) -> str:
+        return (f"roofline: process {self.index} has waited {waited:.0f} s for process {process} to reach '{step}' "
+                f"of kernel {self.label!r} ({self._last_word(process)}). If process {process} died, JAX's "
+                f"coordinator stops this process once it has missed heartbeats for heartbeat_timeout_seconds (an "
+                f"argument of jax.distributed.initialize, 100 s by default); if it hangs, this process gives up "
+                f"after {self.timeout_s:.0f} s (PYTEST_ROOFLINE_PEER_TIMEOUT).")
+
+    def _timeout_message(self, step: str, process: int) -> str:
+        last = self._last_word(process)
         return (f"roofline: kernel {self.label!r}: process {process} of {self.count} did not reach '{step}' of "
                 f"measurement {self.measurement} within {self.timeout_s:.0f} s ({last}). It died, hangs, or runs "
                 f"other tests than this process (every process must run the same tests in the same order). "
@@ -126,3 +149,23 @@ def current_peers(label: str) -> Peers | None:
     peers = Peers(jax.process_index(), jax.process_count(), client, label, peer_timeout_s(), _counter["measurements"])
     peers.status(f"compiling and calibrating for kernel {label!r}")
     return peers
+
+
+def agree_verdict(label: str, verdict: str) -> str:
+    """Every process's verdict for a kernel: "" when they are the same, else a message listing them (two
+    processes that judge one program differently are an error, never a coin toss)."""
+    import jax
+    from jax._src.distributed import global_state
+
+    if jax.process_count() <= 1 or global_state.client is None:
+        return ""
+    _counter["verdicts"] = _counter.get("verdicts", 0) + 1
+    peers = Peers(jax.process_index(), jax.process_count(), global_state.client, label, peer_timeout_s(),
+                  _counter["verdicts"])
+    verdicts = peers.exchange("verdict", verdict)
+    if len(set(verdicts)) == 1:
+        return ""
+    listed = ", ".join(f"process {i}: {v}" for i, v in enumerate(verdicts))
+    return (f"roofline: kernel {label!r}: the processes reached different verdicts ({listed}); they judge the "
+            f"same matched runs, so their hardware figures or settings differ (calibration caches, baselines, "
+            f"options): make them the same on every host")

@@ -66,6 +66,7 @@ def gather(peers: Peers, timed: Timed, topology: Topology | None, hosts: HostTra
         matched = match_runs(times)
     except MatchError as exc:
         raise PeerError(f"roofline: kernel {peers.label!r}: {exc}") from None
+    peers.status(f"measured kernel {peers.label!r}")
     first = everyone[0]
     combined = replace(timed, timing=replace(timed.timing, per_run_s=matched.per_run_s),
                        reference_s=tuple(float(x) for x in first["reference_s"]),

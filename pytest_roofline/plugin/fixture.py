@@ -96,6 +96,9 @@ class RooflineFixture:
         decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
                           baseline=check, memory=memory)
         record = self._record(label, result, recorded, threshold, decision, chosen, expected, first, check, memory)
+        disagreement = self._session.agree(label, decision.verdict) if result.processes is not None else ""
+        if disagreement:
+            self._fail(disagreement)
         if decision.warning:
             self._warn(failure_message(record, decision.reason))
         elif decision.fails:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
+from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, NoReturn
 
 import pytest
@@ -70,6 +73,9 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[pinned.variable] = pinned.value
     if problem := too_old():
         raise pytest.UsageError(f"{problem} (or run pytest with -p no:roofline)")
+    from ..measurement.peers import set_notice  # imports no JAX
+
+    set_notice(_say_past_capture(config))
     cli = {opt.name: config.getoption(f"roofline_{opt.name}") for opt in OPTIONS}
     ini = {opt.name: config.getini(opt.ini) for opt in OPTIONS}
     base_dir = str(config.inipath.parent) if config.inipath else str(config.rootpath)
@@ -170,6 +176,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if hasattr(config, "workerinput"):
         return
     state = config.stash[SESSION_KEY]
+    follower = _follower_line(state)
+    if follower:  # one of several processes of a program, not the first: process 0 reports
+        terminalreporter.write_line(follower)
+        return
     if state.records or state.unmeasured:
         terminalreporter.write_sep("=", "roofline summary (worst first)")
         for line in summary_lines(state.records, state.unmeasured):
@@ -192,7 +202,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     used: bool = config.stash.get(USED_KEY, False)
     chosen = state.settings
-    if not (chosen.report or chosen.history or chosen.html) or not (state.records or used):
+    if not (chosen.report or chosen.history or chosen.html) or not (state.records or used) or _follower_line(state):
         return
     settings = dict(chosen.origins)
     if chosen.min is not None:
@@ -207,6 +217,34 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         config.stash[REPORT_ERROR_KEY] = "; ".join(errors)
         if session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+
+def _follower_line(state: RooflineSession) -> str:
+    """For a process other than process 0 of a program that spans processes: the one line it prints instead of
+    the summary and the reports, which process 0 writes; "" otherwise."""
+    spans = [r.result.processes for r in state.records if r.result.processes is not None]
+    if not spans or spans[0].index == 0:
+        return ""
+    chosen = state.settings
+    outputs = [str(p) for p in (chosen.report, chosen.html, chosen.history) if p]
+    where = f" ({', '.join(outputs)})" if outputs else ""
+    return (f"roofline: process {spans[0].index} of {spans[0].count}: {len(state.records)} kernel(s) measured "
+            f"with the other processes; process 0 prints the summary and writes the reports{where}")
+
+
+def _say_past_capture(config: pytest.Config) -> Callable[[str], None]:
+    """A line on the terminal now, even from inside a test whose output pytest captures."""
+
+    def say(text: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            if reporter is not None:
+                reporter.write_line(text)
+            else:
+                print(text, file=sys.stderr, flush=True)
+
+    return say
 
 
 class _RunCounter:

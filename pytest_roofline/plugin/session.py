@@ -4,8 +4,10 @@ measure (the JAX pipeline, or a fake handed in by a test). No pytest; JAX only t
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, Protocol
 
 from ..calls import KernelCall
@@ -79,8 +81,17 @@ class RooflineSession:
         options = {"hardware": self.settings.hardware, "hardware_file": self.settings.hardware_file,
                    "ceilings": self.settings.ceilings, "first_touch": self.settings.first_touch, "cache": self.settings.cache,
                    "recalibrate": recalibrate, **settings}
-        with device_lock():
+        # The processes of one multi-controller program own different devices and measure in lockstep: one
+        # waiting for another's lock would never reach the step the other waits for.
+        with nullcontext() if _spans_processes() else device_lock():
             return self._measure(call.fn, args=call.args, kwargs=dict(call.kwargs), **options)
+
+    def agree(self, label: str, verdict: str) -> str:
+        """Every process's verdict for ``label`` (a program that spans processes): "" when they agree, else the
+        message that says which process decided what."""
+        from ..measurement.peers import agree_verdict
+
+        return agree_verdict(label, verdict)
 
     def hardware(self) -> tuple[HardwareSpec, str]:
         """The detected hardware's ceilings and the ceilings mode in use (imports JAX; calibrates a CPU unless
@@ -93,3 +104,10 @@ class RooflineSession:
     def save(self, result: Result, nodeid: str, label: str) -> dict[str, str]:
         """Save the kernel's trace and HLO; returns the paths for the record."""
         return self._save(result, self.trace_root(), nodeid, label)
+
+
+def _spans_processes() -> bool:
+    """Whether JAX runs as one of several processes (``jax.distributed.initialize``); False where JAX is not yet
+    imported (then it is not initialized either)."""
+    jax = sys.modules.get("jax")
+    return jax is not None and jax.process_count() > 1

@@ -72,6 +72,8 @@ def _time_lines(r: RecordedResult) -> list[str]:
         at = (f"; utilization {r.utilization_at_clocks:.1%} against the roofline at these clocks"
               if r.utilization_at_clocks is not None else "")
         lines.append(f"  clocks        {r.clocks.text()}{at}")
+    if r.processes is not None:
+        lines.append(f"  processes     {r.processes.text()}")
     return lines
 
 

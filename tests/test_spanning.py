@@ -1,0 +1,103 @@
+"""Two pytest processes of one JAX program on this machine (gloo collectives, two forced CPU devices each): the
+suite in tests/data/spanning (a sharded matmul, a psum, an all-gather) measured in lockstep. Slow: each case
+starts two pytest processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "spanning"
+pytestmark = pytest.mark.slow
+
+
+def _project(tmp_path: Path) -> Path:
+    for name in ("conftest.py", "test_spanning_kernels.py"):
+        shutil.copy(DATA / f"{name}.txt", tmp_path / name)
+    return tmp_path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return int(s.getsockname()[1])
+
+
+def _run_both(project: Path, extra_env: dict[str, str], *args: str,
+              timeout: float = 300) -> list[subprocess.CompletedProcess[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_ROOFLINE", "XLA_FLAGS", "JAX_PLATFORMS"))}
+    env.update(DEMO_PORT=str(_free_port()), PYTEST_ROOFLINE_PEER_TIMEOUT="120", **extra_env)
+    procs = []
+    for i in (0, 1):
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={project}/junit{i}.xml",
+               *args]
+        procs.append(subprocess.Popen(cmd, cwd=project, env={**env, "DEMO_PROCESS": str(i)}, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    outs = []
+    for p in procs:
+        out, _ = p.communicate(timeout=timeout)
+        outs.append(subprocess.CompletedProcess(p.args, p.returncode, out, ""))
+    return outs
+
+
+def _verdicts(junit: Path) -> dict[str, str]:
+    return {prop.get("name", ""): prop.get("value", "") for prop in ET.parse(junit).iter("property")
+            if prop.get("name", "").endswith(".verdict")}
+
+
+def test_two_processes_measure_as_one_and_process_0_reports(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    first, second = _run_both(project, {}, "--roofline-report=report.json")
+    assert first.returncode == 0 and second.returncode == 0, first.stdout[-3000:] + second.stdout[-3000:]
+    assert "roofline summary" in first.stdout and "roofline summary" not in second.stdout
+    assert "roofline: process 1 of 2: 3 kernel(s) measured with the other processes; process 0" in second.stdout
+    # both processes judged every kernel, alike
+    assert _verdicts(project / "junit0.xml") == _verdicts(project / "junit1.xml") != {}
+    report = json.loads((project / "report.json").read_text())
+    results = {r["label"]: r["result"] for r in report["results"]}
+    assert set(results) == {"matmul", "psum", "all_gather"}
+    for label, result in results.items():
+        processes = result["processes"]
+        assert processes["count"] == 2 and processes["index"] == 0
+        assert processes["topology"] == "2 processes x 2 devices (4 devices)"
+        assert set(processes["per_process_median_s"]) == {"0", "1"}
+        assert len(processes["per_device_median_s"]) == 4
+        # the run time is the slowest device's: at least each process's own
+        assert result["device_time_s"] >= max(processes["per_process_median_s"].values()) * 0.999, label
+    # the collectives cross between the two processes; the matmul has none
+    assert results["matmul"]["processes"]["hosts"]["host_bytes"] == 0
+    psum = results["psum"]["processes"]["hosts"]
+    per_device = 256 * 1024 * 4  # each of the 4 devices all-reduces its f32[256,1024] shard
+    assert psum["local_bytes"] == pytest.approx(2 * 3 / 4 * per_device)  # ring model, one hop per device
+    assert psum["host_bytes"] == pytest.approx(2 * 3 / 4 * per_device)  # one crossing hop per host
+    assert psum["lower_bound"] is True  # a CPU has no host-link figure
+
+
+def test_the_slowed_process_is_named(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    first, second = _run_both(project, {"DEMO_SLOW_PROCESS": "0"}, "-k", "matmul", "--roofline-report=slow.json")
+    assert first.returncode == 0 and second.returncode == 0, first.stdout[-3000:] + second.stdout[-3000:]
+    (result,) = [r["result"] for r in json.loads((project / "slow.json").read_text())["results"]]
+    processes = result["processes"]
+    assert processes["decided_by"]["process"] == 0
+    assert processes["per_process_median_s"]["0"] > 2 * processes["per_process_median_s"]["1"]
+    assert "slowest device process 0" in processes["text"]
+
+
+def test_a_process_that_dies_stops_the_other_with_a_message(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    start = time.monotonic()
+    first, second = _run_both(project, {"DEMO_DIE": "1", "DEMO_HEARTBEAT_S": "15"}, timeout=240)
+    took = time.monotonic() - start
+    assert second.returncode == 3  # it died in its second test
+    assert first.returncode != 0 and took < 200
+    assert "roofline: process 0 has waited" in first.stdout and "for process 1 to reach 'ready'" in first.stdout
