@@ -89,7 +89,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
     buffers = working_set(module, footprint)
     cache, check_cache = plan_cache(options.cache, program.platform, buffers, *cache_size(program.device))
-    topology = topology_of(program.compiled, program.num_devices) if peers is not None else None
+    topology = topology_of(program.compiled) if peers is not None else None
     model = program_model(spec, counts, module, topology.devices if topology else program.num_devices, *given.values,
                           buffers, _written(module, footprint) if cache.state == "cold" else None, topology)
     touch = _first_touch(spec, footprint, program.platform)

@@ -16,17 +16,14 @@ from .timing import Agree, Timed
 __all__ = ["agree_with", "gather", "start_together", "topology_of"]
 
 
-def topology_of(compiled: Any, fallback_devices: int) -> Topology | None:
+def topology_of(compiled: Any) -> Topology | None:
     """The process of each device of the compiled program, in the order of its device assignment (the indices
     its collectives' replica groups use); None where the program does not say."""
     try:
-        sharding = compiled.input_shardings[0][0]
-        devices = list(sharding._device_assignment)
+        devices = list(compiled.input_shardings[0][0]._device_assignment)
     except (AttributeError, IndexError, TypeError):
         return None
-    if len(devices) != fallback_devices and fallback_devices > 1:
-        return None
-    return Topology(tuple(int(d.process_index) for d in devices))
+    return Topology(tuple(int(d.process_index) for d in devices)) if devices else None
 
 
 def start_together(peers: Peers) -> None:
