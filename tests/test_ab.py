@@ -255,6 +255,7 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     roofline would otherwise count as work, raising the head's utilization."""
     repo = _repo(tmp_path, SUITE)
     monkeypatch.setenv("PYTHONPATH", str(repo / "src"))  # the head's code, as an editable install would give it
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # as in a user's shell: ab itself writes none
     tests = SUITE["tests/test_kernels.py"].replace("== 'one'", "== 'two'")
     _commit(repo, {"src/demokern/__init__.py": SLOWER, "tests/test_kernels.py": tests}, "total: two passes")
     status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--rounds", "6", "--max-drop", "0.3",
@@ -268,7 +269,8 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert len(kernels["total"]["ratios"]) == 6 and kernels["total"]["interval"][1] < 0.7
     assert "REGRESSION (below 0.70)" in out and "1 kernel regressed" in out
     assert "Base against head (pytest-roofline ab)" in (tmp_path / "ab.html").read_text()
-    assert _worktrees(repo) == 1 and _git(repo, "status", "--porcelain") == ""
+    # the head's working tree as ab found it, ignored files included (no __pycache__, no .pytest_cache)
+    assert _worktrees(repo) == 1 and _git(repo, "status", "--porcelain", "--ignored") == ""
 
 
 def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:

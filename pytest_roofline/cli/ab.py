@@ -64,7 +64,9 @@ class _Side:
 
 
 def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
+    """The pytest processes' environment: the user's, less our outputs, and no bytecode written (with ``-p
+    no:cacheprovider``, ab leaves the head's working tree as it found it, ignored files included)."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     for name in (*QUIET_OUTPUTS, "report"):
         env[f"PYTEST_ROOFLINE_{name.upper()}"] = ""  # empty: not set
     return env
