@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +129,33 @@ def test_gpu_trace_without_run_boundaries_is_an_error() -> None:
     profile.planes[0].lines[0].events.clear()  # no host launch events
     with pytest.raises(TraceError, match="nothing tells its runs apart"):
         run_times(flatten(profile), "jit_f", "gpu", 3)
+
+
+class FakeEventOfPython312(FakeEvent):
+    """A fake of jaxlib's ProfileData event under Python 3.12+: reading its stats warns as jaxlib's iterator type
+    does ("builtin type event_stats has no __module__ attribute", seen on every GPU kernel with jax 0.11.2)."""
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        warnings.warn("builtin type event_stats has no __module__ attribute", DeprecationWarning, stacklevel=2)
+        return {"hlo_module": "jit_f", "hlo_op": "fusion.0"}
+
+    @stats.setter
+    def stats(self, value: dict[str, Any]) -> None:
+        pass
+
+
+def test_reading_the_stats_of_jaxlib_events_raises_no_warning_of_theirs() -> None:
+    event = FakeEventOfPython312("fusion_0_kernel", 0, 1000)
+    profile = FakeProfile([FakePlane("/device:GPU:0", [FakeLine("Stream #13(Compute)", [event] * 3)])])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert event.stats  # the fake warns when read directly
+        assert len(seen) == 1
+        events = flatten(profile)
+        warnings.warn("a warning of the caller's own", UserWarning, stacklevel=1)  # still seen after
+    assert [e.stats["hlo_op"] for e in events] == ["fusion.0"] * 3
+    assert [str(w.message) for w in seen[1:]] == ["a warning of the caller's own"]
 
 
 # --- a real trace from this machine ---

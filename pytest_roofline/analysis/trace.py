@@ -19,13 +19,15 @@ and "XLA Ops" lines. How one program's runs are told apart is :mod:`.trace_runs`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["TraceEvent", "TraceError", "RunTimes", "ProgramKey", "flatten", "programs", "device_events",
            "device_plane_prefix", "platform_of", "module_name_of", "module_event_id", "KERNEL_RUN_MARKER",
-           "REFERENCE_RUN_MARKER", "WARM_RUN_MARKER"]
+           "REFERENCE_RUN_MARKER", "WARM_RUN_MARKER", "profile_types_quiet"]
 
 SKIPPED_PREFIXES = ("ThreadpoolListener::",)
 KERNEL_RUN_MARKER = "pytest_roofline kernel run"
@@ -101,11 +103,26 @@ def _stats(event: Any) -> dict[str, Any]:
     return {k: v for k, v in raw}
 
 
+@contextmanager
+def profile_types_quiet() -> Iterator[None]:
+    """Reading ``jax.profiler.ProfileData``'s stats without the DeprecationWarning that Python 3.12+ raises for
+    each of its iterator types created without a module ("builtin type event_stats has no __module__
+    attribute"): jaxlib's, not the user's, and said for every kernel otherwise."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"builtin type \w+ has no __module__ attribute", DeprecationWarning)
+        yield
+
+
 def flatten(profile: Any) -> list[TraceEvent]:
     """All events of a ``ProfileData``-like object as :class:`TraceEvent`.
 
     A TPU "XLA Ops" event is named by its whole HLO instruction text; its op name (``hlo_op``) is the
     metadata's display name, or the name before `` = `` in that text."""
+    with profile_types_quiet():
+        return _flatten(profile)
+
+
+def _flatten(profile: Any) -> list[TraceEvent]:
     out: list[TraceEvent] = []
     for plane in profile.planes:
         for line in plane.lines:
