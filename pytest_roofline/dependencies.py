@@ -9,6 +9,7 @@ instead of an ImportError deep inside the profiler for every kernel.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from importlib import metadata
@@ -24,7 +25,9 @@ def release(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in match.group(0).split("."))
 
 
+@functools.cache
 def installed(dist: str) -> str | None:
+    """The installed version of ``dist`` (read once per process), None where it is not installed."""
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:

@@ -17,11 +17,13 @@ import yaml
 
 __all__ = ["read_yaml_mapping", "write_text_atomic", "write_directory_atomic", "check_writable"]
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same documents, ten times faster
+
 
 def read_yaml_mapping(text: str, where: str, error: type[ValueError] = ValueError) -> dict[str, Any]:
     """Parse YAML that must be a mapping (empty text is an empty mapping); errors name ``where``."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader, libyaml's where installed
     except yaml.YAMLError as exc:
         raise error(f"{where}: not valid YAML: {exc}") from None
     if data is None:

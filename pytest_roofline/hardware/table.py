@@ -3,6 +3,7 @@ and finding the entry for a device by its JAX ``platform`` and ``device_kind`` s
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from importlib import resources
@@ -125,6 +126,12 @@ def load_table(text: str, where: str, origin: str = "datasheet",
 
 
 def load_shipped_table() -> dict[str, HardwareSpec]:
+    return dict(_shipped_table())
+
+
+@functools.cache
+def _shipped_table() -> dict[str, HardwareSpec]:
+    """The table shipped with the package, read once per process (its entries are frozen)."""
     text = resources.files("pytest_roofline.hardware").joinpath("hardware.yaml").read_text(encoding="utf-8")
     return load_table(text, "pytest_roofline/hardware/hardware.yaml")
 
