@@ -110,10 +110,12 @@ def test_a_run_beside_processes_that_hold_every_cpu_waits_for_one() -> None:
     if thread_times_ns() is None:
         pytest.skip("this operating system keeps no scheduler statistics per thread")
     before = thread_times_ns()
-    busy = "import time\nend = time.monotonic() + 3\nwhile time.monotonic() < end: pass"
-    procs = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(2 * (os.cpu_count() or 1))]
+    busy = "print('busy', flush=True)\nwhile True: pass"  # until killed below, however slow this machine is
+    procs = [subprocess.Popen([sys.executable, "-c", busy], stdout=subprocess.PIPE, text=True)
+             for _ in range(2 * (os.cpu_count() or 1))]
     try:
-        time.sleep(0.3)  # let them start
+        for proc in procs:  # each one spinning before the run starts
+            assert proc.stdout is not None and proc.stdout.readline() == "busy\n"
         waiting = timing._timed(lambda: None, lambda _: _spin(0.4)).waiting
         settings = TimingSettings(warmup=0, min_runs=4, max_runs=4, min_time_s=0.0)
         others = timing._run_adaptively(lambda: None, lambda _: _spin(0.1), settings).others
