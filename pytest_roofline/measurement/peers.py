@@ -3,11 +3,13 @@ store of JAX's distributed client: how the processes of one pytest run keep a me
 what each one timed. No side channel of our own: the coordinator JAX already runs carries every message.
 
 Every process measures the same kernels in the same order, so the n-th measurement of each process is the same
-one; its keys are ``pytest_roofline/<n>/<step>/<process>``. A wait for another process polls the store, says what
-that process was last doing, and gives up after ``PYTEST_ROOFLINE_PEER_TIMEOUT`` seconds (default 300: long
-enough for another process's calibration or compile) with an error naming it. A process that dies is also
-caught by JAX itself: its coordinator stops the others once the dead one misses heartbeats for
-``heartbeat_timeout_seconds`` (an argument of ``jax.distributed.initialize``, 100 s by default).
+one; its keys are ``pytest_roofline/<n>/<step>/<process>``. Each process also posts what it is doing (its last
+word); while it compiles and calibrates (:meth:`Peers.busy`, minutes on a slow machine) it repeats that word
+every few seconds. A wait for another process polls the store, says after 10 s what that process was last doing,
+and gives up once that process has said nothing new for ``PYTEST_ROOFLINE_PEER_TIMEOUT`` seconds (default 300),
+or at once when it says its measurement failed. A process that dies is caught by JAX itself: its coordinator
+stops the others once the dead one misses heartbeats for ``heartbeat_timeout_seconds`` (an argument of
+``jax.distributed.initialize``, 100 s by default); the plugin's abort watch says so on the terminal.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,15 +30,21 @@ __all__ = ["PeerError", "Peers", "agree_verdict", "current_peers", "peer_timeout
 
 DEFAULT_TIMEOUT_S = 300.0
 NOTICE_AFTER_S = 10.0  # a wait this long is said on the terminal, with what stops it
+KEEPALIVE_S = 5.0  # a busy process repeats its word this often
 _POLL_S = 0.02
+_STATUS_POLL_S = 1.0  # a waiting process reads the other's last word this often
 _counter = {"measurements": 0}
 # How a long wait is said: the plugin replaces this with a write past pytest's output capture (a process that JAX
-# then stops would otherwise take the words with it).
+# then stops would otherwise take the words with it). ``_watch`` hears every word this process posts (the
+# plugin's abort watch, which says the last one if JAX stops this process).
 _notice: list[Callable[[str], None]] = [lambda text: print(text, file=sys.stderr, flush=True)]
+_watch: list[Callable[[int, int, str], None]] = [lambda index, count, text: None]
 
 
-def set_notice(say: Callable[[str], None]) -> None:
+def set_notice(say: Callable[[str], None], watch: Callable[[int, int, str], None] | None = None) -> None:
     _notice[0] = say
+    if watch is not None:
+        _watch[0] = watch
 
 
 class PeerError(MeasureError):
@@ -75,6 +85,40 @@ class Peers:
         """Say what this process is doing (shown by another process that waits for it too long)."""
         self.client.key_value_set(f"pytest_roofline/status/{self.index}", f"{text} (measurement {self.measurement} "
                                   f"of this process, kernel {self.label!r})", allow_overwrite=True)
+        _watch[0](self.index, self.count, text)
+
+    @contextmanager
+    def busy(self, what: str) -> Iterator[None]:
+        """``what`` (compiling, calibrating) may take minutes: the word is repeated every KEEPALIVE_S so that a
+        waiting process knows this one is alive and busy; a failure is said at once (:meth:`failure_said`)."""
+        self.status(what)
+        stop = threading.Event()
+        start = self.clock()
+
+        def repeat() -> None:
+            while not stop.wait(KEEPALIVE_S):
+                self.status(f"{what} (for {self.clock() - start:.0f} s)")
+
+        thread = threading.Thread(target=repeat, name="roofline-keepalive", daemon=True)
+        thread.start()
+        try:
+            with self.failure_said(what):
+                yield
+        finally:
+            stop.set()
+            thread.join()
+
+    @contextmanager
+    def failure_said(self, what: str) -> Iterator[None]:
+        """An error in this process while ``what`` is posted for this measurement, so that a process waiting for
+        this one stops at once with the reason instead of waiting out its timeout."""
+        try:
+            yield
+        except BaseException as exc:
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
+            self.client.key_value_set(self._key("failed", self.index), f"failed while {what} ({why})")
+            self.status(f"failed while {what}")
+            raise
 
     def exchange(self, step: str, value: str) -> list[str]:
         """Post ``value`` for ``step`` and return every process's value for it, in process order. A step name
@@ -93,29 +137,46 @@ class Peers:
 
     def _wait(self, step: str, process: int) -> str:
         key, start, told = self._key(step, process), self.clock(), False
+        word, heard, checked = self._word(process), start, start
         while True:
-            try:
-                found = self.client.key_value_try_get(key)
-            except Exception as exc:  # noqa: BLE001 - JAX raises its runtime error for a missing key
-                if "NOT_FOUND" not in str(exc) and "not found" not in str(exc):
-                    raise PeerError(f"roofline: kernel {self.label!r}: the distributed key-value store failed "
-                                    f"while waiting for process {process} ({step}): {exc}") from None
-                found = None
+            found = self._try_get(key, f"while waiting for process {process} ({step})")
             if found is not None:
-                return str(found)
-            waited = self.clock() - start
-            if waited > NOTICE_AFTER_S and not told:
+                return found
+            now = self.clock()
+            if now - checked >= _STATUS_POLL_S:
+                checked, latest = now, self._word(process)
+                if latest != word:
+                    word, heard = latest, now
+                if (failed := self._try_get(self._key("failed", process), "")) is not None:
+                    raise PeerError(f"roofline: kernel {self.label!r}: process {process} of {self.count} "
+                                    f"{failed}; see its output")
+            if now - start > NOTICE_AFTER_S and not told:
                 told = True
-                _notice[0](self._waiting_message(step, process, waited))
-            if waited > self.timeout_s:
+                _notice[0](self._waiting_message(step, process, now - start))
+            if now - heard > self.timeout_s:
                 raise PeerError(self._timeout_message(step, process))
             time.sleep(_POLL_S)
 
-    def _last_word(self, process: int) -> str:
+    def _try_get(self, key: str, doing: str) -> str | None:
         try:
-            doing = self.client.key_value_try_get(f"pytest_roofline/status/{process}")
+            found = self.client.key_value_try_get(key)
+        except Exception as exc:  # noqa: BLE001 - JAX raises its runtime error for a missing key
+            if "NOT_FOUND" not in str(exc) and "not found" not in str(exc):
+                raise PeerError(f"roofline: kernel {self.label!r}: the distributed key-value store failed "
+                                f"{doing}: {exc}") from None
+            return None
+        return None if found is None else str(found)
+
+    def _word(self, process: int) -> str | None:
+        """What ``process`` last said it was doing, None before it said anything."""
+        try:
+            found = self.client.key_value_try_get(f"pytest_roofline/status/{process}")
         except Exception:  # noqa: BLE001 - no status posted
-            doing = None
+            return None
+        return None if found is None else str(found)
+
+    def _last_word(self, process: int) -> str:
+        doing = self._word(process)
         return f"its last word: {doing}" if doing else "it has said nothing yet"
 
     def _waiting_message(self, step: str, process: int, waited: float) -> str:
@@ -123,13 +184,13 @@ class Peers:
                 f"of kernel {self.label!r} ({self._last_word(process)}). If process {process} died, JAX's "
                 f"coordinator stops this process once it has missed heartbeats for heartbeat_timeout_seconds (an "
                 f"argument of jax.distributed.initialize, 100 s by default); if it hangs, this process gives up "
-                f"after {self.timeout_s:.0f} s (PYTEST_ROOFLINE_PEER_TIMEOUT).")
+                f"once it has said nothing new for {self.timeout_s:.0f} s (PYTEST_ROOFLINE_PEER_TIMEOUT).")
 
     def _timeout_message(self, step: str, process: int) -> str:
         last = self._last_word(process)
         return (f"roofline: kernel {self.label!r}: process {process} of {self.count} did not reach '{step}' of "
-                f"measurement {self.measurement} within {self.timeout_s:.0f} s ({last}). It died, hangs, or runs "
-                f"other tests than this process (every process must run the same tests in the same order). "
+                f"measurement {self.measurement} and said nothing new for {self.timeout_s:.0f} s ({last}). It "
+                f"died, hangs, or runs other tests than this process (every process must run the same tests in the same order). "
                 f"PYTEST_ROOFLINE_PEER_TIMEOUT sets the wait.")
 
 
@@ -146,9 +207,7 @@ def current_peers(label: str) -> Peers | None:
     if client is None:
         return None
     _counter["measurements"] += 1
-    peers = Peers(jax.process_index(), jax.process_count(), client, label, peer_timeout_s(), _counter["measurements"])
-    peers.status(f"compiling and calibrating for kernel {label!r}")
-    return peers
+    return Peers(jax.process_index(), jax.process_count(), client, label, peer_timeout_s(), _counter["measurements"])
 
 
 def agree_verdict(label: str, verdict: str) -> str:

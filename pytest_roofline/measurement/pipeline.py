@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -80,12 +81,12 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out)."""
     label = options.name or kernel_name(call.fn)
     given, choice, touch_mode, settings = options.counts, options.hardware, options.first_touch, options.timing
-    refresh = refresh_mode(choice.recalibrate)
     peers = current_peers(label)
-    program = compile_program(call.fn, call.args, dict(call.kwargs), label)
-    module, counts = _read_program(program, label, given)
-    spec, used = resolve_hardware(program.platform, program.device_kind, choice.name, choice.file, choice.ceilings,
-                                  refresh)
+    with peers.busy(f"compiling and calibrating for kernel {label!r}") if peers else nullcontext():
+        program = compile_program(call.fn, call.args, dict(call.kwargs), label)
+        module, counts = _read_program(program, label, given)
+        spec, used = resolve_hardware(program.platform, program.device_kind, choice.name, choice.file,
+                                      choice.ceilings, refresh_mode(choice.recalibrate))
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
     buffers = working_set(module, footprint)
     cache, check_cache = plan_cache(options.cache, program.platform, buffers, *cache_size(program.device))
@@ -149,15 +150,19 @@ def _run(program: CompiledProgram, settings: TimingSettings, module: HloModule, 
          model: ProgramModel) -> tuple[tuple[Timed, CacheState], Clocks, Processes | None]:
     """The timed runs, with the clocks around them; where the program spans processes, in lockstep with the
     others (started together, stopped together) and with every process's device times matched run by run."""
-    if peers is not None:
-        start_together(peers)
     cache, check = cache_plan
-    (timed, cache), clocks = ClockWatch(program.device).around(
-        lambda: _time_in_state(program, settings, executed_op_count(module), beside, rule, cache, check,
-                               agree_with(peers) if peers is not None else None))
+
+    def timed_runs() -> tuple[tuple[Timed, CacheState], Clocks]:
+        return ClockWatch(program.device).around(
+            lambda: _time_in_state(program, settings, executed_op_count(module), beside, rule, cache, check,
+                                   agree_with(peers) if peers is not None else None))
+
     if peers is None:
-        return (timed, cache), clocks, None
-    timed, processes = gather(peers, timed, topology, model.hosts, model.work.flops, model.work.bytes_accessed)
+        return (*timed_runs(), None)
+    with peers.failure_said(f"timing kernel {peers.label!r}"):
+        start_together(peers)
+        (timed, cache), clocks = timed_runs()
+        timed, processes = gather(peers, timed, topology, model.hosts, model.work.flops, model.work.bytes_accessed)
     return (timed, cache), clocks, processes
 
 

@@ -12,7 +12,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NoReturn
 
 import pytest
@@ -24,6 +24,7 @@ from ..history.reports import ReportError
 from ..report.document import build_report, session_block
 from ..report.html import plotly_missing
 from ..report.text import header_line, summary_lines
+from .abort_watch import AbortWatch
 from .fixture import RooflineFixture
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
 from .outputs import write_outputs
@@ -75,7 +76,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{problem} (or run pytest with -p no:roofline)")
     from ..measurement.peers import set_notice  # imports no JAX
 
-    set_notice(_say_past_capture(config))
+    watch = AbortWatch(lambda: _past_capture(config))
+    config.add_cleanup(watch.close)
+    set_notice(_say_past_capture(config), watch)
     cli = {opt.name: config.getoption(f"roofline_{opt.name}") for opt in OPTIONS}
     ini = {opt.name: config.getini(opt.ini) for opt in OPTIONS}
     base_dir = str(config.inipath.parent) if config.inipath else str(config.rootpath)
@@ -232,13 +235,18 @@ def _follower_line(state: RooflineSession) -> str:
             f"with the other processes; process 0 prints the summary and writes the reports{where}")
 
 
+def _past_capture(config: pytest.Config) -> AbstractContextManager[object]:
+    """A context in which file descriptors 1 and 2 are the terminal's, even inside a test."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    return capman.global_and_fixture_disabled() if capman is not None else nullcontext()
+
+
 def _say_past_capture(config: pytest.Config) -> Callable[[str], None]:
     """A line on the terminal now, even from inside a test whose output pytest captures."""
 
     def say(text: str) -> None:
-        capman = config.pluginmanager.getplugin("capturemanager")
         reporter = config.pluginmanager.getplugin("terminalreporter")
-        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+        with _past_capture(config):
             if reporter is not None:
                 reporter.write_line(text)
             else:
