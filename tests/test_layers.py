@@ -15,6 +15,7 @@ inside functions), so that the layout cannot erode; and the sizes: no module ove
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -61,16 +62,26 @@ def _layer(module: str) -> str:
     return parts[1]
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every test that reads it."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: Path) -> set[str]:
     """Absolute names of everything ``path`` imports."""
     module = _name(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    return _imports_of(path.read_text(encoding="utf-8"), package)
+    return _imports_in(_tree(path), package)
 
 
 def _imports_of(text: str, package: str) -> set[str]:
+    return _imports_in(ast.parse(text), package)
+
+
+def _imports_in(tree: ast.Module, package: str) -> set[str]:
     out: set[str] = set()
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -147,7 +158,7 @@ def test_importing_does_not_import_jax() -> None:
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_functions_stay_short(path: Path) -> None:
     long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines, line {node.lineno})"
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            for node in ast.walk(_tree(path))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None
             and node.end_lineno - node.lineno + 1 > 60]
     assert not long, f"{path.relative_to(PACKAGE)}: functions over 60 lines: {', '.join(long)}"

@@ -191,6 +191,7 @@ def _pallas_matmul(a: Any, b: Any, block: int = 64) -> Any:
                           out_specs=pl.BlockSpec((block, block), lambda i, j: (i, j)), interpret=True)(a, b)
 
 
+@pytest.mark.slow  # compiles and times two real kernels
 def test_kernels_without_an_estimate_are_counted_from_their_body_against_analytic_flops() -> None:
     """JAX's own flash attention (pallas.ops.gpu.attention.mha, interpret mode) and a blocked matmul: their
     matrix FLOPs from the body equal the analytic 4*B*H*S^2*D and 2*M*N*K."""

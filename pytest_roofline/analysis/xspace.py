@@ -31,6 +31,8 @@ class XSpaceError(ValueError):
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    if pos < len(buf) and buf[pos] < 0x80:  # most keys and small numbers: one byte
+        return buf[pos], pos + 1
     result = 0
     shift = 0
     while True:
