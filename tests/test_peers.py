@@ -4,6 +4,7 @@ until the timeout, a failed one not at all."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -116,3 +117,19 @@ def test_a_busy_process_repeats_its_word(monkeypatch: pytest.MonkeyPatch) -> Non
     assert said[0] == "compiling and calibrating for kernel 'psum'"
     assert said[1].startswith("compiling and calibrating for kernel 'psum' (for ")
     assert "pytest_roofline/1/failed/1" not in store.data
+
+
+def test_processes_started_reads_jax_distributed_state_without_importing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from pytest_roofline.measurement.peers import processes_started
+
+    fake = types.SimpleNamespace(global_state=types.SimpleNamespace(client=None, num_processes=None, process_id=0))
+    monkeypatch.setitem(sys.modules, "jax._src.distributed", fake)  # a fake of JAX's distributed module
+    assert processes_started() is None  # never initialized
+    fake.global_state = types.SimpleNamespace(client=FakeKeyValueStore(), num_processes=1, process_id=0)
+    assert processes_started() is None  # one process
+    fake.global_state = types.SimpleNamespace(client=FakeKeyValueStore(), num_processes=4, process_id=2)
+    assert processes_started() == (2, 4)
+    monkeypatch.delitem(sys.modules, "jax._src.distributed")
+    assert processes_started() is None and "jax._src.distributed" not in sys.modules

@@ -234,9 +234,13 @@ def _first_touch(figures: _Figures, stream: int, donated_s: float) -> None:
     """The first-touch rate: the same stream writing a fresh output, against the donated one; and the bytes one
     page fault maps (from the operating system's count). None where no cost shows (huge pages everywhere)."""
     x = jnp.ones((stream // 4,), jnp.float32)
-    timed = time_compiled(compile_program(jax.jit(lambda v: v * 1.0001), (x,), {}, "calibration fresh stream"),
-                          _RUNS, beside=reference(figures.platform, "stream-fresh").beside())
-    del x
+    program = compile_program(jax.jit(lambda v: v * 1.0001), (x,), {}, "calibration fresh stream")
+    fresh = reference(figures.platform, "stream-fresh")
+    for _ in range(_ATTEMPTS):  # now and then every output of the reference lands in pages left mapped: again
+        timed = time_compiled(program, _RUNS, beside=fresh.beside())
+        if any(fresh.usable(timed.reference_faults, len(timed.reference_s))):
+            break
+    del x, program
     figures.reference_rate("stream-fresh", [timed])
     if figures.platform != "cpu":
         return  # accelerators map no pages on first touch: the reference's rate is all that is needed

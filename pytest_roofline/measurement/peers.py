@@ -26,7 +26,8 @@ from typing import Any
 
 from ..errors import MeasureError
 
-__all__ = ["PeerError", "Peers", "agree_verdict", "current_peers", "peer_timeout_s", "set_notice"]
+__all__ = ["PeerError", "Peers", "agree_verdict", "current_peers", "peer_timeout_s", "processes_started",
+           "set_notice"]
 
 DEFAULT_TIMEOUT_S = 300.0
 NOTICE_AFTER_S = 10.0  # a wait this long is said on the terminal, with what stops it
@@ -192,6 +193,17 @@ class Peers:
                 f"measurement {self.measurement} and said nothing new for {self.timeout_s:.0f} s ({last}). It "
                 f"died, hangs, or runs other tests than this process (every process must run the same tests in the same order). "
                 f"PYTEST_ROOFLINE_PEER_TIMEOUT sets the wait.")
+
+
+def processes_started() -> tuple[int, int] | None:
+    """(this process's index, the process count) where ``jax.distributed.initialize`` has run with several
+    processes, else None; imports nothing (a suite that never imported JAX's distributed module has none)."""
+    distributed = sys.modules.get("jax._src.distributed")
+    state = getattr(distributed, "global_state", None)
+    count = getattr(state, "num_processes", None)
+    if getattr(state, "client", None) is None or not isinstance(count, int) or count <= 1:
+        return None
+    return int(getattr(state, "process_id", 0)), count
 
 
 def current_peers(label: str) -> Peers | None:

@@ -40,6 +40,7 @@ COLLECTED_KEY = pytest.StashKey[bool]()
 REPORT_ERROR_KEY = pytest.StashKey[str]()
 WRITTEN_KEY = pytest.StashKey[list[str]]()
 RUN_KEY = pytest.StashKey[int]()  # tests that ran to the end (their teardown reported)
+WATCH_KEY = pytest.StashKey[AbortWatch]()
 
 
 class RooflineWarning(UserWarning):
@@ -76,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{problem} (or run pytest with -p no:roofline)")
     from ..measurement.peers import set_notice  # imports no JAX
 
-    watch = AbortWatch(lambda: _past_capture(config))
+    watch = config.stash[WATCH_KEY] = AbortWatch(lambda: _past_capture(config))
     config.add_cleanup(watch.close)
     set_notice(_say_past_capture(config), watch)
     cli = {opt.name: config.getoption(f"roofline_{opt.name}") for opt in OPTIONS}
@@ -136,6 +137,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if _uses_roofline(item):
             config.stash[USED_KEY] = True
     config.stash[COLLECTED_KEY] = True
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    from ..measurement.peers import processes_started  # imports no JAX
+
+    if (started := processes_started()) is not None:  # watched from here, not only from the first measurement
+        session.config.stash[WATCH_KEY](*started, f"running its tests ({len(session.items)} collected)")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
