@@ -25,8 +25,8 @@ def test_the_reason_is_jax_fatal_line_with_its_status_on_one_line() -> None:
 
 def test_the_line_says_which_process_what_it_was_doing_and_why() -> None:
     line = abort_line(0, 2, "ready to time kernel 'psum'", "Terminating process because ...")
-    assert line == ("roofline: process 0 of 2 ended abruptly while ready to time kernel 'psum': JAX said: "
-                    "Terminating process because ...")
+    assert line == ("roofline: process 0 of 2 ended abruptly (its last word: ready to time kernel 'psum'): JAX "
+                    "said: Terminating process because ...")
     assert "nothing it wrote says why" in abort_line(1, 2, "", "")
 
 
@@ -44,8 +44,8 @@ def _watcher(captured: str, words: list[str]) -> str:
 def test_a_watched_process_that_ends_without_done_gets_its_line() -> None:
     err = _watcher("test output\n" + JAX_ABORT, ["compiling and calibrating for kernel 'psum'",
                                                  "ready to time kernel 'psum'"])
-    assert err.startswith("roofline: process 1 of 2 ended abruptly while ready to time kernel 'psum': JAX said: "
-                          "Terminating process because the JAX distributed service detected fatal errors.")
+    assert err.startswith("roofline: process 1 of 2 ended abruptly (its last word: ready to time kernel 'psum'): "
+                          "JAX said: Terminating process because the JAX distributed service detected fatal errors.")
     assert len(err.splitlines()) == 1
 
 

@@ -136,6 +136,7 @@ def test_a_process_that_dies_stops_the_other_with_a_message(tmp_path: Path, dead
     first, second = _run_both(project, {"DEMO_DIE": "1", "DEMO_HEARTBEAT_S": "15"}, timeout=deadline_s)
     assert second.returncode == 3, second.stdout[-3000:]  # it died in its second test
     assert first.returncode != 0
-    assert ("roofline: process 0 of 2 ended abruptly while ready to time kernel 'psum': JAX said: Terminating "
-            "process because the JAX distributed service detected fatal errors.") in first.stdout, first.stdout[-3000:]
+    assert ("roofline: process 0 of 2 ended abruptly (its last word: ready to time kernel 'psum'): JAX said: "
+            "Terminating process because the JAX distributed service detected fatal errors.") in first.stdout, \
+        first.stdout[-3000:]
     assert "The following tasks are unhealthy (stopped sending heartbeats): 1" in first.stdout

@@ -3,7 +3,7 @@ its coordinator loses one (missed heartbeats) or a collective fails past its dea
 JAX's threads, inside pytest's output capture: JAX's own reason goes into the capture's file and is lost with the
 process, and the terminal shows a bare "Fatal Python error: Aborted".
 
-So from the first measurement that spans processes, a small watcher process outlives this one: it holds the
+So from the first test of a program that spans processes, a small watcher process outlives this one: it holds the
 terminal and a descriptor of the capture's file, hears every word this process posts to the others (what it is
 doing), and reads its standard input until this process closes it. A process that ends normally says "done"
 first; one that ends without it died, and the watcher prints one line: which process, what it was doing, and the
@@ -53,10 +53,10 @@ def jax_reason(captured: str) -> str:
 
 
 def abort_line(index: int, count: int, doing: str, reason: str) -> str:
-    while_ = f" while {doing}" if doing else ""
+    last = f" (its last word: {doing})" if doing else ""
     why = (f"JAX said: {reason}" if reason else
            "nothing it wrote says why (killed by a signal, or out of memory; the other processes' output may)")
-    return f"roofline: process {index} of {count} ended abruptly{while_}: {why}"
+    return f"roofline: process {index} of {count} ended abruptly{last}: {why}"
 
 
 def _captured_tail(fd: int) -> str:
@@ -83,8 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 class AbortWatch:
     """Starts the watcher at the first word of a process that spans processes, passes it every word, and says
-    "done" at the end. ``terminal``: a context in which file descriptors 1 and 2 are the terminal's (pytest's
-    capture suspended)."""
+    "done" at the end. Called inside a test (file descriptor 2 is then pytest's capture file); ``terminal``: a
+    context in which file descriptors 1 and 2 are the terminal's (pytest's capture suspended)."""
 
     def __init__(self, terminal: Callable[[], AbstractContextManager[object]]) -> None:
         self.terminal = terminal

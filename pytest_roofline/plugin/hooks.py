@@ -139,14 +139,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.stash[COLLECTED_KEY] = True
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
+def pytest_runtest_setup(item: pytest.Item) -> None:
     from ..measurement.peers import processes_started  # imports no JAX
 
-    if (started := processes_started()) is not None:  # watched from here, not only from the first measurement
-        session.config.stash[WATCH_KEY](*started, f"running its tests ({len(session.items)} collected)")
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
+    # A process of a multi-process program is watched from its first test (where pytest captures its output).
+    if (started := processes_started()) is not None:
+        item.config.stash[WATCH_KEY](*started, f"running {item.nodeid}")
     error = item.stash.get(MARKER_ERROR_KEY, "")
     if error:
         pytest.fail(error, pytrace=False)
