@@ -5,6 +5,8 @@ otherwise change what the plugin's tests judge); a test that needs one sets it i
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -38,3 +40,17 @@ def _charts_kept_across_inline_runs() -> None:
     fig.update_layout(title="t", height=150, margin={"l": 50}, template="plotly_white", legend={"font": {"size": 11}},
                       xaxis={"type": "log", "title": "x", "exponentformat": "SI"}, yaxis={"tickformat": ".0%"})
     fig.to_html(full_html=False, include_plotlyjs=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_bytecode_for_pytester_files(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that writes a conftest.py or test file with pytester, runs it, and writes it again within the same
+    second at the same size would run the first version again: Python's bytecode cache (and pytest's rewritten
+    one) tells sources apart by their whole-second mtime and size. Such files are compiled afresh every run."""
+    if "pytester" not in request.fixturenames:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "dont_write_bytecode", True)
+        patch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # pytester's subprocess runs
+        yield
