@@ -27,19 +27,22 @@ def _private_calibration_cache(tmp_path_factory: pytest.TempPathFactory) -> None
 @pytest.fixture(scope="session", autouse=True)
 def _charts_kept_across_inline_runs() -> None:
     """pytester's in-process runs drop every module first imported inside them, so each run that writes an HTML
-    report would load plotly's figure classes anew (0.1-0.2 s a run): load them once, as a report does."""
+    report would load plotly's figure classes anew (0.1-0.2 s a run): one report of fake results (tests/fakes.py),
+    with its roofline chart and sparklines, loads them once for the session."""
     try:
-        import plotly.graph_objects as go
+        import plotly  # noqa: F401
     except ImportError:  # plotly is an extra: the HTML tests say so themselves
         return
-    fig = go.Figure(go.Scatter(x=[1], y=[1], mode="lines+markers", text=["a"], hovertemplate="%{y}",
-                               line={"color": "#444", "width": 2, "dash": "dot"},
-                               marker={"size": [8], "color": "#d62728", "opacity": 0.6, "line": {"width": 1}}))
-    fig.add_vline(x=1, line={"color": "#ff7f0e", "dash": "dash"}, annotation_text="+1%", annotation_position="top")
-    fig.add_hline(y=1, line={"color": "#999", "dash": "dot"})
-    fig.update_layout(title="t", height=150, margin={"l": 50}, template="plotly_white", legend={"font": {"size": 11}},
-                      xaxis={"type": "log", "title": "x", "exponentformat": "SI"}, yaxis={"tickformat": ".0%"})
-    fig.to_html(full_html=False, include_plotlyjs=False)
+    from fakes import fake_result, record_of
+
+    from pytest_roofline.history.baseline import build_series
+    from pytest_roofline.history.reports import Run
+    from pytest_roofline.report.html import html_report
+
+    runs = [Run(f"r{i}.json", f"2026-11-2{i}T00:00:00", None, False, None, {},
+                (record_of("t.py::t", "kernel", fake_result(0.5 + i / 10), "pass", 0.4, "marker"),))
+            for i in range(3)]
+    html_report(runs[-1], build_series(runs))
 
 
 @pytest.fixture(autouse=True)

@@ -139,8 +139,9 @@ class Peers:
     def _wait(self, step: str, process: int) -> str:
         key, start, told = self._key(step, process), self.clock(), False
         word, heard, checked = self._word(process), start, start
+        waiting = f"while waiting for process {process} ({step})"
         while True:
-            found = self._try_get(key, f"while waiting for process {process} ({step})")
+            found = self._try_get(key, waiting)
             if found is not None:
                 return found
             now = self.clock()
@@ -148,7 +149,7 @@ class Peers:
                 checked, latest = now, self._word(process)
                 if latest != word:
                     word, heard = latest, now
-                if (failed := self._try_get(self._key("failed", process), "")) is not None:
+                if (failed := self._try_get(self._key("failed", process), waiting)) is not None:
                     raise PeerError(f"roofline: kernel {self.label!r}: process {process} of {self.count} "
                                     f"{failed}; see its output")
             if now - start > NOTICE_AFTER_S and not told:
@@ -171,10 +172,9 @@ class Peers:
     def _word(self, process: int) -> str | None:
         """What ``process`` last said it was doing, None before it said anything."""
         try:
-            found = self.client.key_value_try_get(f"pytest_roofline/status/{process}")
-        except Exception:  # noqa: BLE001 - no status posted
+            return self._try_get(f"pytest_roofline/status/{process}", f"reading process {process}'s last word")
+        except PeerError:  # a store that fails here fails the wait itself next
             return None
-        return None if found is None else str(found)
 
     def _last_word(self, process: int) -> str:
         doing = self._word(process)
@@ -191,8 +191,8 @@ class Peers:
         last = self._last_word(process)
         return (f"roofline: kernel {self.label!r}: process {process} of {self.count} did not reach '{step}' of "
                 f"measurement {self.measurement} and said nothing new for {self.timeout_s:.0f} s ({last}). It "
-                f"died, hangs, or runs other tests than this process (every process must run the same tests in the same order). "
-                f"PYTEST_ROOFLINE_PEER_TIMEOUT sets the wait.")
+                f"died, hangs, or runs other tests than this process (every process must run the same tests in the "
+                f"same order). PYTEST_ROOFLINE_PEER_TIMEOUT sets the wait.")
 
 
 def processes_started() -> tuple[int, int] | None:
