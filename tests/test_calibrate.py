@@ -210,3 +210,34 @@ def test_a_fresh_reference_that_faulted_nothing_is_measured_again(monkeypatch: p
     calibrate._first_touch(figures, 1 << 20, 0.01)
     assert calls == [0, pages]
     assert figures.data["references"]["stream-fresh"] > 0
+
+
+def test_a_fresh_reference_that_never_faults_leaves_its_kernels_on_calibrated_ceilings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where every attempt's runs of the fresh-output reference fault nothing (seen in CI: a pytest process's first
+    calibration, all three attempts), the calibration does not fail: the reference has no rate, the hardware's
+    notes say why, and a kernel it would pair with keeps the calibrated ceilings. A fake of the timing (named so)
+    faults nothing every time."""
+    pytest.importorskip("jax")
+    from pytest_roofline.analysis.timed_runs import Timing
+    from pytest_roofline.measurement import calibrate
+    from pytest_roofline.measurement.timing import Timed
+
+    calls: list[int] = []
+
+    def fake_time_compiled(program: Any, runs: int, beside: Any = None) -> Timed:
+        calls.append(0)
+        timing = Timing((0.02,) * 5, (0.02,) * 5, "profiler", faults_per_run=(0,) * 5)
+        return Timed(timing, reference_s=(0.01,) * 6, reference_faults=(0,) * 6)
+
+    monkeypatch.setattr(calibrate, "time_compiled", fake_time_compiled)
+    figures = calibrate._Figures("cpu")
+    calibrate._first_touch(figures, 1 << 20, 0.01)
+    assert len(calls) == calibrate._ATTEMPTS
+    assert "stream-fresh" not in figures.data["references"]
+    why = figures.data["unmeasured"]["stream-fresh"]
+    assert "all 6 faulted fewer than half of the fresh pages it writes" in why
+    spec = calibration.cpu_spec_from({**FAKE_CPU_FIGURES, "date": "2026-11-25", "unmeasured": {"stream-fresh": why}},
+                                     "measured now")
+    assert any(note.startswith("no live ceiling from the stream-fresh reference: no run of") for note in spec.notes)
+    assert "stream-fresh" not in spec.reference_rates

@@ -146,7 +146,7 @@ def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cp
              for k, v in _in_table_order(figures["peaks"])}
     memory = Ceiling(float(figures["memory"]), "calibration", f"{details['memory']} on this machine; {where}", date)
     theoretical: dict[str, Ceiling] = {}
-    notes = ["CPU ceilings are measured on this machine, not read from a datasheet"]
+    notes = ["CPU ceilings are measured on this machine, not read from a datasheet", *_unmeasured(figures)]
     derived = theoretical_cpu_peak(info)
     if derived is not None:
         theoretical["f32"] = Ceiling(derived[0], "theoretical", derived[1], date[:10])
@@ -164,6 +164,13 @@ def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cp
                         bytes_per_fault=float(figures["bytes_per_fault"]) if touch else None,
                         cache_bandwidth=_measured(figures, "cache_memory", where) if cache else None,
                         cache_bytes=int(figures["cache_bytes"]) if cache else None)
+
+
+def _unmeasured(figures: Mapping[str, Any]) -> list[str]:
+    """Notes for the reference kernels the calibration could not rate: kernels they pair with keep the
+    calibrated ceilings."""
+    return [f"no live ceiling from the {key} reference: {why}; kernels it pairs with use the calibrated ceilings "
+            f"(recalibrate with --roofline-calibrate)" for key, why in sorted(figures.get("unmeasured", {}).items())]
 
 
 def _measured(figures: Mapping[str, Any], name: str, where: str) -> Ceiling:
@@ -189,7 +196,8 @@ def calibrated_spec_from(base: HardwareSpec, figures: Mapping[str, Any], where: 
     theoretical = {k: v for k, v in base.peaks.items()}
     theoretical["memory"] = base.memory_bandwidth
     return replace(base, peaks=peaks, memory_bandwidth=memory, theoretical=theoretical,
-                   notes=base.notes + ("calibrated ceilings; datasheet figures kept under 'theoretical'",),
+                   notes=base.notes + ("calibrated ceilings; datasheet figures kept under 'theoretical'",
+                                       *_unmeasured(figures)),
                    transcendental=_transcendental(figures, where) or base.transcendental,
                    reference_rates=dict(figures.get("references", {})))
 

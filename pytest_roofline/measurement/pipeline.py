@@ -256,8 +256,8 @@ def _live_plan(spec: HardwareSpec, used: str, model: ProgramModel, platform: str
                              f"ceilings used")
     rate = spec.reference_rates.get(key)
     if not rate:
-        return _LivePlan(why=f"the calibration has no rate for the {key} reference (recalibrate): calibrated "
-                             f"ceilings used")
+        return _LivePlan(why=f"the calibration has no rate for the {key} reference (the hardware's notes say "
+                             f"why; recalibrate): calibrated ceilings used")
     return _LivePlan(reference(platform, key), rate)
 
 
