@@ -163,8 +163,9 @@ def test_reading_the_stats_of_jaxlib_events_raises_no_warning_of_theirs() -> Non
 def test_real_cpu_trace() -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
+    from pytest_roofline.analysis.trace import KERNEL_RUN_MARKER
     from pytest_roofline.measurement.options import TimingSettings
-    from pytest_roofline.measurement.timing import KERNEL_RUN_MARKER, time_program
+    from pytest_roofline.measurement.timing import time_program
 
     x = jnp.ones((512, 512), jnp.float32)
     compiled = jax.jit(lambda a: jnp.tanh(a @ a).sum()).lower(x).compile()
