@@ -291,7 +291,11 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
     method = split.method
     if marker_windows and not method.startswith("host annotation"):
         method += f", inside host annotations {launch_marker!r}"
-    ops_all, assignment = _with_consumers(on_device, ops, split.assignment)
+    # On a CPU a run's ops execute inside the host window around it; an op's "end:" event stamped after the
+    # window closed (its thread descheduled after the result was handed over) is not the run's time.
+    same_window = ((lambda a, b: _containing(marker_windows, a.start_ns) == _containing(marker_windows, b.start_ns))
+                   if marker_windows and platform == "cpu" else None)
+    ops_all, assignment = _with_consumers(on_device, ops, split.assignment, same_window)
     per_device, run_of_event = _device_runs(ops_all, assignment, split, module_name, method)
     n_runs = len(next(iter(per_device.values())))  # the same on every device (_device_runs checks)
     per_run = tuple(max(t[k] for t in per_device.values()) for k in range(n_runs))
@@ -317,12 +321,15 @@ def _one_program(ops: list[TraceEvent], module_events: list[TraceEvent], module_
     return program_id if program_id is not None else (ids[0] if ids else None)
 
 
-def _with_consumers(on_device: list[TraceEvent], ops: list[TraceEvent],
-                    assignment: dict[int, RunKey]) -> tuple[list[TraceEvent], dict[int, RunKey]]:
-    """The op events with the async consumers ("end: op"), each in the run of its producer."""
-    producers = {e.stats["_p"] for e in ops if "_p" in e.stats}
-    consumers = [e for e in on_device if "_c" in e.stats and e.stats["_c"] in producers and e.name.startswith("end: ")]
+def _with_consumers(on_device: list[TraceEvent], ops: list[TraceEvent], assignment: dict[int, RunKey],
+                    same_run: Callable[[TraceEvent, TraceEvent], bool] | None = None,
+                    ) -> tuple[list[TraceEvent], dict[int, RunKey]]:
+    """The op events with the async consumers ("end: op"), each in the run of its producer; ``same_run``: whether a
+    consumer (second) lies in its producer's (first) run, where the caller can tell."""
     producer_index = {e.stats["_p"]: i for i, e in enumerate(ops) if "_p" in e.stats}
+    consumers = [e for e in on_device if "_c" in e.stats and e.stats["_c"] in producer_index
+                 and e.name.startswith("end: ")
+                 and (same_run is None or same_run(ops[producer_index[e.stats["_c"]]], e))]
     out = dict(assignment)
     for j, ev in enumerate(consumers, start=len(ops)):
         owner = producer_index.get(ev.stats["_c"])
