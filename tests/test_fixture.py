@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from fakes import FakeMeasure, fake_result
+from fakes import FAKE_CPU, FakeMeasure, fake_result
 
 from pytest_roofline.calls import KernelCall
+from pytest_roofline.hardware.spec import HardwareSpec
 from pytest_roofline.history.records import Artifacts, KernelRecord
 from pytest_roofline.kinds import Bound, CeilingsUsed
 from pytest_roofline.plugin.fixture import RooflineFixture
@@ -30,8 +31,9 @@ class Harness:
     """A fixture wired to a fake measure, with fail/warn/property callbacks that record what they get."""
 
     def __init__(self, *utilizations: float, settings: Settings | None = None, marker: dict[str, Any] | None = None,
-                 bound: Bound = "memory", ceilings: CeilingsUsed = "calibrated") -> None:
-        self.measure = FakeMeasure(*utilizations, bound=bound, ceilings=ceilings)
+                 bound: Bound = "memory", ceilings: CeilingsUsed = "calibrated",
+                 hardware: HardwareSpec = FAKE_CPU) -> None:
+        self.measure = FakeMeasure(*utilizations, bound=bound, ceilings=ceilings, hardware=hardware)
         self.saved: list[str] = []
         self.warnings: list[str] = []
         self.properties: list[tuple[str, Any]] = []
@@ -40,8 +42,10 @@ class Harness:
             self.saved.append(label)
             return {"trace_dir": f"{root}/{label}", "hlo": "", "perfetto": "", "xplane": ""}
 
-        self.session = RooflineSession(settings or Settings(), lambda: "/traces", measure=self.measure, save=save)
-        spec = parse_marker((), marker, NODE) if marker is not None else None
+        self.session = RooflineSession(settings or Settings(), lambda: "/traces", measure=self.measure, save=save,
+                                       hardware=lambda settings, recalibrate: (hardware, ceilings))
+        names = self.session.settings.hardware_names
+        spec = parse_marker((), marker, NODE, names) if marker is not None else None
         self.fixture = RooflineFixture(self.session, NODE, spec, self._fail, self.warnings.append,
                                        lambda k, v: self.properties.append((k, v)))
 

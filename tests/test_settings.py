@@ -8,7 +8,7 @@ import pytest
 
 from pytest_roofline.measurement.options import DEFAULT_TIMING
 from pytest_roofline.plugin.marker import MARKER_SIGNATURE, parse_marker
-from pytest_roofline.plugin.settings import ConfigError, Settings, resolve_settings
+from pytest_roofline.plugin.settings import ConfigError, Settings, Threshold, resolve_settings
 
 NONE: dict[str, object] = {}
 
@@ -20,11 +20,11 @@ def resolve(cli: dict[str, object] = NONE, env: dict[str, str] | None = None, in
 
 def test_precedence_cli_env_ini_and_origins() -> None:
     s = resolve({"min": "0.7"}, {"PYTEST_ROOFLINE_MIN": "0.6"}, {"min": "0.5"})
-    assert s.min is not None and (s.min.value, s.min.origin) == (0.7, "--roofline-min=0.7 on the command line")
+    assert isinstance(s.min, Threshold) and (s.min.value, s.min.origin) == (0.7, "--roofline-min=0.7 on the command line")
     s = resolve({}, {"PYTEST_ROOFLINE_MIN": "0.6"}, {"min": "0.5"})
-    assert s.min is not None and s.min.origin == "PYTEST_ROOFLINE_MIN=0.6 in the environment"
+    assert isinstance(s.min, Threshold) and s.min.origin == "PYTEST_ROOFLINE_MIN=0.6 in the environment"
     s = resolve({}, {}, {"min": "0.5", "model": "OPS ", "ceilings": "datasheet", "warn_only": "yes"})
-    assert s.min is not None
+    assert isinstance(s.min, Threshold)
     assert (s.min.value, s.model, s.ceilings, s.warn_only) == (0.5, "ops", "datasheet", True)
     assert s.origins["model"] == "roofline_model = OPS  in tox.ini"
 
@@ -39,9 +39,9 @@ def test_yaml_config_supplies_min_thresholds_model_and_devices(tmp_path: Path) -
     config.write_text("min: 0.3\nmodel: ops\nthresholds:\n  '*::test_x': 0.9\ndevices:\n  Box:\n    platform: gpu\n"
                       "    peak_tflops: {f32: 1}\n    memory_gbps: 10\n")
     s = resolve({"config": str(config), "hardware": "box"})
-    assert s.min is not None and s.min.value == 0.3 and s.model == "ops" and s.hardware == "box"
+    assert isinstance(s.min, Threshold) and s.min.value == 0.3 and s.model == "ops" and s.hardware == "box"
     pattern, suite = s.threshold_for("a.py::test_x"), s.threshold_for("a.py::test_y")
-    assert pattern is not None and suite is not None and (pattern.value, suite.value) == (0.9, 0.3)
+    assert isinstance(pattern, Threshold) and isinstance(suite, Threshold) and (pattern.value, suite.value) == (0.9, 0.3)
 
 
 @pytest.mark.parametrize("cli,fragment", [
@@ -72,7 +72,7 @@ def test_bad_yaml_config_names_the_file(tmp_path: Path) -> None:
 def test_marker_keywords_are_checked_and_split() -> None:
     spec = parse_marker((0.8,), {"bound": "compute", "model": "ops", "flops": 10, "min_runs": 3, "timer": "auto",
                                  "ceilings": "Live"}, "t.py::test_a")
-    assert spec.min is not None and spec.min.value == 0.8 and spec.min.origin == "marker of t.py::test_a"
+    assert isinstance(spec.min, Threshold) and spec.min.value == 0.8 and spec.min.origin == "marker of t.py::test_a"
     assert (spec.bound, spec.model) == ("compute", "ops")
     assert dict(spec.measure_kwargs) == {"flops": 10.0, "min_runs": 3, "timer": "auto", "ceilings": "live"}
 

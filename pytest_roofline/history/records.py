@@ -57,6 +57,11 @@ class KernelRecord:
     artifacts: Artifacts | None = None
     max_drop: float | None = None  # the floor of its baseline gates (marker, YAML, option), where one was set
     max_drop_origin: str = ""
+    # Which key of a per-device mapping (min={"cpu": ..., "gpu": ...}) gave the threshold and the bound ("" for one
+    # value for every device), and why a mapping gave no threshold on this device (then measured, not judged).
+    threshold_key: str = ""
+    bound_key: str = ""
+    not_judged: str = ""
 
     @property
     def kernel(self) -> str:
@@ -88,6 +93,9 @@ class KernelRecord:
             out.update(self.artifacts.to_dict())
         if self.max_drop is not None:
             out["max_drop"] = {"value": self.max_drop, "origin": self.max_drop_origin}
+        for key in ("threshold_key", "bound_key", "not_judged"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
         return out
 
     @classmethod
@@ -108,7 +116,8 @@ class KernelRecord:
             float(first) if first is not None else None, bool(data.get("warn_only", False)),
             baseline_from_dict(data.get("baseline"), series_key(nodeid, label, result, model)),
             MemoryCheck.from_dict(memory) if memory else None, Artifacts.from_dict(data),
-            float(drop["value"]) if drop else None, str(drop.get("origin") or "") if drop else "")
+            float(drop["value"]) if drop else None, str(drop.get("origin") or "") if drop else "",
+            str(data.get("threshold_key") or ""), str(data.get("bound_key") or ""), str(data.get("not_judged") or ""))
 
 
 def series_key(nodeid: str, label: str, result: RecordedResult, model: Model) -> SeriesKey:

@@ -11,6 +11,8 @@ from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_
 from ..analysis.verdict import Decision, decide
 from ..calls import CallError, KernelCall, split_call
 from ..errors import MeasureError
+from ..hardware.per_device import Picked
+from ..hardware.spec import HardwareSpec
 from ..history.baseline import interval_noise
 from ..history.checks import BaselineCheck, NoBaseline
 from ..history.recorded import RecordedResult
@@ -20,9 +22,9 @@ from ..labels import kernel_name
 from ..measurement.options import MEASURE_OPTIONS
 from ..report.text import failure_message
 from ..result import Result
-from .marker import MarkerSpec, parse_bound
+from .marker import BoundSetting, MarkerSpec, parse_bound_setting, pick_bound
 from .session import RooflineSession
-from .settings import ConfigError, Threshold, parse_model, parse_threshold
+from .settings import ConfigError, Threshold, ThresholdSetting, parse_model, parse_threshold_setting, pick_threshold
 
 __all__ = ["RooflineFixture", "FIXTURE_SETTINGS"]
 
@@ -43,6 +45,7 @@ class RooflineFixture:
         self._warn = warn
         self._add_property = add_property
         self._labels: dict[str, int] = {}
+        self._bound_from = ""  # where the current call's bound came from, when the call gave one
         self.results: list[Result] = []
 
     def measure(self, fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
@@ -74,14 +77,19 @@ class RooflineFixture:
         ``roofline(fn, args=(...), kwargs={...}, min=...)`` where a kernel parameter shares a setting's name."""
         call, kwargs = self._split(fn, args, keywords, "roofline(...)")
         label = self._label(fn, kwargs.pop("name", None))
-        threshold, expected, chosen = self._call_settings(kwargs.pop("min", None), kwargs.pop("bound", None),
-                                                          kwargs.pop("model", None))
+        min_setting, bound_setting, chosen = self._call_settings(kwargs.pop("min", None), kwargs.pop("bound", None),
+                                                                 kwargs.pop("model", None))
         memory_limit = self._memory_limit(kwargs.pop("max_memory", None))
-        value = threshold.value if threshold else None
         # Sampling goes on while the interval of the program-level utilization straddles the threshold.
-        if value is not None and chosen == "program":
-            kwargs = {**kwargs, "threshold": value}
+        hint = self._sampling_threshold(min_setting)
+        if hint is not None and chosen == "program":
+            kwargs = {**kwargs, "threshold": hint}
         result = self._measure(label, call, kwargs)
+        hw = result.hardware  # a mapping by platform and hardware is picked from on the device measured
+        threshold = pick_threshold(min_setting, hw.name, hw.platform)
+        bound = pick_bound(bound_setting, self._bound_origin(), hw.name, hw.platform)
+        value = threshold.value if threshold else None
+        expected = bound.value if bound else None
         recorded = RecordedResult.from_dict(result.to_dict())
         check = self._check(label, recorded, chosen)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen)
@@ -95,7 +103,7 @@ class RooflineFixture:
         memory = self._memory_check(label, result, memory_limit)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
                           baseline=check, memory=memory)
-        record = self._record(label, result, recorded, threshold, decision, chosen, expected, first, check, memory)
+        record = self._record(label, result, recorded, threshold, decision, chosen, bound, first, check, memory)
         disagreement = self._session.agree(label, decision.verdict) if result.processes is not None else ""
         if disagreement:
             self._fail(disagreement)
@@ -115,19 +123,49 @@ class RooflineFixture:
         self._labels[base] = count
         return base if count == 1 else f"{base}#{count}"
 
-    def _call_settings(self, min_: Any, bound: Any, model: Any) -> tuple[Threshold | None, ExpectedBound | None, Model]:
-        """The threshold, expected bound and model of one call: its keywords > the marker > the settings."""
-        where = f"roofline(...) in {self._nodeid}"
+    @property
+    def hardware(self) -> HardwareSpec:
+        """The hardware this test's kernels are measured against, before anything is measured: its name,
+        platform, peaks per dtype, memory bandwidth and cache, ``critical_intensity(dtype)`` and the sizing
+        helpers ``compute_bound_batch`` and ``compute_bound_size`` (detects the device; calibrates a CPU unless
+        cached)."""
         try:
-            here = None if min_ is None else Threshold(parse_threshold(min_, f"{where}: min={min_!r}"),
-                                                       f"min= in the roofline() call of {self._nodeid}")
-            expected = None if bound is None else parse_bound(bound, f"{where}: bound={bound!r}")
+            return self._session.hardware()[0]
+        except (MeasureError, ValueError) as exc:  # an unknown device, a failed calibration
+            problem = f"roofline: roofline.hardware in {self._nodeid}: hardware detection failed: {exc}"
+        self._fail(problem)  # outside the except block: the failure shows no chained traceback
+
+    def _sampling_threshold(self, setting: ThresholdSetting | None) -> float | None:
+        """The threshold sampling aims at: a mapping's value on the session's hardware (the verdict picks again
+        on the hardware the result was measured against)."""
+        if setting is None or isinstance(setting, Threshold):
+            return setting.value if setting is not None else None
+        hw = self.hardware
+        picked = pick_threshold(setting, hw.name, hw.platform)
+        return picked.value if picked is not None else None
+
+    def _bound_origin(self) -> str:
+        """Where the call's or the marker's ``bound`` came from."""
+        return self._bound_from or f"marker of {self._nodeid}"
+
+    def _call_settings(self, min_: Any, bound: Any, model: Any) -> tuple[ThresholdSetting | None, BoundSetting | None,
+                                                                          Model]:
+        """The threshold, expected bound and model of one call: its keywords > the marker > the settings; a
+        threshold or bound may be a mapping by platform and hardware, picked from once measured."""
+        where = f"roofline(...) in {self._nodeid}"
+        names = self._session.settings.hardware_names
+        call_origin = f"min= in the roofline() call of {self._nodeid}"
+        try:
+            here = None if min_ is None else parse_threshold_setting(min_, f"{where}: min={min_!r}", call_origin, names)
+            expected = None if bound is None else parse_bound_setting(
+                bound, f"{where}: bound={bound!r}", f"bound= in the roofline() call of {self._nodeid}", names)
             chosen = None if model is None else parse_model(model, f"{where}: model={model!r}")
         except ConfigError as exc:
             problem = f"roofline: {exc}"
         else:
             marker = self._marker
             threshold = self._session.settings.threshold_for(self._nodeid, here or (marker.min if marker else None))
+            self._bound_from = f"bound= in the roofline() call of {self._nodeid}" if expected is not None else ""
             return (threshold, expected or (marker.bound if marker else None),
                     chosen or (marker.model if marker else None) or self._session.settings.model)
         self._fail(problem)  # outside the except block: the failure shows no chained traceback
@@ -180,18 +218,23 @@ class RooflineFixture:
                               interval_noise(recorded, model), drop.value if drop else None,
                               drop.origin if drop else "")
 
-    def _record(self, label: str, result: Result, recorded: RecordedResult, threshold: Threshold | None,
-                decision: Decision, model: Model, expected_bound: ExpectedBound | None = None,
+    def _record(self, label: str, result: Result, recorded: RecordedResult, threshold: Picked[float] | None,
+                decision: Decision, model: Model, bound: Picked[ExpectedBound] | None = None,
                 first_utilization: float | None = None, check: BaselineCheck | NoBaseline | None = None,
                 memory: MemoryCheck | None = None) -> KernelRecord:
         settings = self._session.settings
         saved = (Artifacts.from_dict(self._session.save(result, self._nodeid, label))
                  if decision.fails or settings.trace_all else None)
         drop = settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
+        hw = result.hardware
+        unnamed = [picked.unnamed(what, hw.name, hw.platform) for what, picked in (("min", threshold), ("bound", bound))
+                   if picked is not None and picked.value is None]
+        value = threshold.value if threshold else None
         record = KernelRecord(self._nodeid, label, recorded, decision.verdict,
-                              threshold.value if threshold else None, threshold.origin if threshold else "", model,
-                              expected_bound, first_utilization, settings.warn_only, check, memory, saved,
-                              drop.value if drop else None, drop.origin if drop else "")
+                              value, threshold.where if value is not None and threshold else "", model,
+                              bound.value if bound else None, first_utilization, settings.warn_only, check, memory,
+                              saved, drop.value if drop else None, drop.origin if drop else "",
+                              threshold.key if threshold else "", bound.key if bound else "", "; ".join(unnamed))
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"

@@ -29,7 +29,7 @@ from .fixture import RooflineFixture
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
 from .outputs import write_outputs
 from .session import RooflineSession, default_trace_root
-from .settings import OPTIONS, ConfigError, resolve_settings
+from .settings import OPTIONS, ConfigError, Threshold, resolve_settings
 from .workers import pin_worker
 
 SESSION_KEY = pytest.StashKey[RooflineSession]()
@@ -123,11 +123,12 @@ def _uses_roofline(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[COLLECTED_KEY] = False
+    names = config.stash[SESSION_KEY].settings.hardware_names
     for item in items:
         marker = item.get_closest_marker("roofline")
         if marker is not None:
             try:
-                item.stash[MARKER_KEY] = parse_marker(marker.args, marker.kwargs, item.nodeid)
+                item.stash[MARKER_KEY] = parse_marker(marker.args, marker.kwargs, item.nodeid, names)
             except ConfigError as exc:
                 if not hasattr(config, "workerinput"):
                     raise pytest.UsageError(str(exc)) from None
@@ -214,8 +215,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not (chosen.report or chosen.history or chosen.html) or not (state.records or used) or _follower_line(state):
         return
     settings = dict(chosen.origins)
-    if chosen.min is not None:
+    if isinstance(chosen.min, Threshold):
         settings["min_value"] = str(chosen.min.value)
+    elif chosen.min is not None:
+        settings["min_value"] = json.dumps(chosen.min.to_dict())
     run = session_block(int(exitstatus), session.testscollected, config.stash.get(RUN_KEY, 0),
                         str(session.shouldstop or session.shouldfail or ""))
     payload = build_report(state.records, settings, str(config.rootpath), run, state.unmeasured)

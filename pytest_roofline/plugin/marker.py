@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.memory import MemoryLimit, parse_max_memory
+from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick
 from ..kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
 from ..measurement.options import OPTION_CHECKS, TIMING_KEYWORDS, check_options, timing_defaults_text
-from .settings import ConfigError, Threshold, parse_max_drop, parse_model, parse_threshold
+from .settings import ConfigError, Threshold, ThresholdSetting, parse_max_drop, parse_model, parse_threshold_setting
 
 __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpec", "parse_marker",
-           "parse_bound"]
+           "parse_bound", "BoundSetting", "parse_bound_setting", "pick_bound"]
 
 MARKER_SIGNATURE = (
     f"roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, "
     f"ceilings=None, first_touch=None, cache=None, max_drop=None, max_memory=None, {timing_defaults_text()}): measure this "
     "test's kernels "
     "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
-    "'memory', when a kernel is bound by the other; model='program' (default) or 'ops' picks the roofline the "
+    "'memory', when a kernel is bound by the other (min and bound may be mappings by platform or hardware name: "
+    "{'cpu': 0.4, 'gpu': 0.7, 'H100 SXM': 0.8, 'default': 0.5}, the most specific key winning, a device not named "
+    "measured but not judged); model='program' (default) or 'ops' picks the roofline the "
     "threshold uses; flops/bytes/transcendentals replace the compiler's counts (analytic model FLOPs give "
     "MFU); ceilings='live'/'calibrated'/'datasheet' overrides --roofline-ceilings; first_touch='include'/'exclude' "
     "overrides --roofline-first-touch (whether the roofline includes the first touch of fresh pages); "
@@ -35,6 +38,24 @@ def parse_bound(raw: Any, where: str) -> ExpectedBound:
     return choose(raw, EXPECTED_BOUNDS, where, ConfigError)
 
 
+# The bound a test expects: one for every device, or a mapping by platform and hardware name.
+BoundSetting = ExpectedBound | PerDevice[ExpectedBound]
+
+
+def parse_bound_setting(raw: Any, where: str, origin: str, names: Callable[[], Iterable[str]]) -> BoundSetting:
+    return parse_per_device(raw, parse_bound, where, names, ConfigError, origin)
+
+
+def pick_bound(setting: BoundSetting | None, origin: str, hardware: str, platform: str) -> Picked[ExpectedBound] | None:
+    """The bound expected on one device (None where none is set; a value of None where a mapping does not name
+    it); ``origin``: where a bound for every device came from."""
+    if setting is None:
+        return None
+    if isinstance(setting, PerDevice):
+        return pick(setting, hardware, platform)
+    return Picked(setting, origin)
+
+
 # Keywords handed to measure() as they are, checked as measure() checks them (OPTION_CHECKS) but for threshold,
 # which the marker spells min.
 MEASURE_KEYWORDS = tuple(key for key in OPTION_CHECKS if key != "threshold")
@@ -44,16 +65,18 @@ MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", *MEASURE_K
 
 @dataclass(frozen=True)
 class MarkerSpec:
-    min: Threshold | None
-    bound: ExpectedBound | None
+    min: ThresholdSetting | None
+    bound: BoundSetting | None
     measure_kwargs: Mapping[str, Any]
     model: Model | None = None
     max_drop: Threshold | None = None
     max_memory: MemoryLimit | None = None
 
 
-def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) -> MarkerSpec:
-    """Check a marker's arguments; errors name the test and the keyword."""
+def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
+                 names: Callable[[], Iterable[str]] = tuple) -> MarkerSpec:
+    """Check a marker's arguments; errors name the test and the keyword (and the key of a mapping).
+    ``names``: the hardware names a ``min``/``bound`` mapping may use besides the platforms."""
     where = f"roofline marker of {test}"
     if len(args) > 1:
         raise ConfigError(f"{where}: takes at most one positional argument (min), got {len(args)}")
@@ -68,7 +91,8 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) ->
     values = {k: v for k, v in merged.items() if v is not None}
     threshold = None
     if "min" in values:
-        threshold = Threshold(parse_threshold(values["min"], f"{where}: min={values['min']!r}"), f"marker of {test}")
+        threshold = parse_threshold_setting(values["min"], f"{where}: min={values['min']!r}", f"marker of {test}",
+                                            names)
     model = parse_model(values["model"], f"{where}: model={values['model']!r}") if "model" in values else None
     max_drop = None
     if "max_drop" in values:
@@ -77,7 +101,8 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str) ->
     max_memory = None
     if "max_memory" in values:
         max_memory = parse_max_memory(values["max_memory"], where, f"max_memory in the marker of {test}", ConfigError)
-    bound = parse_bound(values["bound"], f"{where}: bound={values['bound']!r}") if "bound" in values else None
+    bound = (parse_bound_setting(values["bound"], f"{where}: bound={values['bound']!r}", f"marker of {test}", names)
+             if "bound" in values else None)
     try:
         checked = check_options({k: v for k, v in values.items() if k in MEASURE_KEYWORDS},
                                 lambda key, value: f"{where}: {key}={value!r}:")

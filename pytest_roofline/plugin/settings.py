@@ -3,8 +3,10 @@ frozen object. No pytest, no JAX; reads the YAML config and the hardware table i
 
 Precedence for each setting: command line > environment > ini file > YAML config > default. A test's
 threshold: marker ``min`` (or ``min=`` in the fixture call) > the YAML ``thresholds`` pattern matching its
-id > the suite floor resolved as above. Every value remembers where it came from, and a bad one is a
-:class:`ConfigError` that says so, e.g. ``roofline_min = 1.5 in tox.ini: must be in (0, 1]``.
+id > the suite floor resolved as above; the marker's, the call's and the YAML's may be a mapping per platform and
+hardware (:mod:`pytest_roofline.hardware.per_device`), picked from on the device measured. Every value remembers
+where it came from, and a bad one is a :class:`ConfigError` that says so, e.g. ``roofline_min = 1.5 in tox.ini:
+must be in (0, 1]``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..files import check_writable, read_yaml_mapping
 from ..hardware.spec import HardwareError
@@ -30,6 +32,16 @@ from ..kinds import (
     Model,
     choose,
 )
+from .values import (
+    ConfigError,
+    Threshold,
+    ThresholdSetting,
+    parse_bool,
+    parse_max_drop,
+    parse_threshold,
+    parse_threshold_setting,
+    pick_threshold,
+)
 
 __all__ = [
     "ConfigError",
@@ -37,6 +49,10 @@ __all__ = [
     "Option",
     "Settings",
     "Threshold",
+    "ThresholdSetting",
+    "pick_threshold",
+    "parse_threshold_setting",
+    "hardware_names",
     "resolve_settings",
     "parse_threshold",
     "parse_bool",
@@ -44,44 +60,6 @@ __all__ = [
     "parse_max_drop",
     "load_config_file",
 ]
-
-
-class ConfigError(ValueError):
-    """A bad setting; the message names the value and where it came from."""
-
-
-def _fraction(raw: Any, where: str, kind: str, in_range: Callable[[float], bool], out_of_range: str) -> float:
-    if isinstance(raw, bool):
-        raise ConfigError(f"{where}: must be {kind}, got {raw!r}")
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: must be {kind}, got {raw!r}") from None
-    if not in_range(value):
-        raise ConfigError(f"{where}: must be {out_of_range}")
-    return value
-
-
-def parse_threshold(raw: Any, where: str) -> float:
-    """A utilization threshold, a number in (0, 1]."""
-    return _fraction(raw, where, "a number in (0, 1]", lambda v: 0 < v <= 1, "in (0, 1]")
-
-
-def parse_max_drop(raw: Any, where: str) -> float:
-    """A drop in utilization relative to the baseline, a fraction in (0, 1)."""
-    return _fraction(raw, where, "a fraction in (0, 1)", lambda v: 0 < v < 1,
-                     "in (0, 1) (0.1 = fail a drop of more than 10%)")
-
-
-def parse_bool(raw: Any, where: str) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ConfigError(f"{where}: must be true or false, got {raw!r}")
 
 
 def _non_empty(what: str) -> Callable[[Any, str], str]:
@@ -179,14 +157,10 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Threshold:
-    value: float
-    origin: str  # e.g. "--roofline-min=0.8 on the command line"
+S = TypeVar("S")
 
 
-def _per_test(nodeid: str, marker: Threshold | None, patterns: tuple[tuple[str, Threshold], ...],
-              suite: Threshold | None) -> Threshold | None:
+def _per_test(nodeid: str, marker: S | None, patterns: tuple[tuple[str, S], ...], suite: S | None) -> S | None:
     if marker is not None:
         return marker
     for pattern, value in patterns:
@@ -197,7 +171,7 @@ def _per_test(nodeid: str, marker: Threshold | None, patterns: tuple[tuple[str, 
 
 @dataclass(frozen=True)
 class Settings:
-    min: Threshold | None = None
+    min: ThresholdSetting | None = None
     hardware: str | None = None
     config: str | None = None
     calibrate: bool = False
@@ -213,17 +187,22 @@ class Settings:
     baseline: str | None = None
     max_drop: Threshold | None = None  # the suite's floor of the baseline gate
     html: str | None = None
-    patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test thresholds from the YAML config
+    patterns: tuple[tuple[str, ThresholdSetting], ...] = ()  # per-test thresholds from the YAML config
     drop_patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test max_drop from the YAML config
     origins: Mapping[str, str] = field(default_factory=dict)
 
-    def threshold_for(self, nodeid: str, marker_min: Threshold | None = None) -> Threshold | None:
-        """A test's threshold: the marker's ``min``, a YAML pattern's, the suite's."""
+    def threshold_for(self, nodeid: str, marker_min: ThresholdSetting | None = None) -> ThresholdSetting | None:
+        """A test's threshold: the marker's ``min``, a YAML pattern's, the suite's (a mapping is picked from on
+        the device, :func:`pick_threshold`)."""
         return _per_test(nodeid, marker_min, self.patterns, self.min)
 
     def max_drop_for(self, nodeid: str, marker_drop: Threshold | None = None) -> Threshold | None:
         """The floor of a test's baseline gate: the marker's ``max_drop``, a YAML pattern, the suite's."""
         return _per_test(nodeid, marker_drop, self.drop_patterns, self.max_drop)
+
+    def hardware_names(self) -> tuple[str, ...]:
+        """The hardware names a per-device mapping may use (:func:`hardware_names`)."""
+        return hardware_names(self.config, self.origins.get("config", ""))
 
     @property
     def hardware_file(self) -> str | None:
@@ -278,9 +257,9 @@ def _from_sources(cli: Mapping[str, Any], env: Mapping[str, str], ini: Mapping[s
     return values, origins
 
 
-# The YAML config's suite-wide keys, each with its parser; an option given elsewhere wins.
+# The YAML config's suite-wide keys, each with its parser; an option given elsewhere wins. min may be a mapping
+# (per platform and hardware), parsed with the table's names.
 _CONFIG_SETTINGS: dict[str, Callable[[Any, str], Any]] = {
-    "min": lambda raw, where: Threshold(parse_threshold(raw, where), where),
     "max_drop": lambda raw, where: Threshold(parse_max_drop(raw, where), where),
     "ceilings": lambda raw, where: _parse_ceilings(raw, where),
     "model": lambda raw, where: parse_model(raw, where),
@@ -290,25 +269,33 @@ _CONFIG_SETTINGS: dict[str, Callable[[Any, str], Any]] = {
 
 
 def _merge_config(data: Mapping[str, Any], config_path: str, values: dict[str, Any],
-                  origins: dict[str, str]) -> tuple[list[tuple[str, Threshold]], list[tuple[str, Threshold]]]:
+                  origins: dict[str, str]) -> tuple[list[tuple[str, ThresholdSetting]], list[tuple[str, Threshold]]]:
     """The YAML config's suite-wide settings into ``values`` (where not given elsewhere), and its per-test
     patterns: (min patterns, max_drop patterns)."""
+    def names() -> tuple[str, ...]:
+        return hardware_names(config_path, origins.get("config", ""))
+
+    if "min" in data and "min" not in values:
+        where = f"min: {data['min']} in {config_path}"
+        values["min"] = parse_threshold_setting(data["min"], where, where, names)
+        origins["min"] = where
     for key, parse in _CONFIG_SETTINGS.items():
         if key in data and key not in values:
             where = f"{key}: {data[key]} in {config_path}"
             values[key] = parse(data[key], where)
-            if key in ("min", "max_drop"):
+            if key == "max_drop":
                 origins[key] = where
-    patterns: list[tuple[str, Threshold]] = []
+    patterns: list[tuple[str, ThresholdSetting]] = []
     drop_patterns: list[tuple[str, Threshold]] = []
     for pattern, raw in (data.get("thresholds") or {}).items():
         where = f"thresholds: {pattern!r}: {raw} in {config_path}"
-        entry = raw if isinstance(raw, dict) else {"min": raw}
+        # {min: ..., max_drop: ...}, or a threshold: one value, or a mapping by platform and hardware.
+        entry = raw if isinstance(raw, dict) and set(raw) & _PATTERN_KEYS else {"min": raw}
         unknown = set(entry) - _PATTERN_KEYS
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_PATTERN_KEYS)}")
         if entry.get("min") is not None:
-            patterns.append((str(pattern), Threshold(parse_threshold(entry["min"], where), where)))
+            patterns.append((str(pattern), parse_threshold_setting(entry["min"], where, where, names)))
         if entry.get("max_drop") is not None:
             drop_patterns.append((str(pattern), Threshold(parse_max_drop(entry["max_drop"], where), where)))
     return patterns, drop_patterns
@@ -337,24 +324,31 @@ def resolve_settings(
     """Resolve every option. ``cli``/``ini`` map option names to raw values (None when not given). In steps:
     the sources in order, the YAML config, the hardware name against the table, the output paths."""
     values, origins = _from_sources(cli, env, ini, ini_file, base_dir)
-    patterns: list[tuple[str, Threshold]] = []
+    patterns: list[tuple[str, ThresholdSetting]] = []
     drop_patterns: list[tuple[str, Threshold]] = []
     config_path = values.get("config")
-    if config_path is not None:
-        data = load_config_file(config_path, origins["config"])
-        patterns, drop_patterns = _merge_config(data, config_path, values, origins)
+    data = load_config_file(config_path, origins["config"]) if config_path is not None else None
     _check_hardware(values.get("hardware"), origins.get("hardware", ""), config_path, origins.get("config", ""))
+    if data is not None:
+        patterns, drop_patterns = _merge_config(data, str(config_path), values, origins)
     _check_outputs(values, origins)
     return Settings(patterns=tuple(patterns), drop_patterns=tuple(drop_patterns), origins=origins, **values)
+
+
+def hardware_names(config_path: str | None = None, config_where: str = "") -> tuple[str, ...]:
+    """The names a per-device mapping may use besides the platforms: the hardware table's, with the devices of
+    the config (or of $PYTEST_ROOFLINE_HARDWARE_FILE). Read when a mapping is first parsed: a suite without one
+    never loads the table."""
+    try:
+        return tuple(merge_overrides(load_shipped_table(), config_path, config_where))
+    except HardwareError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _check_hardware(name: str | None, where: str, config_path: str | None, config_where: str) -> None:
     """The hardware table with the config's devices must read, and hold a forced hardware name."""
     if name is None and config_path is None:
         return
-    try:
-        table = merge_overrides(load_shipped_table(), config_path, config_where) if config_path else load_shipped_table()
-    except HardwareError as exc:
-        raise ConfigError(str(exc)) from None
+    table = hardware_names(config_path, config_where)
     if name is not None and name.lower() not in {k.lower() for k in table}:
         raise ConfigError(f"{where}: no hardware named {name!r} in the table; known: {', '.join(sorted(table))}")

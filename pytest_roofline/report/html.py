@@ -133,8 +133,11 @@ def _row(rec: KernelRecord, several: bool) -> str:
         _cell(format_seconds(r.roofline_time_s), r.roofline_time_s, True),
         _cell(f"{util:.1%}{' IMPOSSIBLE' if r.impossible else ''}{within}", util, not flagged, flagged),
         _first_touch_cell(r),
-        _cell(format_fraction(rec.threshold) if rec.threshold is not None else "",
-              rec.threshold if rec.threshold is not None else -1, True),
+        _cell(format_fraction(rec.threshold) + (f" ({_e(rec.threshold_key)})" if rec.threshold_key else "")
+              if rec.threshold is not None else "not judged" if rec.not_judged else "",
+              rec.threshold if rec.threshold is not None else -1, True,
+              f' title="{_e(rec.threshold_origin or rec.not_judged)}"' if rec.threshold_origin or rec.not_judged
+              else ""),
         _memory_cell(rec),
         _cell(compile_cell(r), r.compile_measured_s, True),
         _cell(f'<span class="verdict" style="color:{colour}">{_e(rec.verdict)}</span>{_marks(rec)}', rec.verdict),

@@ -83,7 +83,7 @@ def _judgement_lines(record: KernelRecord) -> list[str]:
     r = record.result
     threshold = record.threshold
     versus = (f" vs threshold {format_fraction(threshold)} ({record.threshold_origin})" if threshold is not None
-              else " (no threshold)")
+              else " (not judged: see below)" if record.not_judged else " (no threshold)")
     program = record.model == "program"
     util = record.utilization
     interval = r.utilization_interval
@@ -105,7 +105,10 @@ def _judgement_lines(record: KernelRecord) -> list[str]:
     if record.first_utilization is not None:
         lines.append(f"  re-measured   first run {record.first_utilization:.1%}, second {util:.1%}")
     if record.expected_bound:
-        lines.append(f"  bound         expected {record.expected_bound}-bound, measured {r.bound}-bound")
+        key = f" (key {record.bound_key!r})" if record.bound_key else ""
+        lines.append(f"  bound         expected {record.expected_bound}-bound{key}, measured {r.bound}-bound")
+    if record.not_judged:
+        lines.append(f"  not judged    {record.not_judged}")
     if r.impossible:
         lines.append(f"  IMPOSSIBLE    utilization above {format_fraction(IMPOSSIBLE_ABOVE)}: suspect {r.suspect}")
     return lines
@@ -271,7 +274,9 @@ def _table(records: Sequence[KernelRecord]) -> list[str]:
         r = rec.result
         verdict: str = rec.verdict
         if rec.threshold is not None:
-            verdict += f" (min {format_fraction(rec.threshold)})"
+            verdict += f" (min {format_fraction(rec.threshold)}{' ' + rec.threshold_key if rec.threshold_key else ''})"
+        elif rec.not_judged:
+            verdict += f" (not judged on {r.hardware.platform})"
         base = rec.baseline
         if isinstance(base, BaselineCheck) and base.regressed:
             verdict += f" ({-base.drop:+.0%} vs baseline {base.baseline:.0%})"
@@ -296,6 +301,10 @@ def _footnotes(records: Sequence[KernelRecord]) -> list[str]:
                    + ("; cold? : cold runs were not slower than warm ones (the eviction did not take, or the kernel "
                       "does not depend on the cache)" if any(rec.result.cache is not None and rec.result.cache.took
                                                              is False for rec in records) else ""))
+    unjudged = [rec for rec in records if rec.not_judged]
+    if unjudged:
+        out.append(f"not judged: {len(unjudged)} kernel(s) whose min= or bound= mapping names neither this hardware, "
+                   f"its platform nor a 'default' (measured and reported only), e.g. {unjudged[0].not_judged}")
     drifts = [rec.result.drift for rec in records if rec.result.drift is not None]
     if drifts:
         out.append(f"live ceilings: the machine ran at {min(drifts):.0%}-{max(drifts):.0%} of its calibrated speed "
