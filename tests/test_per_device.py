@@ -213,3 +213,21 @@ def test_bad(roofline):
     result.stderr.fnmatch_lines(["*roofline marker of test_k.py::test_bad: min={'gpu': 0.5, 'H100': 0.9}: unknown "
                                  "key 'H100'; allowed: cpu, gpu, tpu, default or a hardware name: *H100 PCIe, "
                                  "H100 SXM*"])
+
+
+def test_the_fixture_exposes_the_hardware_before_anything_is_measured() -> None:
+    h = Harness(hardware=H100)
+    assert h.fixture.hardware is H100 and not h.measure.calls
+    assert h.fixture.hardware.compute_bound_batch(4096, 8192, "bf16", multiple=128) == 768
+
+
+def test_hardware_that_cannot_be_detected_fails_the_test_saying_so() -> None:
+    h = Harness()
+
+    def unknown(settings: Settings, recalibrate: bool) -> Any:
+        raise ValueError("no hardware table entry for device_kind 'Made-up GPU'")
+
+    h.session._hardware = unknown
+    with pytest.raises(Failed, match=r"roofline: roofline.hardware in test_k.py::test_a: hardware detection failed: "
+                                     r"no hardware table entry for device_kind 'Made-up GPU'"):
+        _ = h.fixture.hardware

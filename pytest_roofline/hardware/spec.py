@@ -86,6 +86,33 @@ class HardwareSpec:
     # interconnect term is a stated lower bound).
     host_link_bandwidth: Ceiling | None = None
 
+    # Sizing a test from the roofline (hardware/sizing.py, imported here to keep this module plain data).
+    def peak_flops(self, dtype: Any) -> float:
+        """FLOP/s a matmul in ``dtype`` meets (f32 runs as TF32 on a GPU, as a bf16 pass on a TPU)."""
+        from .sizing import peak_for_dtype
+
+        return peak_for_dtype(self, dtype).value
+
+    def critical_intensity(self, dtype: Any) -> float:
+        """FLOP per byte of main memory at the ridge point of a matmul in ``dtype``: below it memory-bound."""
+        from .sizing import critical_intensity
+
+        return critical_intensity(self, dtype)
+
+    def compute_bound_batch(self, d: int, f: int, dtype: Any, margin: float = 2.0, multiple: int = 1) -> int:
+        """The smallest batch B (a multiple of ``multiple``) at which ``x[B, d] @ w[d, f]`` has ``margin`` times the
+        critical intensity here; a ValueError where no batch does."""
+        from .sizing import compute_bound_batch
+
+        return compute_bound_batch(self, d, f, dtype, margin, multiple)
+
+    def compute_bound_size(self, dtype: Any, margin: float = 2.0, multiple: int = 1) -> int:
+        """The smallest n (a multiple of ``multiple``) at which ``n x n @ n x n`` has ``margin`` times the critical
+        intensity here."""
+        from .sizing import compute_bound_size
+
+        return compute_bound_size(self, dtype, margin, multiple)
+
     @property
     def memory_capacity_gb(self) -> float | None:
         return self.memory_capacity.value / 1e9 if self.memory_capacity is not None else None
