@@ -139,6 +139,13 @@ def test_the_call_overrides_the_marker_and_bound_mappings_decide_the_bound() -> 
     assert "bound         expected memory-bound (key 'gpu'), measured compute-bound" in str(info.value)
 
 
+def test_a_bound_mapping_that_does_not_name_the_device_checks_no_bound_there() -> None:
+    h = Harness(0.9, marker={"min": 0.5, "bound": {"gpu": "memory"}}, bound="compute")
+    h.fixture(kernel, 1)
+    (rec,) = h.records
+    assert (rec.verdict, rec.threshold, rec.expected_bound, rec.not_judged) == ("pass", 0.5, None, "")
+
+
 def test_a_bad_call_mapping_fails_the_test_naming_the_key() -> None:
     h = Harness(0.9)
     with pytest.raises(Failed, match=r"roofline\(\.\.\.\) in test_k.py::test_a: min=\{'gpu': 2\}: key 'gpu': must be "
@@ -192,7 +199,7 @@ def test_unjudged(roofline):
     result.assert_outcomes(passed=2)
     out = result.stdout.str()
     assert "pass (min 50% cpu)" in out and "measured (not judged on cpu)" in out
-    assert (f"not judged: 1 kernel(s) whose min= or bound= mapping names neither this hardware, its platform nor a "
+    assert (f"not judged: 1 kernel(s) whose min= mapping names neither this hardware, its platform nor a "
             f"'default' (measured and reported only), e.g. min names tpu, H100 SXM; not cpu ({FAKE_CPU.name})") in out
     results = {r["label"]: r for r in json.loads((pytester.path / "r.json").read_text())["results"]}
     assert results["keyed"]["threshold_key"] == "cpu" and "not_judged" not in results["keyed"]

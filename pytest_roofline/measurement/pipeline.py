@@ -14,13 +14,11 @@ import jaxlib
 
 from ..analysis.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
 from ..analysis.check import ops_check
-from ..analysis.counts import CostAnalysisError, Counts, hlo_counts, program_counts
 from ..analysis.first_touch import FirstTouch, first_touch
 from ..analysis.hints import busy_time, hints
-from ..analysis.hlo import HloModule, HloParseError, parse_hlo
+from ..analysis.hlo import HloModule
 from ..analysis.hosts import Topology
-from ..analysis.interpret import INTERPRET_NOTE, estimated_note, interpret_counts
-from ..analysis.kernels import assign_estimates
+from ..analysis.interpret import INTERPRET_NOTE, estimated_note
 from ..analysis.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
 from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
 from ..analysis.model import ProgramModel, program_model
@@ -30,7 +28,6 @@ from ..analysis.roofline import RooflineEstimate
 from ..analysis.timed_runs import relative_iqr
 from ..analysis.walk import CONTAINER_OPS, does_no_work, executed_op_count
 from ..calls import KernelCall, split_call
-from ..errors import MeasureError
 from ..hardware.calibration import refresh_mode
 from ..hardware.clocks import Clocks
 from ..hardware.cpu import last_level_cache_bytes
@@ -40,8 +37,9 @@ from ..result import ProgramInfo, Result
 from .device import resolve_hardware
 from .eviction import Evictor, cache_size
 from .gpu_clocks import ClockWatch
-from .options import MEASURE_OPTIONS, GivenCounts, MeasureOptions, TimingSettings
+from .options import MEASURE_OPTIONS, MeasureOptions, TimingSettings
 from .peers import Peers, current_peers
+from .predict import read_program
 from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
 from .references import Reference, reference, reference_key_for
 from .spanning import agree_with, gather, start_together, topology_of
@@ -84,7 +82,7 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     peers = current_peers(label)
     with peers.busy(f"compiling and calibrating for kernel {label!r}") if peers else nullcontext():
         program = compile_program(call.fn, call.args, dict(call.kwargs), label)
-        module, counts = _read_program(program, label, given)
+        module, counts = read_program(program, label, given)
         spec, used = resolve_hardware(program.platform, program.device_kind, choice.name, choice.file,
                                       choice.ceilings, refresh_mode(choice.recalibrate))
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
@@ -209,29 +207,6 @@ def _memory(program: CompiledProgram, footprint: MemoryFootprint | None,
         return None
     peak, note = device_peak(before, allocator_stats(program.device), program.platform)
     return replace(footprint, device_peak=peak, device_peak_note=note)
-
-
-def _read_program(program: CompiledProgram, label: str, given: GivenCounts) -> tuple[HloModule, Counts]:
-    """The optimized HLO and the program's counts (compiler analysis, loops multiplied)."""
-    try:
-        module = parse_hlo(program.hlo_text)
-    except HloParseError as exc:
-        raise MeasureError(f"{label}: pytest-roofline cannot read this program's optimized HLO (please report "
-                           f"it with the line below): {exc}") from None
-    kernels = program.traced.kernels
-    if kernels:
-        module = replace(module, kernel_estimates=assign_estimates(module, kernels))
-        interpreted = interpret_counts(kernels, program.traced.outside)
-        if interpreted is not None:
-            return module, interpreted
-    try:
-        if isinstance(program.raw_cost_analysis, Exception):
-            raise CostAnalysisError(f"the compiler gave no cost analysis ({program.raw_cost_analysis})")
-        return module, program_counts(program.raw_cost_analysis, module)
-    except CostAnalysisError:
-        # No usable compiler analysis (XLA:GPU gives -1 for programs with cuBLAS custom calls): count the HLO.
-        # Where the user gave analytic counts they replace these; the HLO still tells the dtypes.
-        return module, hlo_counts(module)
 
 
 @dataclass(frozen=True)

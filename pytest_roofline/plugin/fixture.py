@@ -227,14 +227,14 @@ class RooflineFixture:
                  if decision.fails or settings.trace_all else None)
         drop = settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
         hw = result.hardware
-        unnamed = [picked.unnamed(what, hw.name, hw.platform) for what, picked in (("min", threshold), ("bound", bound))
-                   if picked is not None and picked.value is None]
+        # A bound mapping that does not name this device checks no bound here; only a threshold's is "not judged".
+        unnamed = threshold.unnamed("min", hw.name, hw.platform) if threshold and threshold.value is None else ""
         value = threshold.value if threshold else None
         record = KernelRecord(self._nodeid, label, recorded, decision.verdict,
                               value, threshold.where if value is not None and threshold else "", model,
                               bound.value if bound else None, first_utilization, settings.warn_only, check, memory,
                               saved, drop.value if drop else None, drop.origin if drop else "",
-                              threshold.key if threshold else "", bound.key if bound else "", "; ".join(unnamed))
+                              threshold.key if threshold else "", bound.key if bound else "", unnamed)
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"

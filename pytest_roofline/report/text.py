@@ -303,7 +303,7 @@ def _footnotes(records: Sequence[KernelRecord]) -> list[str]:
                                                              is False for rec in records) else ""))
     unjudged = [rec for rec in records if rec.not_judged]
     if unjudged:
-        out.append(f"not judged: {len(unjudged)} kernel(s) whose min= or bound= mapping names neither this hardware, "
+        out.append(f"not judged: {len(unjudged)} kernel(s) whose min= mapping names neither this hardware, "
                    f"its platform nor a 'default' (measured and reported only), e.g. {unjudged[0].not_judged}")
     drifts = [rec.result.drift for rec in records if rec.result.drift is not None]
     if drifts:
