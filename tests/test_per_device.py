@@ -55,7 +55,7 @@ def test_the_most_specific_key_wins(hardware: str, platform: str, value: float |
 def test_default_covers_what_no_other_key_names_and_says_it_decided() -> None:
     setting = parsed({"gpu": 0.7, "default": 0.3})
     picked = pick(setting, "TPU v5e", "tpu")
-    assert (picked.value, picked.key, picked.where) == (0.3, "default", "origin (key 'default')")
+    assert (picked.value, picked.key, picked.where) == (0.3, "default", "origin, key 'default'")
 
 
 def test_a_device_not_named_is_said_why() -> None:
@@ -108,8 +108,8 @@ def test_marker_mapping_on_a_gpu_decides_with_its_hardware_key() -> None:
         h.fixture(kernel, 1)
     (rec,) = h.records
     assert (rec.verdict, rec.threshold, rec.threshold_key) == ("fail", 0.8, "H100 SXM")
-    assert rec.threshold_origin == f"marker of {NODE} (key 'H100 SXM')"
-    assert f"vs threshold 80% (marker of {NODE} (key 'H100 SXM'))" in str(info.value)
+    assert rec.threshold_origin == f"marker of {NODE}, key 'H100 SXM'"
+    assert f"vs threshold 80% (marker of {NODE}, key 'H100 SXM')" in str(info.value)
     assert h.measure.calls[0]["threshold"] == 0.8  # sampling aimed at the H100's threshold
 
 

@@ -30,8 +30,8 @@ class Picked(Generic[T]):
 
     @property
     def where(self) -> str:
-        """Where the value came from, with the key that decided: ``min= in the marker of t (key 'cpu')``."""
-        return f"{self.origin} (key {self.key!r})" if self.key else self.origin
+        """Where the value came from, with the key that decided: ``marker of t.py::test_a, key 'cpu'``."""
+        return f"{self.origin}, key {self.key!r}" if self.key else self.origin
 
     def unnamed(self, what: str, hardware: str, platform: str) -> str:
         """Why a device gets no value: ``min names gpu, H100 SXM; not cpu (AMD EPYC), and no default``."""
