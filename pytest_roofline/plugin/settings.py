@@ -12,6 +12,7 @@ must be in (0, 1]``.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -201,7 +202,11 @@ class Settings:
         return _per_test(nodeid, marker_drop, self.drop_patterns, self.max_drop)
 
     def hardware_names(self) -> tuple[str, ...]:
-        """The hardware names a per-device mapping may use (:func:`hardware_names`)."""
+        """The hardware names a per-device mapping may use (:func:`hardware_names`), read once."""
+        return self._hardware_names
+
+    @functools.cached_property
+    def _hardware_names(self) -> tuple[str, ...]:
         return hardware_names(self.config, self.origins.get("config", ""))
 
     @property
