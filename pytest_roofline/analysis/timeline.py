@@ -46,9 +46,6 @@ class DeviceTimeline:
         inside = max(self.program_s - self.own_s, 0.0)
         return max(self.span_s - self.busy_s - inside, 0.0)
 
-    def per_run(self, seconds: float) -> float:
-        return seconds / max(self.runs, 1)
-
     def lines(self, wall_s: float | None = None) -> list[str]:
         """The loop per call, and the gap between the wall clock and the program's device time, split."""
         ms = 1e3 / max(self.runs, 1)

@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 from ..kinds import PLATFORMS
 
-__all__ = ["DEFAULT_KEY", "PerDevice", "Picked", "parse_per_device", "pick"]
+__all__ = ["DEFAULT_KEY", "PerDevice", "Picked", "parse_per_device", "pick", "pick_setting"]
 
 T = TypeVar("T")
 DEFAULT_KEY = "default"
@@ -62,6 +62,16 @@ def pick(setting: PerDevice[T], hardware: str, platform: str) -> Picked[T]:
             key, value = by_key[wanted]
             return Picked(value, setting.origin, key, setting.keys)
     return Picked(None, setting.origin, "", setting.keys)
+
+
+def pick_setting(setting: PerDevice[T] | T | None, origin: str, hardware: str, platform: str) -> Picked[T] | None:
+    """A setting on one device: a mapping's most specific key, or one value for every device (from ``origin``);
+    None where nothing is set."""
+    if setting is None:
+        return None
+    if isinstance(setting, PerDevice):
+        return pick(setting, hardware, platform)
+    return Picked(setting, origin)
 
 
 def parse_per_device(raw: Any, parse: Callable[[Any, str], T], where: str,

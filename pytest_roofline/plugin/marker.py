@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.memory import MemoryLimit, parse_max_memory
-from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick
+from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick_setting
 from ..kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
 from ..measurement.options import OPTION_CHECKS, TIMING_KEYWORDS, check_options, timing_defaults_text
 from .settings import ConfigError, Threshold, ThresholdSetting, parse_max_drop, parse_model, parse_threshold_setting
@@ -47,13 +47,8 @@ def parse_bound_setting(raw: Any, where: str, origin: str, names: Callable[[], I
 
 
 def pick_bound(setting: BoundSetting | None, origin: str, hardware: str, platform: str) -> Picked[ExpectedBound] | None:
-    """The bound expected on one device (None where none is set; a value of None where a mapping does not name
-    it); ``origin``: where a bound for every device came from."""
-    if setting is None:
-        return None
-    if isinstance(setting, PerDevice):
-        return pick(setting, hardware, platform)
-    return Picked(setting, origin)
+    """The bound expected on one device (:func:`~pytest_roofline.hardware.per_device.pick_setting`, typed)."""
+    return pick_setting(setting, origin, hardware, platform)
 
 
 # Keywords handed to measure() as they are, checked as measure() checks them (OPTION_CHECKS) but for threshold,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick
+from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick_setting
 
 __all__ = ["ConfigError", "Threshold", "ThresholdSetting", "parse_threshold", "parse_max_drop", "parse_bool",
            "parse_threshold_setting", "pick_threshold"]
@@ -70,8 +70,6 @@ def parse_threshold_setting(raw: Any, where: str, origin: str, names: Callable[[
 
 def pick_threshold(setting: ThresholdSetting | None, hardware: str, platform: str) -> Picked[float] | None:
     """The threshold on one device (None where none is set; a value of None where a mapping does not name it)."""
-    if setting is None:
-        return None
     if isinstance(setting, Threshold):
-        return Picked(setting.value, setting.origin)
-    return pick(setting, hardware, platform)
+        return pick_setting(setting.value, setting.origin, hardware, platform)
+    return pick_setting(setting, "", hardware, platform)
