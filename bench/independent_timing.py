@@ -75,10 +75,10 @@ def profiled_loop(fn: Any, args: tuple[Any, ...], repeats: int, platform: str) -
     finally:
         xspace = session.stop()
     events = flatten(read_xspace(xspace, "the loop's profile"))
-    keys = [k for k in programs(events, platform)]
-    counted = {k: len(run_times(events, k.module, platform, program_id=k.program_id).per_run_s) for k in keys}
-    key = max(counted, key=lambda k: counted[k])  # the loop's program: the one that ran most often
-    runs = run_times(events, key.module, platform, program_id=key.program_id)
+    found = [run_times(events, k.module, platform, program_id=k.program_id) for k in programs(events, platform)]
+    if not found:
+        return ["no program in the loop's profile: nothing to split"]
+    runs = max(found, key=lambda r: len(r.per_run_s))  # the loop's program: the one that ran most often
     return device_timeline(events, platform, runs).lines(wall)
 
 

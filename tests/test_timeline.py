@@ -49,6 +49,7 @@ def test_real_gpu_profile_activity_is_every_kernel_on_the_device() -> None:
            if plane.name.startswith("/device:GPU") for line in plane.lines if line.name.startswith("Stream")
            for e in line.events]
     keys = programs(events, "gpu")
+    assert keys
     own_total = 0.0
     for key in keys:
         runs = run_times(events, key.module, "gpu", program_id=key.program_id)

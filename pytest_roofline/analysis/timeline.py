@@ -38,7 +38,7 @@ class DeviceTimeline:
     busy_s: float  # the union of every activity on the device (the program's and any other)
     span_s: float  # from the first activity's start to the last one's end
     other_s: float  # busy time outside the program's events: device work the reader does not count
-    own_s: float = 0.0  # the union of the program's own events (its runs' time less the gaps inside them)
+    own_s: float  # the union of the program's own events (its runs' time less the gaps inside them)
 
     @property
     def idle_s(self) -> float:
