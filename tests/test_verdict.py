@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pytest_roofline.analysis.roofline import IMPOSSIBLE_ABOVE
@@ -54,11 +56,11 @@ def test_impossible_wins_over_a_wrong_bound() -> None:
 
 
 def test_ops_model_uses_the_per_op_utilization() -> None:
-    f = figures(0.9, ops=0.3)
+    f = figures(0.9, ops=0.6)
     assert decide(f, 0.8).verdict == "pass"
     assert decide(f, 0.8, model="ops").confirm
-    d = decide(f, 0.8, model="ops", first_utilization=0.35)
-    assert d.reason.startswith("utilization (per-op model) 30.0% is below its threshold 80%")
+    d = decide(f, 0.8, model="ops", first_utilization=0.65)
+    assert d.reason.startswith("utilization (per-op model) 60.0% is below its threshold 80%")
 
 
 def test_impossible_is_judged_on_the_program_model_even_under_ops() -> None:
@@ -73,9 +75,23 @@ def test_wrong_bound_without_threshold() -> None:
 
 
 def test_wrong_bound_and_below_threshold_gives_both_reasons() -> None:
-    assert decide(figures(0.1), 0.8, expected_bound="compute").confirm  # confirm before any verdict
-    d = decide(figures(0.1), 0.8, expected_bound="compute", first_utilization=0.2)
+    assert decide(figures(0.6), 0.8, expected_bound="compute").confirm  # confirm before any verdict
+    d = decide(figures(0.6), 0.8, expected_bound="compute", first_utilization=0.65)
     assert d.verdict == "wrong-bound" and "below its threshold" in d.reason and "expected compute-bound" in d.reason
+
+
+def test_far_below_the_threshold_fails_on_one_measurement() -> None:
+    # The whole interval under half the threshold: no noise of a shared machine explains it, no second measurement.
+    d = decide(figures(0.1, interval=(0.08, 0.3)), 0.8)
+    assert not d.confirm and d.verdict == "fail" and d.fails
+    assert d.reason == ("utilization 10.0%, 95% interval 8.0%-30.0% is below its threshold 80% (measured once: "
+                        "under 50% of its threshold, beyond the noise)")
+    # The interval reaching half the threshold, or the waiting for a CPU taken out reaching it: measured again.
+    assert decide(figures(0.1, interval=(0.08, 0.41)), 0.8).confirm
+    assert decide(replace(figures(0.1, interval=(0.08, 0.3)), on_cpu=0.45), 0.8).confirm
+    # On the per-op model its own utilization decides.
+    assert decide(figures(0.9, ops=0.3), 0.8, model="ops").verdict == "fail"
+    assert decide(figures(0.2, ops=0.6), 0.8, model="ops").confirm
 
 
 def test_right_bound_passes() -> None:

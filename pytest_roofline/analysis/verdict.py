@@ -7,7 +7,9 @@ expected bound and the model into a verdict and its reason.
   warning.
 * Without a threshold a kernel is "measured"; with one it passes at or above it, on the chosen model.
 * Below the threshold a kernel is measured again before it fails (noisy machines must not make tests
-  flaky): the first decision asks for it (``confirm``), the second states both figures.
+  flaky): the first decision asks for it (``confirm``), the second states both figures. Far below it (the whole
+  interval under :data:`FAR_BELOW` of the threshold, also with the time its threads waited for a CPU taken out) no
+  noise explains the shortfall: it fails on one measurement, and the reason says so.
 * The point estimate (the median) decides; the message states its confidence interval, and a verdict whose
   interval holds the threshold is called marginal (inside the noise).
 * Below the threshold twice, but measured while other processes held the CPUs (:mod:`.contention`) and at or
@@ -35,7 +37,11 @@ from .counts import Work
 from .memory import MemoryCheck
 from .roofline import IMPOSSIBLE_ABOVE
 
-__all__ = ["Figures", "Decision", "decide", "suspect", "BaselineJudgement", "model_utilization"]
+__all__ = ["Figures", "Decision", "decide", "suspect", "BaselineJudgement", "model_utilization", "FAR_BELOW"]
+
+# A first measurement whose whole interval lies under this share of the threshold fails without a second one: a
+# neighbour on a shared machine slowed kernels by up to 20% (docs/measurements.md), not by half.
+FAR_BELOW = 0.5
 
 
 def model_utilization(model: Model, program: float, ops: float) -> float:
@@ -161,15 +167,17 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
         verdict = "measured"
     elif util >= threshold:
         verdict = "pass"
-    elif first_utilization is None:
+    elif first_utilization is None and not _far_below(figures, threshold, model):
         return Decision("fail", confirm=True, marginal=marginal)
     else:
         verdict = "fail"
         which = "" if model == "program" else " (per-op model)"
         within = f", 95% interval {interval[0]:.1%}-{interval[1]:.1%}" if interval is not None else ""
         noise = "; marginal: the threshold is inside the interval, within the noise" if marginal else ""
+        how = (f"measured twice: {first_utilization:.1%}, then {util:.1%}" if first_utilization is not None else
+               f"measured once: under {format_fraction(FAR_BELOW)} of its threshold, beyond the noise")
         reason = (f"utilization{which} {util:.1%}{within} is below its threshold {format_fraction(threshold)} "
-                  f"(measured twice: {first_utilization:.1%}, then {util:.1%}){noise}")
+                  f"({how}){noise}")
         on_cpu = figures.on_cpu_for(model)
         if on_cpu is not None:
             without = f"{on_cpu:.1%} without the time its threads waited for a CPU held by another process"
@@ -186,6 +194,16 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
             f"expected {expected_bound}-bound, but it is {figures.bound}-bound (intensity "
             f"{figures.intensity:.3g} vs critical {figures.critical_intensity:.3g} FLOP/B)")
     return Decision(verdict, reason, warning=verdict == "contended", marginal=marginal)
+
+
+def _far_below(figures: Figures, threshold: float, model: Model) -> bool:
+    """Whether a first measurement is so far below ``threshold`` that a second one could not reach it: its
+    interval's high end (its utilization where no interval is known, or on the per-op model), and its utilization
+    without the time its threads waited for a CPU, under :data:`FAR_BELOW` of it."""
+    interval = figures.interval if model == "program" else None
+    high = interval[1] if interval is not None else figures.utilization_for(model)
+    on_cpu = figures.on_cpu_for(model)
+    return max(high, on_cpu or 0.0) < FAR_BELOW * threshold
 
 
 def suspect(bound: Bound, uses: Sequence[CeilingUse], hardware: HardwareSpec, work: Work) -> str:

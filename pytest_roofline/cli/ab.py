@@ -1,9 +1,12 @@
 """``pytest-roofline ab --base REV``: the selected tests of two revisions measured on this machine in one job, in
-alternating fresh pytest processes (ABBA), and a paired verdict per kernel (:mod:`..history.paired`).
+alternating order (ABBA), and a paired verdict per kernel (:mod:`..history.paired`).
 
 The head is the working tree as it is (uncommitted changes included); the base is REV checked out in a temporary
-git worktree. Each process runs ``plugin/ab_child.py``, which makes the base import its own tree, and writes a
-JSON report that is read back here. Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
+git worktree. Each process runs ``plugin/ab_child.py``, which makes the base import its own tree. By default each
+side is one long-lived process, and each test is measured in its own ABBA rounds until its verdicts settle
+(:mod:`.ab_served`); with ``fresh_processes`` (and for tests whose inputs do not fit in device memory beside the
+other process) each round runs the whole selection in a fresh process per side and writes a JSON report that is
+read back here. Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from ..history.paired import (
 from ..history.reports import ReportError, Run, load_run
 from ..report.ab_report import ab_document, ab_lines
 from ..report.html import html_report, plotly_missing
+from .ab_served import EXIT_NAMES, ServeUnavailable, child_env, served_kernels, start_servers
 from .analyze import CliError
 from .worktree import commit_of, is_dirty, toplevel, worktree
 
@@ -43,8 +47,6 @@ CHILD = Path(__file__).resolve().parent.parent / "plugin" / "ab_child.py"
 # Outputs a project may have configured (in the environment or its ini file) that a comparison must not write to;
 # the report is set again on the command line, last, to the comparison's own file.
 QUIET_OUTPUTS = ("history", "html", "baseline")
-EXIT_NAMES = {2: "interrupted or errors during collection", 3: "internal error", 4: "usage error",
-              5: "no tests collected"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class AbOptions:
     rounds: int
     max_drop: float | None = None
     pytest_args: tuple[str, ...] = ()
+    fresh_processes: bool = False  # every round in fresh processes, as before long-lived ones
 
 
 @dataclass(frozen=True)
@@ -124,36 +127,103 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
     head_commit, dirty = commit_of(root, "HEAD"), is_dirty(root)
     with worktree(root, commit) as base_root, tempfile.TemporaryDirectory(prefix="pytest-roofline-ab-") as tmp:
         base, head = _sides(root, cwd, base_root, commit, dirty, head_commit)
-        pairs: list[tuple[RoundReport, RoundReport]] = []
-        spent = {"base": 0.0, "head": 0.0}
-        kernels: list[PairedKernel] = []
-        last_head: Run | None = None
-        stopped = f"{options.rounds} rounds run"
-        for index, order in enumerate(schedule(options.rounds)):
-            if on_round is not None:
-                on_round(index)
-            runs: dict[str, Run] = {}
-            for name in order:
-                side = base if name == "base" else head
-                runs[name], seconds = _run_side(side, root, options.pytest_args, Path(tmp) / f"{index}-{name}.json")
-                spent[name] += seconds
-            last_head = runs["head"]
-            pairs.append((RoundReport.of(runs["base"].records, runs["base"].unmeasured),
-                          RoundReport.of(runs["head"].records, runs["head"].unmeasured)))
-            kernels = [judge_kernel(k, options.max_drop) for k in collect(pairs)]
-            if index == 0 and not kernels:
-                raise CliError("the selected tests measured no kernel on either side (no roofline(...) call ran, or "
-                               "the pytest-roofline plugin is not active there)")
-            log(f"round {index + 1}/{options.rounds} ({' then '.join(order)}): "
-                f"{sum(k.verdict == 'regression' for k in kernels)} regressed so far")
-            if index + 1 >= MIN_ROUNDS and settled(kernels):
-                stopped = f"every verdict settled after {index + 1} rounds"
-                break
+        found = None
+        if not options.fresh_processes:
+            found = _served(options, root, (base, head), Path(tmp), log, on_round)
+        if found is None or found.fallback:
+            args = options.pytest_args if found is None else (*options.pytest_args, *found.deselect)
+            rounds = _rounds(dataclasses.replace(options, pytest_args=args), root, (base, head), Path(tmp), log,
+                             on_round)
+            found = rounds if found is None else _merged(found, rounds)
+    hardware = next((r.result.hardware.name for r in found.last_head.records), "")
+    comparison = Comparison(options.base, commit, head_commit, dirty, found.rounds, options.rounds, found.stopped,
+                            tuple(found.kernels), time.perf_counter() - start, found.spent, hardware, found.schedule)
+    return comparison, found.last_head
+
+
+@dataclass
+class _Found:
+    """What either schedule found: the kernels' verdicts, the rounds, why they stopped, the seconds spent per
+    side, the head's last records (for the HTML report), the tests left to per-round processes."""
+
+    kernels: list[PairedKernel]
+    rounds: int
+    stopped: str
+    spent: tuple[float, float]
+    last_head: Run
+    schedule: str = "rounds"
+    fallback: tuple[str, ...] = ()
+    deselect: tuple[str, ...] = ()  # for the per-round processes: every collected test but the fallback's
+
+
+def _merged(served: _Found, rounds: _Found) -> _Found:
+    return _Found([*served.kernels, *rounds.kernels], max(served.rounds, rounds.rounds),
+                  f"{served.stopped}; {len(served.fallback)} in per-round processes: {rounds.stopped}",
+                  (served.spent[0] + rounds.spent[0], served.spent[1] + rounds.spent[1]), served.last_head,
+                  served.schedule)
+
+
+def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
+            on_round: Callable[[int], None] | None) -> _Found | None:
+    """The kernel-by-kernel comparison in two long-lived processes; None where a side cannot serve (then the
+    per-round processes run it, said in the log)."""
+    extra = ["-p", "no:cacheprovider", *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}="))]
+    described = [(s.name, s.label, s.cwd, s.base_root) for s in sides]
+    try:
+        base, head = start_servers(described, root, options.pytest_args, extra,
+                                   child_env(_child_env(), tmp / "jax-cache"), tmp, CHILD)
+    except ServeUnavailable as exc:
+        log(f"long-lived processes unavailable ({exc}): each round in fresh processes")
+        return None
+    try:
+        log(f"kernel by kernel in two long-lived processes: {len(head.items)} tests collected at the head, "
+            f"{len(base.items)} at the base")
+        outcome = served_kernels(base, head, options.rounds, options.max_drop, log, on_round)
+    except ServeUnavailable as exc:
+        raise CliError(f"a long-lived pytest process stopped: {exc}") from None
+    finally:
+        base.stop()
+        head.stop()
+    if not outcome.kernels and not outcome.fallback:
+        raise CliError("the selected tests measured no kernel on either side (no roofline(...) call ran, or "
+                       "the pytest-roofline plugin is not active there)")
+    last = Run("the head's long-lived process", "", None, False, None, {}, tuple(head.last.values()))
+    others = [n for n in dict.fromkeys([*head.items, *base.items]) if n not in outcome.fallback]
+    return _Found(outcome.kernels, outcome.rounds, outcome.stopped, (base.seconds, head.seconds), last, "kernels",
+                  tuple(outcome.fallback), tuple(a for n in others for a in ("--deselect", n)))
+
+
+def _rounds(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
+            on_round: Callable[[int], None] | None) -> _Found:
+    """Every round in fresh processes, the whole selection each time, until every verdict settles."""
+    base, head = sides
+    pairs: list[tuple[RoundReport, RoundReport]] = []
+    spent = {"base": 0.0, "head": 0.0}
+    kernels: list[PairedKernel] = []
+    last_head: Run | None = None
+    stopped = f"{options.rounds} rounds run"
+    for index, order in enumerate(schedule(options.rounds)):
+        if on_round is not None:
+            on_round(index)
+        runs: dict[str, Run] = {}
+        for name in order:
+            side = base if name == "base" else head
+            runs[name], seconds = _run_side(side, root, options.pytest_args, tmp / f"{index}-{name}.json")
+            spent[name] += seconds
+        last_head = runs["head"]
+        pairs.append((RoundReport.of(runs["base"].records, runs["base"].unmeasured),
+                      RoundReport.of(runs["head"].records, runs["head"].unmeasured)))
+        kernels = [judge_kernel(k, options.max_drop) for k in collect(pairs)]
+        if index == 0 and not kernels:
+            raise CliError("the selected tests measured no kernel on either side (no roofline(...) call ran, or "
+                           "the pytest-roofline plugin is not active there)")
+        log(f"round {index + 1}/{options.rounds} ({' then '.join(order)}): "
+            f"{sum(k.verdict == 'regression' for k in kernels)} regressed so far")
+        if index + 1 >= MIN_ROUNDS and settled(kernels):
+            stopped = f"every verdict settled after {index + 1} rounds"
+            break
     assert last_head is not None
-    hardware = next((r.result.hardware.name for r in last_head.records), "")
-    comparison = Comparison(options.base, commit, head_commit, dirty, len(pairs), options.rounds, stopped,
-                            tuple(kernels), time.perf_counter() - start, (spent["base"], spent["head"]), hardware)
-    return comparison, last_head
+    return _Found(kernels, len(pairs), stopped, (spent["base"], spent["head"]), last_head)
 
 
 def ab_command(options: AbOptions, json_path: str | None, html_path: str | None) -> tuple[str, int]:

@@ -202,6 +202,9 @@ class Comparison:
     seconds: float  # the whole comparison, worktree included
     side_seconds: tuple[float, float] = (0.0, 0.0)  # the pytest processes of the base, of the head
     hardware: str = ""
+    # "kernels": one long-lived process per side, each test in its own ABBA rounds; "rounds": each round the whole
+    # selection in fresh processes
+    schedule: str = "rounds"
 
     @property
     def regressed(self) -> bool:

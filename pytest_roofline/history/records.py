@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.memory import MemoryCheck
+from ..analysis.time_spent import TimeSpent
 from ..kinds import EXPECTED_BOUNDS, MODELS, VERDICTS, ExpectedBound, Model, Verdict, choose
 from .checks import BaselineCheck, NoBaseline, SeriesKey, baseline_from_dict
 from .recorded import RecordedResult
@@ -62,6 +63,7 @@ class KernelRecord:
     threshold_key: str = ""
     bound_key: str = ""
     not_judged: str = ""
+    time_spent: TimeSpent | None = None  # where the wall time of measuring it went, phase by phase
 
     @property
     def kernel(self) -> str:
@@ -96,6 +98,8 @@ class KernelRecord:
         for key in ("threshold_key", "bound_key", "not_judged"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
+        if self.time_spent is not None:
+            out["time_spent"] = self.time_spent.to_dict()
         return out
 
     @classmethod
@@ -117,7 +121,8 @@ class KernelRecord:
             baseline_from_dict(data.get("baseline"), series_key(nodeid, label, result, model)),
             MemoryCheck.from_dict(memory) if memory else None, Artifacts.from_dict(data),
             float(drop["value"]) if drop else None, str(drop.get("origin") or "") if drop else "",
-            str(data.get("threshold_key") or ""), str(data.get("bound_key") or ""), str(data.get("not_judged") or ""))
+            str(data.get("threshold_key") or ""), str(data.get("bound_key") or ""), str(data.get("not_judged") or ""),
+            TimeSpent.from_dict(data["time_spent"]) if data.get("time_spent") else None)
 
 
 def series_key(nodeid: str, label: str, result: RecordedResult, model: Model) -> SeriesKey:

@@ -25,6 +25,7 @@ from ..analysis.model import ProgramModel, program_model
 from ..analysis.ops import OpRow, OpsModel, attach_times
 from ..analysis.process_runs import Processes
 from ..analysis.roofline import RooflineEstimate
+from ..analysis.time_spent import phase
 from ..analysis.timed_runs import relative_iqr
 from ..analysis.walk import CONTAINER_OPS, does_no_work, executed_op_count
 from ..calls import KernelCall, split_call
@@ -32,12 +33,13 @@ from ..hardware.calibration import refresh_mode
 from ..hardware.clocks import Clocks
 from ..hardware.cpu import last_level_cache_bytes
 from ..hardware.spec import HardwareSpec
+from ..kinds import CeilingsUsed
 from ..labels import kernel_name
 from ..result import ProgramInfo, Result
 from .device import resolve_hardware
 from .eviction import Evictor, cache_size
 from .gpu_clocks import ClockWatch
-from .options import MEASURE_OPTIONS, MeasureOptions, TimingSettings
+from .options import MEASURE_OPTIONS, HardwareChoice, MeasureOptions, TimingSettings
 from .peers import Peers, current_peers
 from .predict import read_program
 from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
@@ -77,14 +79,19 @@ def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
 
 def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out)."""
+    with phase("model"):  # what the steps inside do not take as their own phase: the model, before and after
+        return _measure_call(call, options)
+
+
+def _measure_call(call: KernelCall, options: MeasureOptions) -> Result:
     label = options.name or kernel_name(call.fn)
     given, choice, touch_mode, settings = options.counts, options.hardware, options.first_touch, options.timing
     peers = current_peers(label)
     with peers.busy(f"compiling and calibrating for kernel {label!r}") if peers else nullcontext():
-        program = compile_program(call.fn, call.args, dict(call.kwargs), label)
+        with phase("compile"):
+            program = compile_program(call.fn, call.args, dict(call.kwargs), label)
         module, counts = read_program(program, label, given)
-        spec, used = resolve_hardware(program.platform, program.device_kind, choice.name, choice.file,
-                                      choice.ceilings, refresh_mode(choice.recalibrate))
+        spec, used = _hardware(program, choice)
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
     buffers = working_set(module, footprint)
     cache, check_cache = plan_cache(options.cache, program.platform, buffers, *cache_size(program.device))
@@ -135,6 +142,13 @@ def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
         clocks=clocks,
         processes=processes,
     )
+
+
+def _hardware(program: CompiledProgram, choice: HardwareChoice) -> tuple[HardwareSpec, CeilingsUsed]:
+    """The device's table entry and ceilings (the calibration read from its cache, or measured)."""
+    with phase("hardware"):
+        return resolve_hardware(program.platform, program.device_kind, choice.name, choice.file, choice.ceilings,
+                                refresh_mode(choice.recalibrate))
 
 
 def _program_info(program: CompiledProgram) -> ProgramInfo:

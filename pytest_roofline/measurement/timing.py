@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis.time_spent import phase, spend
 from ..analysis.timed_runs import Timing, relative_iqr
 from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, WARM_RUN_MARKER, RunTimes, TraceError, flatten
 from ..analysis.trace_runs import run_times
@@ -118,9 +119,11 @@ def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: st
     inputs are prepared (fresh donated copies pass through it), before the clock starts."""
     from jax.profiler import TraceAnnotation
 
+    begun = time.perf_counter()
     args = prepare()
     if evict is not None:
-        evict()
+        with phase("cache state"):
+            evict()
     # Our own host event around the run (outside the prepare step), carrying the run number: the trace reader
     # keeps only the device work launched inside these windows, and tells the runs apart by them.
     with TraceAnnotation(marker, run=run):
@@ -133,6 +136,11 @@ def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: st
         threads_after = thread_times_ns()
     # Freeing a large output (munmap on a CPU) is host work of the harness: keep it out of the clock.
     del outputs, args
+    if marker == KERNEL_RUN_MARKER:
+        spend("timed runs", wall)
+        spend("between runs", time.perf_counter() - begun - wall)
+    else:
+        spend("references" if marker == REFERENCE_RUN_MARKER else "cache state", time.perf_counter() - begun)
     return _Run(wall, after - faults if after is not None and faults is not None else None,
                 _waiting_share(threads, threads_after))
 
@@ -154,8 +162,9 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
         _loop(runs, prepare, execute, settings, max_runs, beside, settled, cache.evict, agree)
     runs.others = others.share
     if cache.warm_check:
-        outputs = execute(prepare())  # the first warm run fills the cache: untimed
-        del outputs
+        with phase("cache state"):
+            outputs = execute(prepare())  # the first warm run fills the cache: untimed
+            del outputs
         runs.warm = [_timed(prepare, execute, WARM_RUN_MARKER, k).wall for k in range(cache.warm_check)]
     return runs
 
@@ -174,12 +183,15 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
         # The budget counts everything the loop spends, fresh donated copies and references included.
         spent = time.perf_counter() - started
         if len(walls) >= settings.min_runs:
+            deciding = time.perf_counter()
             if settled is not None:
                 done = settled(walls, ref_walls)
             else:
                 done = relative_iqr(walls) <= settings.target_spread
             vote = "out" if spent >= settings.budget_s else "done" if spent >= settings.min_time_s and done else "more"
-            if agree(vote) if agree is not None else vote != "more":
+            stop = agree(vote) if agree is not None else vote != "more"
+            spend("between runs", time.perf_counter() - deciding)
+            if stop:
                 break
 
 
@@ -193,10 +205,11 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     eviction before each run and the warm runs that check it. ``agree``: the processes of a multi-process program
     decide together when the runs stop, so that each runs the same number.
     """
-    for _ in range(settings.warmup):
-        execute(prepare())
-        if beside is not None:
-            beside.execute(beside.prepare())
+    with phase("warm-up"):
+        for _ in range(settings.warmup):
+            execute(prepare())
+            if beside is not None:
+                beside.execute(beside.prepare())
     if settings.timer == "wallclock":
         return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache, agree),
                           "wall clock requested (timer='wallclock')")
@@ -204,7 +217,8 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     from .profiler import ProfilerSession, ProfilerUnavailable
 
     try:
-        session = ProfilerSession()
+        with phase("profiler"):
+            session = ProfilerSession()
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
@@ -216,11 +230,22 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         session.discard()  # never leave a profiler session open, also when the kernel raises
         raise
     try:
-        xspace = session.stop()
+        with phase("profiler"):
+            xspace = session.stop()
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
         return _wallclock(runs, str(exc))
+
+    with phase("trace reading"):
+        return _from_trace(xspace, runs, module_name, platform, settings, beside)
+
+
+def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, settings: TimingSettings,
+                beside: Beside | None) -> Timed:
+    """The runs' device times read from the trace (their wall clock, with the reason, where it cannot tell them
+    and the timer is "auto")."""
+    from .profiler import ProfilerUnavailable
 
     walls, refs = runs.walls, runs.refs
     try:

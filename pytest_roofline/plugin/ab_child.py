@@ -1,12 +1,15 @@
 """One side of ``pytest-roofline ab`` in a fresh process, run as a script (never imported)::
 
-    python ab_child.py HEAD_ROOT BASE_ROOT PYTEST_ARGS...
+    python ab_child.py HEAD_ROOT BASE_ROOT [--serve=REQUESTS_FD,ANSWERS_FD] PYTEST_ARGS...
 
 With BASE_ROOT not empty, every module whose file lies in the head's tree is loaded from the same path in the
 base's worktree instead. A project installed in editable mode (a ``.pth`` path or setuptools' import finder)
 points into the head's tree, so without this the base's tests would run the head's code. A file the base's
 checkout does not have (a virtual environment or a build folder inside the working tree, or a module the base's
 code never imports) is imported from where it is.
+
+With ``--serve``, the process stays up and runs the tests it is asked for, one at a time, as often as asked
+(``ab_serve.py``; the two numbers are the file descriptors of its pipes).
 
 Only the standard library is imported before the finder is in place (pytest comes after it, so that a project
 that is itself a pytest plugin runs its base revision too).
@@ -66,8 +69,14 @@ def main(argv: Sequence[str]) -> int:
     sys.path.insert(0, os.getcwd())  # as `python -m pytest` does
     import pytest
 
+    plugins: list[object] = []
+    if args and args[0].startswith("--serve="):
+        from pytest_roofline.plugin.ab_serve import AbServer
+
+        requests_fd, answers_fd = (int(fd) for fd in args.pop(0).removeprefix("--serve=").split(","))
+        plugins.append(AbServer(requests_fd, answers_fd))
     sys.argv = ["pytest", *args]
-    return int(pytest.main(list(args)))
+    return int(pytest.main(list(args), plugins=plugins))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
+from ..analysis.time_spent import Stopwatch, phase
 from ..analysis.verdict import Decision, decide
 from ..calls import CallError, KernelCall, split_call
 from ..errors import MeasureError
@@ -46,12 +47,17 @@ class RooflineFixture:
         self._add_property = add_property
         self._labels: dict[str, int] = {}
         self._bound_from = ""  # where the current call's bound came from, when the call gave one
+        self._watch = Stopwatch()  # where the current call's wall time goes
         self.results: list[Result] = []
 
     def measure(self, fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
         """Measure and record, never fail (a kernel that cannot be measured still fails the test); a kernel over
         ``max_memory`` is recorded with the check and warned about. Keywords as for ``roofline(...)``, but for
         ``min``, ``bound`` and ``model``, which only a call that judges takes."""
+        with Stopwatch() as self._watch:
+            return self._measure_only(fn, args, keywords)
+
+    def _measure_only(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any]) -> Result:
         call, kwargs = self._split(fn, args, keywords, "roofline.measure(...)")
         judging = sorted(set(kwargs) & {"min", "bound", "model"})
         if judging:
@@ -75,13 +81,17 @@ class RooflineFixture:
         """Measure, record, and fail the test when the kernel is below its threshold, of the wrong bound, or
         needs more memory than ``max_memory``. ``roofline(fn, *args, min=..., **kernel_kwargs)``, or
         ``roofline(fn, args=(...), kwargs={...}, min=...)`` where a kernel parameter shares a setting's name."""
+        with Stopwatch() as self._watch:
+            return self._judge(fn, args, keywords)
+
+    def _judge(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any]) -> Result:
         call, kwargs = self._split(fn, args, keywords, "roofline(...)")
         label = self._label(fn, kwargs.pop("name", None))
         min_setting, bound_setting, chosen = self._call_settings(kwargs.pop("min", None), kwargs.pop("bound", None),
                                                                  kwargs.pop("model", None))
         memory_limit = self._memory_limit(kwargs.pop("max_memory", None))
         # Sampling goes on while the interval of the program-level utilization straddles the threshold.
-        hint = self._sampling_threshold(min_setting)
+        hint = None if self._session.once else self._sampling_threshold(min_setting)
         if hint is not None and chosen == "program":
             kwargs = {**kwargs, "threshold": hint}
         result = self._measure(label, call, kwargs)
@@ -94,10 +104,14 @@ class RooflineFixture:
         check = self._check(label, recorded, chosen)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen)
         first: float | None = None
-        if decision.confirm or (check is not None and check.regressed):  # measure again before failing
+        measure_again = decision.confirm or (check is not None and check.regressed)
+        if measure_again and not self._session.once:  # measure again before failing
             first = result.utilization_for(chosen)
             # The second compile comes from JAX's cache: the first measurement's compile time is the program's.
-            result = replace(self._measure(label, call, kwargs), program=result.program)
+            with Stopwatch() as again:
+                second = self._measure(label, call, kwargs)
+            self._watch.add("second measurement", again.elapsed)
+            result = replace(second, program=result.program)
             recorded = RecordedResult.from_dict(result.to_dict())
             check = self._check(label, recorded, chosen)
         memory = self._memory_check(label, result, memory_limit)
@@ -223,8 +237,10 @@ class RooflineFixture:
                 first_utilization: float | None = None, check: BaselineCheck | NoBaseline | None = None,
                 memory: MemoryCheck | None = None) -> KernelRecord:
         settings = self._session.settings
-        saved = (Artifacts.from_dict(self._session.save(result, self._nodeid, label))
-                 if decision.fails or settings.trace_all else None)
+        saved = None
+        if (decision.fails and not self._session.once) or settings.trace_all:
+            with phase("artifacts"):
+                saved = Artifacts.from_dict(self._session.save(result, self._nodeid, label))
         drop = settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
         hw = result.hardware
         # A bound mapping that does not name this device checks no bound here; only a threshold's is "not judged".
@@ -234,7 +250,8 @@ class RooflineFixture:
                               value, threshold.where if value is not None and threshold else "", model,
                               bound.value if bound else None, first_utilization, settings.warn_only, check, memory,
                               saved, drop.value if drop else None, drop.origin if drop else "",
-                              threshold.key if threshold else "", bound.key if bound else "", unnamed)
+                              threshold.key if threshold else "", bound.key if bound else "", unnamed,
+                              self._watch.spent(rest="everything else"))
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"

@@ -18,7 +18,11 @@ from ..result import Result
 from .lock import device_lock
 from .settings import Settings
 
-__all__ = ["RooflineSession", "Measure", "default_trace_root"]
+__all__ = ["RooflineSession", "Measure", "default_trace_root", "ONCE_TIMING"]
+
+# The timing of a measurement made once (a round of `pytest-roofline ab`), where the test sets none: one warm-up run
+# and a shorter least sampling time; the rounds, each pairing the two sides seconds apart, are the sample.
+ONCE_TIMING = {"warmup": 1, "min_time_s": 0.05}
 
 
 class Measure(Protocol):
@@ -73,6 +77,9 @@ class RooflineSession:
         self._hardware = hardware
         self._save = save
         self._recalibrate = settings.calibrate  # --roofline-calibrate: once per process
+        # Measure each kernel once, with no threshold to sample for: no second measurement of a shortfall and no
+        # trace saved for a failure (a side of `pytest-roofline ab`, which judges ratios, not verdicts).
+        self.once = False
 
     def measure(self, call: KernelCall, settings: dict[str, Any]) -> Result:
         """Measure ``call`` with the session's hardware settings, overridden by ``settings`` (measure()'s
@@ -80,7 +87,7 @@ class RooflineSession:
         recalibrate, self._recalibrate = self._recalibrate, False
         options = {"hardware": self.settings.hardware, "hardware_file": self.settings.hardware_file,
                    "ceilings": self.settings.ceilings, "first_touch": self.settings.first_touch, "cache": self.settings.cache,
-                   "recalibrate": recalibrate, **settings}
+                   "recalibrate": recalibrate, **(ONCE_TIMING if self.once else {}), **settings}
         # The processes of one multi-controller program own different devices and measure in lockstep: one
         # waiting for another's lock would never reach the step the other waits for.
         with nullcontext() if _spans_processes() else device_lock():

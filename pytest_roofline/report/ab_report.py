@@ -55,8 +55,10 @@ def _header(c: Comparison) -> list[str]:
     head = f"{c.head_commit[:12]}{' + uncommitted changes' if c.head_dirty else ''}"
     base_s, head_s = c.side_seconds
     return [f"pytest-roofline ab: base {c.base_rev} ({c.base_commit[:12]}) vs head {head} on {c.hardware or '?'}",
-            f"{c.rounds} rounds in alternating order (ABBA), {c.stopped}; {c.seconds:.0f} s in all (pytest processes:"
-            f" base {base_s:.0f} s, head {head_s:.0f} s)",
+            (f"kernel by kernel in one long-lived pytest process per side, ABBA rounds per test (at most "
+             f"{c.rounds}), {c.stopped}" if c.schedule == "kernels" else
+             f"{c.rounds} rounds in alternating order (ABBA), {c.stopped}")
+            + f"; {c.seconds:.0f} s in all (pytest processes: base {base_s:.0f} s, head {head_s:.0f} s)",
             f"ratio = head / base utilization per round: median [{CONFIDENCE:.0%} interval]; a regression when the "
             "interval lies below 1 - max_drop"]
 
@@ -91,6 +93,7 @@ def ab_document(c: Comparison) -> dict[str, Any]:
     return {"schema_version": AB_SCHEMA_VERSION, "base": {"rev": c.base_rev, "commit": c.base_commit},
             "head": {"commit": c.head_commit, "uncommitted_changes": c.head_dirty}, "hardware": c.hardware,
             "rounds": c.rounds, "max_rounds": c.max_rounds, "order": "ABBA", "stopped": c.stopped,
+            "schedule": c.schedule,
             "confidence": CONFIDENCE, "seconds": round(c.seconds, 3),
             "pytest_seconds": {"base": round(c.side_seconds[0], 3), "head": round(c.side_seconds[1], 3)},
             "regressed": c.regressed, "exit_status": c.exit_status, "kernels": kernels}

@@ -1,0 +1,109 @@
+"""Where the wall time of one pytest run of a roofline suite goes, per kernel and in total.
+
+Run: python bench/measure_cost.py [--suite example_suite] [--repeats 1] [-- PYTEST_ARGS...]   (prints tables)
+
+Runs ``pytest SUITE`` in a fresh process (as a user would: calibration read from its cache; run the suite once
+first if it is not cached) with ``--roofline-report``, times the whole process, and reads each kernel's
+``time_spent`` from the report: compile, hardware (reading the cached calibration), warm-up, timed runs (the runs
+that count: the wall clock of each), between runs (the loop's own work), references (live ceilings), profiler
+start/stop, trace reading, cache state (eviction and its check), model (counting, before and after the runs),
+second measurement of a shortfall, artifacts saved for a failure, and everything else in the roofline(...) call.
+"outside kernels" is the process's wall time no roofline(...) call accounts for (Python and JAX start-up,
+collection, test bodies making their inputs, the session's end).
+
+The ratio the bench prints: the process's wall time over the time the kernels spend in timed runs as the report
+states it (the sum over kernels of runs x median device time). Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from pytest_roofline.analysis.time_spent import PHASES  # noqa: E402
+
+SHORT = {"compile": "compile", "hardware": "hw", "warm-up": "warm", "timed runs": "timed", "between runs": "loop",
+         "references": "refs", "profiler": "prof", "trace reading": "trace", "cache state": "cache", "model": "model",
+         "second measurement": "2nd", "artifacts": "artif", "everything else": "else"}
+
+
+def one_run(suite: str, extra: list[str]) -> tuple[float, list[dict], str]:
+    """The process's wall time, the report's records and pytest's last line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        command = [sys.executable, "-m", "pytest", suite, "-q", "-p", "no:cacheprovider",
+                   f"--roofline-report={report}", *extra]
+        start = time.perf_counter()
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - start
+        if not report.exists():
+            sys.exit(f"pytest wrote no report (exit status {done.returncode}):\n{done.stdout[-2000:]}{done.stderr}")
+        records = json.loads(report.read_text())["results"]
+    last = (done.stdout.strip().splitlines() or [""])[-1]
+    return wall, records, last
+
+
+def in_timed_runs(record: dict) -> float:
+    result = record["result"]
+    return result["runs"] * result["device_time_s"]
+
+
+def print_kernels(records: list[dict]) -> None:
+    header = f"{'kernel':34} {'runs':>4} {'median':>8} " + " ".join(f"{SHORT[p]:>6}" for p in PHASES)
+    print(header + f" {'total':>6}")
+    for record in records:
+        spent = record.get("time_spent") or {}
+        result = record["result"]
+        name = f"{record['nodeid'].split('::')[-1][:24]}[{record['label'][:8]}]"
+        cells = " ".join(f"{spent.get(p, 0.0):6.2f}" for p in PHASES)
+        print(f"{name:34} {result['runs']:4d} {result['device_time_s'] * 1e3:6.1f}ms {cells} "
+              f"{sum(spent.values()):6.2f}")
+
+
+def print_totals(wall: float, records: list[dict], last: str) -> dict[str, float]:
+    totals = {p: sum((r.get("time_spent") or {}).get(p, 0.0) for r in records) for p in PHASES}
+    in_kernels = sum(totals.values())
+    totals["outside kernels"] = wall - in_kernels
+    timed = sum(in_timed_runs(r) for r in records)
+    print(f"\n{'phase':20} {'seconds':>8} {'share':>6}")
+    for name, seconds in totals.items():
+        print(f"{name:20} {seconds:8.2f} {seconds / wall:6.1%}")
+    print(f"{'process wall time':20} {wall:8.2f}   ({last})")
+    print(f"\nkernels: {len(records)}; time in timed runs (runs x median device time): {timed:.2f} s; "
+          f"wall time / time in timed runs: {wall / timed:.1f}x")
+    slow = [r for r in records if sum((r.get("time_spent") or {}).values()) > 1.0 and
+            in_timed_runs(r) < 0.1 and r["result"]["device_time_s"] < 0.015]
+    for r in slow:
+        print(f"  over 1 s for a kernel of {r['result']['device_time_s'] * 1e3:.1f} ms: {r['nodeid']} [{r['label']}]")
+    return {**totals, "wall": wall, "timed": timed}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite", default="example_suite")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
+    options = parser.parse_args()
+    summaries = []
+    for k in range(options.repeats):
+        wall, records, last = one_run(options.suite, options.pytest_args)
+        print(f"\n== run {k + 1} of {options.repeats}: pytest {options.suite} ==")
+        print_kernels(records)
+        summaries.append(print_totals(wall, records, last))
+    if options.repeats > 1:
+        ratios = [s["wall"] / s["timed"] for s in summaries]
+        print(f"\nwall / timed over {options.repeats} runs: median {statistics.median(ratios):.1f}x "
+              f"(min {min(ratios):.1f}x, max {max(ratios):.1f}x); wall median "
+              f"{statistics.median(s['wall'] for s in summaries):.1f} s")
+
+
+if __name__ == "__main__":
+    main()
