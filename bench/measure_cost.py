@@ -4,7 +4,8 @@ Run: python bench/measure_cost.py [--suite example_suite] [--repeats 1] [-- PYTE
 
 Runs ``pytest SUITE`` in a fresh process (as a user would: calibration read from its cache; run the suite once
 first if it is not cached) with ``--roofline-report``, times the whole process, and reads each kernel's
-``time_spent`` from the report: compile, hardware (reading the cached calibration), warm-up, timed runs (the runs
+``time_spent`` from the report: compile, inputs (waiting for the test's arrays, which JAX computes
+asynchronously), hardware (reading the cached calibration), warm-up, timed runs (the runs
 that count: the wall clock of each), between runs (the loop's own work), references (live ceilings), profiler
 start/stop, trace reading, cache state (eviction and its check), model (counting, before and after the runs),
 second measurement of a shortfall, artifacts saved for a failure, and everything else in the roofline(...) call.
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from pytest_roofline.analysis.time_spent import PHASES  # noqa: E402
 
-SHORT = {"compile": "compile", "hardware": "hw", "warm-up": "warm", "timed runs": "timed", "between runs": "loop",
+SHORT = {"compile": "compile", "inputs": "inputs", "hardware": "hw", "warm-up": "warm", "timed runs": "timed", "between runs": "loop",
          "references": "refs", "profiler": "prof", "trace reading": "trace", "cache state": "cache", "model": "model",
          "second measurement": "2nd", "artifacts": "artif", "everything else": "else"}
 

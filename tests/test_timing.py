@@ -180,3 +180,14 @@ def test_the_cache_is_evicted_after_the_inputs_are_prepared_and_outside_the_cloc
     assert order[:9] == ["prepare", "evict", "run"] * 3
     assert order[9:] == ["prepare", "run"] * 3  # one untimed warm run, then the two warm check runs
     assert runs.walls == pytest.approx([0.01] * 3) and runs.warm == pytest.approx([0.01] * 2)
+
+
+def test_a_program_of_many_ops_keeps_its_trace_within_budget() -> None:
+    # 100,000 events in all: a program of 25,000 ops per run gets 4 timed runs (below min_runs=5, at least 3) and
+    # 2 warm runs to check a cold measurement; one of 50,000 ops gets 3; a small program is not held back.
+    many = TimingSettings(min_runs=5, max_runs=100, ops_per_run=25_000)
+    assert many.profiled_max_runs() == 4 and many.warm_check_runs(5) == 2
+    assert TimingSettings(min_runs=5, ops_per_run=50_000).profiled_max_runs() == 3
+    small = TimingSettings(min_runs=5, max_runs=100, ops_per_run=10)
+    assert small.profiled_max_runs() == 100 and small.warm_check_runs(5) == 5
+    assert TimingSettings(min_runs=2, ops_per_run=90_000).profiled_max_runs() == 2  # never more than min_runs needs

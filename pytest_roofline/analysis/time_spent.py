@@ -16,7 +16,8 @@ __all__ = ["PHASES", "TimeSpent", "Stopwatch", "spend", "phase"]
 
 # The phases, in the order a measurement goes through them (and a table shows them).
 PHASES = (
-    "compile",  # tracing, lowering and compiling the kernel, and putting its inputs on the device
+    "compile",  # tracing, lowering and compiling the kernel
+    "inputs",  # waiting for the kernel's inputs (JAX computes a test's arrays asynchronously) and placing them
     "hardware",  # detecting the device and reading (or measuring) its ceilings
     "warm-up",  # the untimed runs before the timed ones
     "timed runs",  # the runs that count: the wall clock of each

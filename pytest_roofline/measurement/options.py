@@ -25,12 +25,16 @@ __all__ = ["TimingSettings", "DEFAULT_TIMING", "TIMING_KEYWORDS", "MeasureOption
            "MEASURE_OPTIONS", "OPTION_CHECKS", "check_options"]
 
 
+# The fewest runs a profiled measurement makes when its program's events would fill the trace's budget sooner.
+PROFILED_LEAST_RUNS = 3
+
+
 @dataclass(frozen=True)
 class TimingSettings:
     """How to time a program. ``timer`` is "auto" (profiler, wall clock if it cannot be used),
     "profiler" (an error if it cannot be used) or "wallclock"."""
 
-    warmup: int = 2
+    warmup: int = 1
     min_runs: int = 5
     max_runs: int = 100
     budget_s: float = 1.0
@@ -38,14 +42,23 @@ class TimingSettings:
     timer: Timer = "auto"
     # Sample at least this long before the spread may stop the runs: a fast kernel's first few runs can
     # agree with each other inside one transient of a noisy machine.
-    min_time_s: float = 0.2
+    min_time_s: float = 0.5
     # Reading a trace costs about a second per 50k events: runs under the profiler are capped so that
     # runs x ops_per_run stays under this (never below min_runs).
     max_trace_events: int = 100_000
     ops_per_run: int = 1
 
     def profiled_max_runs(self) -> int:
-        return max(self.min_runs, min(self.max_runs, self.max_trace_events // max(self.ops_per_run, 1)))
+        """The most runs under the profiler: within the trace's budget of events, but never fewer than
+        ``min_runs`` or 3, whichever is less (a program of 25,000 ops per run: 3 runs, 150,000 events)."""
+        least = min(self.min_runs, PROFILED_LEAST_RUNS)
+        return max(least, min(self.max_runs, self.max_trace_events // max(self.ops_per_run, 1)))
+
+    def warm_check_runs(self, wanted: int) -> int:
+        """How many of ``wanted`` warm runs check a cold measurement: fewer (at least 2) where the timed runs
+        already fill the trace's budget (a program of tens of thousands of ops per run)."""
+        left = self.max_trace_events // max(self.ops_per_run, 1) - self.min_runs
+        return max(min(wanted, left), min(wanted, 2))
 
     def __post_init__(self) -> None:
         if self.warmup < 0:
@@ -69,7 +82,7 @@ TIMING_KEYWORDS = ("warmup", "min_runs", "max_runs", "budget_s", "target_spread"
 
 
 def timing_defaults_text() -> str:
-    """``warmup=2, min_runs=5, ...``: the defaults as a signature shows them."""
+    """``warmup=1, min_runs=5, ...``: the defaults as a signature shows them."""
     values: dict[str, Any] = {f.name: getattr(DEFAULT_TIMING, f.name) for f in fields(TimingSettings)}
     return ", ".join(f"{k}={values[k]!r}" for k in TIMING_KEYWORDS)
 

@@ -47,7 +47,11 @@ from .references import Reference, reference, reference_key_for
 from .spanning import agree_with, gather, start_together, topology_of
 from .timing import Agree, Beside, CacheRuns, Settled, Timed
 
-__all__ = ["measure", "measure_call"]
+__all__ = ["measure", "measure_call", "measure_keeping"]
+
+# Compiled programs with their inputs on the device, kept by measure_keeping() for the next measurement of the same
+# key (a round of `pytest-roofline ab` measures each kernel of its process again and again).
+_KEPT: dict[str, CompiledProgram] = {}
 
 
 def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
@@ -77,19 +81,37 @@ def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
     return measure_call(call, MeasureOptions.from_keywords(settings))
 
 
-def measure_call(call: KernelCall, options: MeasureOptions) -> Result:
-    """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out)."""
+def measure_keeping(key: str, fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
+    """:func:`measure`, keeping the compiled program and its inputs on the device under ``key``: a later call with
+    the same key compiles nothing and times the program on the inputs kept (its own arguments are not used)."""
+    call, settings = split_call(fn, args, keywords, MEASURE_OPTIONS, "measure()")
+    return measure_call(call, MeasureOptions.from_keywords(settings), keep=key)
+
+
+def measure_call(call: KernelCall, options: MeasureOptions, keep: str = "") -> Result:
+    """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out); ``keep``: see
+    :func:`measure_keeping`."""
     with phase("model"):  # what the steps inside do not take as their own phase: the model, before and after
-        return _measure_call(call, options)
+        return _measure_call(call, options, keep)
 
 
-def _measure_call(call: KernelCall, options: MeasureOptions) -> Result:
+def _compiled(call: KernelCall, label: str, keep: str) -> CompiledProgram:
+    """The compiled program with its inputs on the device: kept from an earlier call with ``keep``, or new."""
+    with phase("compile"):
+        program = _KEPT.get(keep) if keep else None
+        if program is None:
+            program = compile_program(call.fn, call.args, dict(call.kwargs), label)
+            if keep:
+                _KEPT[keep] = program
+        return program
+
+
+def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Result:
     label = options.name or kernel_name(call.fn)
     given, choice, touch_mode, settings = options.counts, options.hardware, options.first_touch, options.timing
     peers = current_peers(label)
     with peers.busy(f"compiling and calibrating for kernel {label!r}") if peers else nullcontext():
-        with phase("compile"):
-            program = compile_program(call.fn, call.args, dict(call.kwargs), label)
+        program = _compiled(call, label, keep)
         module, counts = read_program(program, label, given)
         spec, used = _hardware(program, choice)
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
@@ -189,7 +211,8 @@ def _time_in_state(program: CompiledProgram, settings: TimingSettings, ops: int,
     """Time the program in the cache state planned (evicting before each run where cold), and the state with its
     check: the median of the cold runs against the warm runs after them, where ``check``."""
     evict = Evictor(program.device, cache.evicted_bytes) if cache.evicted_bytes else None
-    timed = time_compiled(program, settings, ops, beside, settled, CacheRuns(evict, WARM_CHECK_RUNS if check else 0),
+    warm = replace(settings, ops_per_run=max(ops, 1)).warm_check_runs(WARM_CHECK_RUNS) if check else 0
+    timed = time_compiled(program, settings, ops, beside, settled, CacheRuns(evict, warm),
                           agree)
     if timed.warm_s:
         cache = cache.with_check(timed.timing.median_s, statistics.median(timed.warm_s))

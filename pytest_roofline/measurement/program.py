@@ -11,6 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..analysis.time_spent import phase
 from ..errors import MeasureError, exception_text
 from .options import TimingSettings
 from .pallas import TracedProgram, traced_program
@@ -116,8 +117,9 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     on_device = [x for x in leaves if isinstance(x, jax.Array)]
     device = sorted(on_device[0].devices(), key=lambda d: d.id)[0] if on_device else jax.devices()[0]
     # Host arrays go to the device now, so that no run pays the transfer.
-    placed = [jax.device_put(x, device) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves]
-    _block_until_ready(placed)
+    with phase("inputs"):
+        placed = [jax.device_put(x, device) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves]
+        _block_until_ready(placed)
     hlo_text = compiled.as_text()
     module_name = hlo_text.split(None, 2)[1].rstrip(",") if hlo_text.startswith("HloModule") else ""
     try:

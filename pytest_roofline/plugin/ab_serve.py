@@ -11,7 +11,10 @@ messages)::
     <- {"quit": true}                                  or the pipe closed: the session ends as pytest's would
 
 Every roofline measurement in this process is made once (no second measurement of a shortfall, no trace saved
-for a failure): the comparison judges the ratio of the two sides round by round, not each test's verdict.
+for a failure): the comparison judges the ratio of the two sides round by round, not each test's verdict. The first
+run of a test runs it as pytest does; each of its kernels keeps its compiled program and inputs, and later runs
+measure those kernels again, in the test's order and with its settings, without running the test's body (which
+would build its inputs again). A test that could not measure a kernel the first time is run whole every time.
 """
 
 from __future__ import annotations
@@ -19,10 +22,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 from typing import IO, Any
 
 import pytest
 
+from ..analysis.time_spent import Stopwatch
+from ..errors import MeasureError
+from ..history.recorded import RecordedResult
+from ..history.records import KernelRecord, Unmeasured
 from .hooks import SESSION_KEY
 
 __all__ = ["AbServer"]
@@ -34,6 +42,7 @@ class AbServer:
     def __init__(self, requests_fd: int, answers_fd: int) -> None:
         self._requests: IO[str] = os.fdopen(requests_fd, "r", encoding="utf-8")
         self._answers: IO[str] = os.fdopen(answers_fd, "w", encoding="utf-8")
+        self._kept: dict[str, list[KernelRecord]] = {}  # per test: its kernels' records, to measure them again
 
     def _say(self, message: dict[str, Any]) -> None:
         self._answers.write(json.dumps(message) + "\n")
@@ -56,13 +65,13 @@ class AbServer:
             if item is None:
                 self._say({"error": f"no collected test {request.get('run')!r}"})
                 continue
-            self._say(self._run(item, roofline))
+            kept = self._kept.get(item.nodeid)
+            self._say(self._again(kept, roofline) if kept else self._run(item, roofline))
         return True
 
-    @staticmethod
-    def _run(item: pytest.Item, roofline: Any) -> dict[str, Any]:
-        """Run ``item`` once, keeping the fixtures of wider scope (module, session) for its next run; what it
-        measured."""
+    def _run(self, item: pytest.Item, roofline: Any) -> dict[str, Any]:
+        """Run ``item`` as pytest would, keeping the fixtures of wider scope (module, session) for its next run;
+        what it measured."""
         records, unmeasured = len(roofline.records), len(roofline.unmeasured)
         start = time.perf_counter()
         # Tear down what the previous test set up and this one does not share (another module's fixtures), as
@@ -71,6 +80,27 @@ class AbServer:
         if state is not None:
             state.teardown_exact(item)
         item.ihook.pytest_runtest_protocol(item=item, nextitem=item.parent)
-        return {"records": [r.to_dict() for r in roofline.records[records:]],
-                "unmeasured": [u.to_dict() for u in roofline.unmeasured[unmeasured:]],
+        measured, failed = roofline.records[records:], roofline.unmeasured[unmeasured:]
+        if measured and not failed and all(f"{r.nodeid}::{r.label}" in roofline.kept for r in measured):
+            self._kept[item.nodeid] = list(measured)
+        return {"records": [r.to_dict() for r in measured], "unmeasured": [u.to_dict() for u in failed],
+                "seconds": time.perf_counter() - start}
+
+    @staticmethod
+    def _again(kept: list[KernelRecord], roofline: Any) -> dict[str, Any]:
+        """Measure a test's kernels again on their kept programs and inputs; each record as the first run's, with
+        the new measurement."""
+        start = time.perf_counter()
+        records: list[KernelRecord] = []
+        unmeasured: list[Unmeasured] = []
+        for record in kept:
+            try:
+                with Stopwatch() as watch:
+                    result = roofline.remeasure(f"{record.nodeid}::{record.label}")
+            except (MeasureError, ValueError) as exc:
+                unmeasured.append(Unmeasured(record.nodeid, record.label, str(exc)))
+                continue
+            records.append(replace(record, result=RecordedResult.from_dict(result.to_dict()),
+                                   time_spent=watch.spent(rest="everything else")))
+        return {"records": [r.to_dict() for r in records], "unmeasured": [u.to_dict() for u in unmeasured],
                 "seconds": time.perf_counter() - start}

@@ -216,7 +216,7 @@ class RooflineFixture:
     def _measure(self, label: str, call: KernelCall, kwargs: dict[str, Any]) -> Result:
         merged = {**(self._marker.measure_kwargs if self._marker else {}), **kwargs, "name": label}
         try:
-            return self._session.measure(call, merged)
+            return self._session.measure(call, merged, f"{self._nodeid}::{label}")
         except (MeasureError, ValueError) as exc:  # ValueError: a bad keyword value or an unknown device
             self._session.unmeasured.append(Unmeasured(self._nodeid, label, str(exc)))
             message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {exc}"

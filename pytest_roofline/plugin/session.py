@@ -21,8 +21,8 @@ from .settings import Settings
 __all__ = ["RooflineSession", "Measure", "default_trace_root", "ONCE_TIMING"]
 
 # The timing of a measurement made once (a round of `pytest-roofline ab`), where the test sets none: one warm-up run
-# and a shorter least sampling time; the rounds, each pairing the two sides seconds apart, are the sample.
-ONCE_TIMING = {"warmup": 1, "min_time_s": 0.05}
+# and a shorter least sampling time and budget; the rounds, each pairing the two sides seconds apart, are the sample.
+ONCE_TIMING = {"warmup": 1, "min_time_s": 0.05, "budget_s": 0.25}
 
 
 class Measure(Protocol):
@@ -33,6 +33,12 @@ def _jax_measure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
     from ..measurement.pipeline import measure
 
     return measure(fn, *args, **kwargs)
+
+
+def _jax_measure_keeping(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
+    from ..measurement.pipeline import measure_keeping
+
+    return measure_keeping(key, fn, *args, **kwargs)
 
 
 def _jax_hardware(settings: Settings, recalibrate: bool) -> tuple[HardwareSpec, str]:
@@ -80,10 +86,15 @@ class RooflineSession:
         # Measure each kernel once, with no threshold to sample for: no second measurement of a shortfall and no
         # trace saved for a failure (a side of `pytest-roofline ab`, which judges ratios, not verdicts).
         self.once = False
+        # In that mode each kernel's call and settings, by "nodeid::label", to measure it again (remeasure) on the
+        # compiled program and inputs its first measurement kept.
+        self.kept: dict[str, tuple[KernelCall, dict[str, Any]]] = {}
+        self._measure_keeping = _jax_measure_keeping
 
-    def measure(self, call: KernelCall, settings: dict[str, Any]) -> Result:
+    def measure(self, call: KernelCall, settings: dict[str, Any], key: str = "") -> Result:
         """Measure ``call`` with the session's hardware settings, overridden by ``settings`` (measure()'s
-        keywords); the kernel's arguments go in the explicit form, so none is taken for a setting."""
+        keywords); the kernel's arguments go in the explicit form, so none is taken for a setting. ``key``
+        ("nodeid::label"): in the measure-once mode, keep the compiled program for :meth:`remeasure`."""
         recalibrate, self._recalibrate = self._recalibrate, False
         options = {"hardware": self.settings.hardware, "hardware_file": self.settings.hardware_file,
                    "ceilings": self.settings.ceilings, "first_touch": self.settings.first_touch, "cache": self.settings.cache,
@@ -91,7 +102,16 @@ class RooflineSession:
         # The processes of one multi-controller program own different devices and measure in lockstep: one
         # waiting for another's lock would never reach the step the other waits for.
         with nullcontext() if _spans_processes() else device_lock():
+            if self.once and key:
+                self.kept[key] = (call, settings)
+                return self._measure_keeping(key, call.fn, args=call.args, kwargs=dict(call.kwargs), **options)
             return self._measure(call.fn, args=call.args, kwargs=dict(call.kwargs), **options)
+
+    def remeasure(self, key: str) -> Result:
+        """Measure a kernel of this process again (the measure-once mode): its compiled program, on the inputs its
+        first measurement kept, with the same settings."""
+        call, settings = self.kept[key]
+        return self.measure(call, settings, key)
 
     def agree(self, label: str, verdict: str) -> str:
         """Every process's verdict for ``label`` (a program that spans processes): "" when they agree, else the
