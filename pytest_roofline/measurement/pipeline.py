@@ -42,7 +42,7 @@ from .gpu_clocks import ClockWatch
 from .options import MEASURE_OPTIONS, HardwareChoice, MeasureOptions, TimingSettings
 from .peers import Peers, current_peers
 from .predict import read_program
-from .program import CompiledProgram, allocator_stats, compile_program, time_compiled
+from .program import CompiledProgram, allocator_stats, block_until_ready, compile_program, time_compiled
 from .references import Reference, reference, reference_key_for
 from .spanning import agree_with, gather, start_together, topology_of
 from .timing import Agree, Beside, CacheRuns, Settled, Timed
@@ -97,13 +97,19 @@ def measure_call(call: KernelCall, options: MeasureOptions, keep: str = "") -> R
 
 def _compiled(call: KernelCall, label: str, keep: str) -> CompiledProgram:
     """The compiled program with its inputs on the device: kept from an earlier call with ``keep``, or new."""
+    kept = _KEPT.get(keep) if keep else None
+    if kept is not None:
+        # New buffers for the inputs each time: a measurement of the same buffers would keep one placement in
+        # memory (pages, alignment) for every round, and with it the same offset from the other process's.
+        with phase("inputs"):
+            fresh = [x.copy() if isinstance(x, jax.Array) else x for x in kept.leaves]
+            block_until_ready(fresh)
+        return replace(kept, leaves=fresh)
     with phase("compile"):
-        program = _KEPT.get(keep) if keep else None
-        if program is None:
-            program = compile_program(call.fn, call.args, dict(call.kwargs), label)
-            if keep:
-                _KEPT[keep] = program
-        return program
+        program = compile_program(call.fn, call.args, dict(call.kwargs), label)
+    if keep:
+        _KEPT[keep] = program
+    return program
 
 
 def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Result:

@@ -17,10 +17,11 @@ from .options import TimingSettings
 from .pallas import TracedProgram, traced_program
 from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_program
 
-__all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats"]
+__all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats", "block_until_ready"]
 
 # jax.block_until_ready has no annotations: typed once here.
 _block_until_ready: Callable[[Any], Any] = jax.block_until_ready
+block_until_ready = _block_until_ready
 
 
 @dataclass
