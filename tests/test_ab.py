@@ -89,9 +89,10 @@ def test_too_few_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 @needs_git
 @pytest.mark.slow  # a pytest process
-def test_pytest_cannot_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("schedule", [[], ["--long-lived"]])
+def test_pytest_cannot_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str], schedule: list[str]) -> None:
     repo = _repo(tmp_path, {"test_broken.py": "def test_x(:\n    pass\n"})
-    status, out, err = _ab(capsys, repo, "--base", "HEAD", "--", "test_broken.py")
+    status, out, err = _ab(capsys, repo, "--base", "HEAD", *schedule, "--", "test_broken.py")
     assert status == 2 and out == ""
     line = err.strip().splitlines()[-1]
     assert line.startswith("pytest-roofline ab: error: pytest cannot run the tests of the base (")
@@ -105,7 +106,7 @@ def test_pytest_cannot_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_no_kernel_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _repo(tmp_path, {"test_plain.py": "def test_x():\n    pass\n"})
     status, _, err = _ab(capsys, repo, "--base", "HEAD")
-    assert status == 2 and err.strip().splitlines()[-1:] == [
+    assert status == 2 and err.strip().splitlines() == [
         "pytest-roofline ab: error: the selected tests measured no kernel on either side (no roofline(...) call "
         "ran, or the pytest-roofline plugin is not active there)"]
 
@@ -253,15 +254,15 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     would fail its VERSION assertion (no measurement: "added"), or both sides would run the slow total (ratio 1).
     Wide margin: --max-drop 0.3 against a drop to about 0.5. The first touch is left out of the roofline: where
     XLA does not fuse the second pass (jax 0.9.0) it writes a fresh 64 MiB temporary whose page faults the
-    roofline would otherwise count as work, raising the head's utilization. Both schedules: two long-lived
-    processes, each test in its own rounds ("kernels", the default), and every round in fresh processes."""
+    roofline would otherwise count as work, raising the head's utilization. Both schedules: every round in fresh
+    processes ("rounds", the default), and two long-lived processes, each test in its own rounds ("kernels")."""
     repo = _repo(tmp_path, SUITE)
     monkeypatch.setenv("PYTHONPATH", str(repo / "src"))  # the head's code, as an editable install would give it
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # as in a user's shell: ab itself writes none
     tests = SUITE["tests/test_kernels.py"].replace("== 'one'", "== 'two'")
     _commit(repo, {"src/demokern/__init__.py": SLOWER, "tests/test_kernels.py": tests}, "total: two passes")
-    fresh = ["--fresh-processes"] if schedule == "rounds" else []
-    status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--rounds", "6", "--max-drop", "0.3", *fresh,
+    long_lived = ["--long-lived"] if schedule == "kernels" else []
+    status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--rounds", "6", "--max-drop", "0.3", *long_lived,
                            "--json", str(tmp_path / "ab.json"), "--html", str(tmp_path / "ab.html"),
                            "--", "tests", "-q", "--roofline-first-touch=exclude")
     document = json.loads((tmp_path / "ab.json").read_text())

@@ -3,10 +3,10 @@ alternating order (ABBA), and a paired verdict per kernel (:mod:`..history.paire
 
 The head is the working tree as it is (uncommitted changes included); the base is REV checked out in a temporary
 git worktree. Each process runs ``plugin/ab_child.py``, which makes the base import its own tree. By default each
-side is one long-lived process, and each test is measured in its own ABBA rounds until its verdicts settle
-(:mod:`.ab_served`); with ``fresh_processes`` (and for tests whose inputs do not fit in device memory beside the
-other process) each round runs the whole selection in a fresh process per side and writes a JSON report that is
-read back here. Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
+round runs the whole selection in a fresh process per side, which writes a JSON report that is read back here; with
+``long_lived`` each side is one long-lived process and each test is measured in its own ABBA rounds until its
+verdicts settle (:mod:`.ab_served`; tests whose inputs do not fit in device memory beside the other process fall
+back to fresh processes). Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class AbOptions:
     rounds: int
     max_drop: float | None = None
     pytest_args: tuple[str, ...] = ()
-    fresh_processes: bool = False  # every round in fresh processes, as before long-lived ones
+    long_lived: bool = False  # one long-lived process per side, each test in its own rounds
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
     with worktree(root, commit) as base_root, tempfile.TemporaryDirectory(prefix="pytest-roofline-ab-") as tmp:
         base, head = _sides(root, cwd, base_root, commit, dirty, head_commit)
         found = None
-        if not options.fresh_processes:
+        if options.long_lived:
             found = _served(options, root, (base, head), Path(tmp), log, on_round)
         if found is None or found.fallback:
             args = options.pytest_args if found is None else (*options.pytest_args, *found.deselect)

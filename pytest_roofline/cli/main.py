@@ -78,23 +78,24 @@ def _parser() -> argparse.ArgumentParser:
 def _add_ab(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ab = commands.add_parser(
         "ab", help="compare two revisions on this machine: alternating pytest processes, a paired verdict per kernel",
-        usage="pytest-roofline ab --base REV [--rounds N] [--max-drop F] [--fresh-processes] [--json FILE] "
+        usage="pytest-roofline ab --base REV [--rounds N] [--max-drop F] [--long-lived] [--json FILE] "
               "[--html FILE] [-- PYTEST_ARGS]",
         description="Check REV out into a temporary git worktree and run the selected tests (PYTEST_ARGS, after --) "
-                    "from it and from the working tree, each side in its own long-lived pytest process importing its "
-                    "own code, test by test in alternating order (base-head, head-base, ...). Per kernel: head/base "
-                    "utilization per round, the median and its 95% interval; a regression when the interval lies "
-                    "below 1 - max_drop, an improvement above 1 + max_drop. Each test's rounds stop once its "
-                    "verdicts are settled. Exit status 1 on a regression, 0 otherwise, 2 for a usage error.")
+                    "from it and from the working tree in alternating fresh pytest processes (base-head, head-base, "
+                    "...), each side importing its own code. Per kernel: head/base utilization per round, the median "
+                    "and its 95% interval; a regression when the interval lies below 1 - max_drop, an improvement "
+                    "above 1 + max_drop. Rounds stop early once every verdict is settled. Exit status 1 on a "
+                    "regression, 0 otherwise, 2 for a usage error.")
     ab.add_argument("--base", required=True, metavar="REV", help="the revision to compare with (e.g. origin/main)")
     ab.add_argument("--rounds", type=_positive, default=DEFAULT_ROUNDS, metavar="N",
                     help=f"the most rounds (two processes each) to run (default {DEFAULT_ROUNDS}, at least {MIN_ROUNDS})")
     ab.add_argument("--max-drop", type=_fraction, metavar="F",
                     help="the floor for every kernel (default: its max_drop setting - marker, YAML, "
                          f"--roofline-max-drop - else {DEFAULT_MAX_DROP})")
-    ab.add_argument("--fresh-processes", action="store_true",
-                    help="run every round of the whole selection in a fresh pytest process per side (slower; the "
-                         "schedule used where a side cannot stay up)")
+    ab.add_argument("--long-lived", action="store_true",
+                    help="one long-lived pytest process per side, each test in its own rounds (faster; but each "
+                         "side keeps one process's draw of memory placement for every round, which can tilt a "
+                         "kernel: see the README)")
     ab.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
     ab.add_argument("--html", metavar="FILE", help="also write the HTML report with the comparison first")
 
@@ -183,7 +184,7 @@ def _ab(args: argparse.Namespace, passed: list[str]) -> tuple[str, int]:
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         return ab_command(AbOptions(args.base, args.rounds, args.max_drop, tuple(passed),
-                                     args.fresh_processes), args.json, args.html)
+                                     args.long_lived), args.json, args.html)
     except KeyboardInterrupt:
         print("pytest-roofline ab: interrupted; its temporary worktree was removed", file=sys.stderr)
         return "", 2
