@@ -1,12 +1,13 @@
-"""``pytest-roofline ab`` kernel by kernel: one long-lived pytest process per revision (``plugin/ab_serve.py``),
-each collecting the selected tests once; the tests that measure kernels are run again on request in alternating
+"""``pytest-roofline ab --long-lived``: one long-lived pytest process per revision (``plugin/ab_serve.py``), each
+collecting the selected tests once; the tests that measure kernels are measured again on request in alternating
 order (ABBA per test: base-head, head-base, ...), each test stopping as soon as the paired verdicts of its kernels
 are settled. The rounds of one test run seconds apart on the two sides, so a neighbour that slows the machine
-slows both.
+slows both; but each side keeps one process's draw (memory placement, thread layout) for all of a test's rounds,
+which is why this is not the default schedule.
 
 JAX's persistent compilation cache is shared by the two processes (a temporary directory, unless the user set
-one): a test run again re-traces its kernel, and the compiled program comes from the cache. Its key holds the
-program, the compiler options and the jaxlib version, so the base and the head never share a program that differs.
+one), for the first run of each test. Its key holds the program, the compiler options and the jaxlib version, so
+the base and the head never share a program that differs.
 """
 
 from __future__ import annotations
