@@ -12,7 +12,7 @@ rounds (chosen at random per comparison; a busy loop in even comparisons, a 256 
 
 Prints one line per comparison and a table at the end.
 
-    python bench/ab_false_alarms.py [RUNS] [DROP_RUNS]     # default 20 and 5
+    python bench/ab_false_alarms.py [RUNS] [DROP_RUNS] [--long-lived]     # default 20 and 5, fresh processes
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ def mid(values: list[float] | list[int]) -> float:
     return sorted(values)[len(values) // 2] if values else float("nan")
 
 
+LONG_LIVED = "--long-lived" in sys.argv  # ab's --long-lived schedule instead of fresh processes per round
+
+
 def compare(repo: Path, base: str, index: int, args: tuple[str, ...]) -> tuple[Comparison, list[int]]:
     """One comparison of ``base`` with the working tree, a neighbour during a random half of its rounds."""
     busy_rounds = sorted(random.Random(index).sample(range(DEFAULT_ROUNDS), DEFAULT_ROUNDS // 2))
@@ -57,15 +60,17 @@ def compare(repo: Path, base: str, index: int, args: tuple[str, ...]) -> tuple[C
             stack.enter_context(neighbour(kind, seconds=120))
 
     try:
-        comparison, _ = run_ab(AbOptions(base, DEFAULT_ROUNDS, None, args), repo, lambda line: None, on_round)
+        comparison, _ = run_ab(AbOptions(base, DEFAULT_ROUNDS, None, args, LONG_LIVED), repo, lambda line: None,
+                               on_round)
     finally:
         stack.close()
     return comparison, busy_rounds
 
 
 def main() -> int:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    drop_runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    numbers = [a for a in sys.argv[1:] if a != "--long-lived"]
+    runs = int(numbers[0]) if numbers else 20
+    drop_runs = int(numbers[1]) if len(numbers) > 1 else 5
     work = Path(tempfile.mkdtemp(prefix="roofline-ab-alarms-"))
     repo = work / "repo"
     build(repo)
@@ -99,7 +104,8 @@ def main() -> int:
         print(f"20% drop {i + 1}/{drop_runs}: neighbour in rounds {[r + 1 for r in busy]}; ratio {k.median:.2f} "
               f"[{k.low}, {k.high}]; {k.verdict} after {n} rounds ({c.rounds} run, {c.seconds:.0f} s)", flush=True)
     print(f"\nmachine: {os.uname().nodename}; {time.strftime('%Y-%m-%d')}; max_drop {k.max_drop:g}; "
-          f"rounds at most {DEFAULT_ROUNDS}, verdicts from round {MIN_ROUNDS}")
+          f"rounds at most {DEFAULT_ROUNDS}, verdicts from round {MIN_ROUNDS}; "
+          f"{'long-lived processes' if LONG_LIVED else 'fresh processes per round'}")
     print("| case | comparisons | kernels judged | regressions called | rounds run (median) | seconds each (median) |")
     print("|---|---|---|---|---|---|")
     print(f"| identical revisions | {runs} | {kernels_judged} | {false_alarms} (false alarms) | "

@@ -62,7 +62,10 @@ def test_json_form_lists_phases_in_order_and_reads_back() -> None:
 
 
 @pytest.mark.slow  # compiles and profiles a kernel
-def test_a_real_measurement_accounts_for_its_wall_time() -> None:
+@pytest.mark.parametrize("cache", ["warm", "cold"])
+def test_a_real_measurement_accounts_for_its_wall_time(cache: str) -> None:
+    """Every second in one phase: a cold measurement's eviction is "cache state", not also the loop's own work
+    (counted twice, it left nothing for "model")."""
     import jax.numpy as jnp
 
     from pytest_roofline import measure
@@ -73,10 +76,11 @@ def test_a_real_measurement_accounts_for_its_wall_time() -> None:
                         Ceiling(1e10, "override", "test fake", "2026-11-25"))
     x = jnp.ones((1 << 20,), jnp.float32)
     with Stopwatch() as watch:
-        result = measure(lambda v: v * 2.0, x, name="double", min_runs=5, max_runs=5, hardware=fake)
+        result = measure(lambda v: v * 2.0, x, name="double", min_runs=5, max_runs=5, hardware=fake, cache=cache)
     spent = watch.spent(rest="everything else")
     for name in ("compile", "warm-up", "timed runs", "profiler", "trace reading", "model"):
         assert spent.get(name) > 0, name
+    assert (spent.get("cache state") > 0) == (cache == "cold")
     # the timed runs' phase is the wall clock of the runs that count
     assert spent.get("timed runs") == pytest.approx(sum(result.timing.wall_per_run_s), rel=1e-6)
     assert spent.total == pytest.approx(watch.elapsed, rel=1e-6)
