@@ -37,7 +37,7 @@ from ..history.paired import (
 from ..history.reports import ReportError, Run, load_run
 from ..report.ab_report import ab_document, ab_lines
 from ..report.html import html_report, plotly_missing
-from .ab_served import EXIT_NAMES, ServeUnavailable, child_env, served_kernels, start_servers
+from .ab_served import EXIT_NAMES, ServeUnavailable, child_env, problem_line, served_kernels, start_servers
 from .analyze import CliError
 from .worktree import commit_of, is_dirty, toplevel, worktree
 
@@ -75,15 +75,6 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _problem(output: str) -> str:
-    """The line of a pytest run's output that says what went wrong."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if line.startswith(("ERROR", "E ", "INTERNALERROR>")) or "Error" in line.split(":")[0]:
-            return line
-    return lines[-1] if lines else "no output"
-
-
 def _run_side(side: _Side, root: Path, args: Sequence[str], report: Path) -> tuple[Run, float]:
     """One pytest process; its report (an empty run where it measured nothing: the plugin then writes none)."""
     command = [sys.executable, str(CHILD), str(root), side.base_root, *args, "-p", "no:cacheprovider",
@@ -95,7 +86,7 @@ def _run_side(side: _Side, root: Path, args: Sequence[str], report: Path) -> tup
     if done.returncode not in (0, 1):
         why = EXIT_NAMES.get(done.returncode, "stopped")
         raise CliError(f"pytest cannot run the tests of {side.label}: exit status {done.returncode} ({why}): "
-                       f"{_problem(done.stdout + done.stderr)}")
+                       f"{problem_line(done.stdout + done.stderr)}")
     if not report.exists():
         return Run(str(report), "", None, False, None, {}, ()), seconds
     try:

@@ -22,26 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..history.paired import (
-    MIN_ROUNDS,
-    KernelRounds,
-    Observation,
-    PairedKernel,
-    Side,
-    judge_kernel,
-    schedule,
-    settled,
-)
+from ..history.paired import MIN_ROUNDS, PairedKernel, RoundReport, Side, collect, judge_kernel, schedule, settled
 from ..history.records import KernelRecord, Unmeasured
 from .analyze import CliError
 
-__all__ = ["Server", "served_kernels", "OUT_OF_MEMORY", "ServedOutcome", "EXIT_NAMES"]
+__all__ = ["Server", "served_kernels", "OUT_OF_MEMORY", "ServedOutcome", "EXIT_NAMES", "problem_line"]
 
 EXIT_NAMES = {2: "interrupted or errors during collection", 3: "internal error", 4: "usage error",
               5: "no tests collected"}
 
-# What a kernel that could not keep its inputs in device memory beside the other process's says.
-OUT_OF_MEMORY = ("RESOURCE_EXHAUSTED", "out of memory", "Out of memory", "OOM")
+# What a kernel that could not keep its inputs in device memory beside the other process's says (lower case).
+OUT_OF_MEMORY = ("resource_exhausted", "out of memory")
 
 
 class ServeUnavailable(Exception):
@@ -72,9 +63,8 @@ class Server:
                                        env=env, stdout=out, stderr=subprocess.STDOUT, pass_fds=(request_r, answer_w))
         os.close(request_r)
         os.close(answer_w)
-        server = cls(name, label, process, os.fdopen(request_w, "w", encoding="utf-8"),
-                     os.fdopen(answer_r, "r", encoding="utf-8"), log)
-        return server
+        return cls(name, label, process, os.fdopen(request_w, "w", encoding="utf-8"),
+                   os.fdopen(answer_r, "r", encoding="utf-8"), log)
 
     def ready(self) -> None:
         """Wait for its collection; its test ids (a usage or collection error, or no test: a CliError)."""
@@ -88,7 +78,7 @@ class Server:
         status = self.process.returncode
         if status in EXIT_NAMES:
             raise CliError(f"pytest cannot run the tests of {self.label}: exit status {status} ({EXIT_NAMES[status]}): "
-                           f"{_last_line(self.log)}")
+                           f"{_log_problem(self.log)}")
 
     def _answer(self) -> dict[str, Any]:
         line = self.answers.readline()
@@ -96,13 +86,13 @@ class Server:
             self.process.wait()
             self._cannot_run()
             raise ServeUnavailable(f"{self.label} stopped (exit status {self.process.returncode}): "
-                                   f"{_last_line(self.log)}")
+                                   f"{_log_problem(self.log)}")
         answer: dict[str, Any] = json.loads(line)
         if answer.get("error"):
             raise CliError(f"{self.label}: {answer['error']}")
         return answer
 
-    def run(self, nodeid: str) -> tuple[dict[tuple[str, str], Observation], dict[tuple[str, str], str]]:
+    def run(self, nodeid: str) -> RoundReport:
         """Run one test; its kernels' observations and the kernels it could not measure."""
         start = time.perf_counter()
         self.requests.write(json.dumps({"run": nodeid}) + "\n")
@@ -111,9 +101,7 @@ class Server:
         self.seconds += time.perf_counter() - start
         records = [KernelRecord.from_dict(r) for r in answer.get("records") or ()]
         self.last.update({(r.nodeid, r.label): r for r in records})
-        unmeasured = [Unmeasured.from_dict(u) for u in answer.get("unmeasured") or ()]
-        return ({(r.nodeid, r.label): Observation.of(r) for r in records},
-                {(u.nodeid, u.label): u.error for u in unmeasured})
+        return RoundReport.of(records, [Unmeasured.from_dict(u) for u in answer.get("unmeasured") or ()])
 
     def stop(self) -> None:
         try:
@@ -130,11 +118,16 @@ class Server:
         self.answers.close()
 
 
-def _last_line(log: Path) -> str:
+def _log_problem(log: Path) -> str:
     try:
-        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        return problem_line(log.read_text(errors="replace"))
     except OSError:
         return "no output"
+
+
+def problem_line(output: str) -> str:
+    """The line of a pytest run's output that says what went wrong."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
     for line in reversed(lines):
         if line.startswith(("ERROR", "E ", "INTERNALERROR>")) or "Error" in line.split(":")[0]:
             return line
@@ -161,7 +154,7 @@ def served_kernels(base: Server, head: Server, max_rounds: int, max_drop: float 
     most = 0
     for number, nodeid in enumerate(both, 1):
         judged, rounds = _one_test(base, head, nodeid, max_rounds, max_drop, on_round)
-        if any(any(s in k.error for s in OUT_OF_MEMORY) for k in judged):
+        if any(any(s in k.error.lower() for s in OUT_OF_MEMORY) for k in judged):
             fallback.append(nodeid)
             log(f"[{number}/{len(both)}] {nodeid}: out of device memory beside the other process: measured in "
                 f"per-round processes instead")
@@ -179,23 +172,17 @@ def served_kernels(base: Server, head: Server, max_rounds: int, max_drop: float 
     return ServedOutcome(kernels, most, fallback, "each test's rounds stopped when its verdicts settled")
 
 
-# One round of one test: the base's and the head's observations, the base's and the head's unmeasured kernels.
-_Round = tuple[dict[Any, Observation], dict[Any, Observation], dict[Any, str], dict[Any, str]]
-
-
 def _one_test(base: Server, head: Server, nodeid: str, max_rounds: int, max_drop: float | None,
               on_round: Callable[[int], None] | None) -> tuple[list[PairedKernel], int]:
     """One test's kernels, round by round; none when the test measures no kernel on either side."""
-    rounds: list[_Round] = []
+    rounds: list[tuple[RoundReport, RoundReport]] = []
     judged: list[PairedKernel] = []
     for index, order in enumerate(schedule(max_rounds)):
         if on_round is not None:
             on_round(index)
-        seen: dict[str, tuple[dict[Any, Observation], dict[Any, str]]] = {}
-        for side in order:
-            seen[side] = (base if side == "base" else head).run(nodeid)
-        rounds.append((seen["base"][0], seen["head"][0], seen["base"][1], seen["head"][1]))
-        judged = [judge_kernel(k, max_drop) for k in _kernel_rounds(rounds)]
+        seen = {side: (base if side == "base" else head).run(nodeid) for side in order}
+        rounds.append((seen["base"], seen["head"]))
+        judged = [judge_kernel(k, max_drop) for k in collect(rounds)]
         if not judged or any(k.verdict == "error" for k in judged):
             return judged, index + 1  # a plain test, or a kernel that cannot be measured: more rounds change nothing
         if index + 1 >= MIN_ROUNDS and settled(judged):
@@ -203,22 +190,10 @@ def _one_test(base: Server, head: Server, nodeid: str, max_rounds: int, max_drop
     return judged, len(rounds)
 
 
-def _kernel_rounds(rounds: Sequence[_Round]) -> list[KernelRounds]:
-    keys: dict[Any, None] = {}
-    for b, h, bu, hu in rounds:
-        for part in (b, h, bu, hu):
-            keys.update(dict.fromkeys(part))
-    return [KernelRounds(key[0], key[1], tuple(r[0].get(key) for r in rounds), tuple(r[1].get(key) for r in rounds),
-                         next((r[2][key] for r in rounds if key in r[2]), ""),
-                         next((r[3][key] for r in rounds if key in r[3]), ""))
-            for key in sorted(keys)]
-
-
 def _one_side(server: Server, nodeid: str, side: Side) -> list[PairedKernel]:
     """A test that only one side has: its kernels, run once, are added or removed."""
-    found, errors = server.run(nodeid)
-    rounds: list[_Round] = [(found, {}, errors, {})] if side == "base" else [({}, found, {}, errors)]
-    return [judge_kernel(k) for k in _kernel_rounds(rounds)]
+    found, nothing = server.run(nodeid), RoundReport({}, {})
+    return [judge_kernel(k) for k in collect([(found, nothing) if side == "base" else (nothing, found)])]
 
 
 def child_env(base_env: dict[str, str], cache_dir: Path) -> dict[str, str]:

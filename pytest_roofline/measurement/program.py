@@ -20,8 +20,7 @@ from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_pr
 __all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats", "block_until_ready"]
 
 # jax.block_until_ready has no annotations: typed once here.
-_block_until_ready: Callable[[Any], Any] = jax.block_until_ready
-block_until_ready = _block_until_ready
+block_until_ready: Callable[[Any], Any] = jax.block_until_ready
 
 
 @dataclass
@@ -120,7 +119,7 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     # Host arrays go to the device now, so that no run pays the transfer.
     with phase("inputs"):
         placed = [jax.device_put(x, device) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves]
-        _block_until_ready(placed)
+        block_until_ready(placed)
     hlo_text = compiled.as_text()
     module_name = hlo_text.split(None, 2)[1].rstrip(",") if hlo_text.startswith("HloModule") else ""
     try:
@@ -181,12 +180,12 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
         if not any(program.donated):
             return program.leaves
         fresh = [x.copy() if d and isinstance(x, jax.Array) else x for x, d in zip(program.leaves, program.donated, strict=True)]
-        _block_until_ready(fresh)
+        block_until_ready(fresh)
         return fresh
 
     def execute(leaves: list[Any]) -> Any:
         dyn_args, dyn_kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
-        return _block_until_ready(compiled(*dyn_args, **dyn_kwargs))
+        return block_until_ready(compiled(*dyn_args, **dyn_kwargs))
 
     try:
         return time_program(prepare, execute, program.module_name, program.platform, settings, beside, settled,

@@ -102,11 +102,12 @@ class RooflineSession:
                    "recalibrate": recalibrate, **(ONCE_TIMING if self.once else {}), **settings}
         # The processes of one multi-controller program own different devices and measure in lockstep: one
         # waiting for another's lock would never reach the step the other waits for.
-        if self.once and key:
+        keeping = self.once and bool(key)
+        if keeping:
             options.update(self._once_ceilings(settings))
+            self.kept[key] = (call, settings)
         with nullcontext() if _spans_processes() else device_lock():
-            if self.once and key:
-                self.kept[key] = (call, settings)
+            if keeping:
                 return self._measure_keeping(key, call.fn, args=call.args, kwargs=dict(call.kwargs), **options)
             return self._measure(call.fn, args=call.args, kwargs=dict(call.kwargs), **options)
 
