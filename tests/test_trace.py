@@ -273,3 +273,26 @@ def test_constructed_command_buffer_hides_per_op_kernels_and_says_how_to_see_the
     assert found.per_run_s == pytest.approx((105e-6,))  # the program-level time is kept
     (note,) = found.notes
     assert "command buffers" in note and "XLA_FLAGS=--xla_gpu_enable_command_buffer=" in note
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_flatten_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    """Reading a trace pauses Python's cyclic collector (hundreds of thousands of new objects) and turns it back
+    on only if it was on, also when the trace cannot be read (fake trace)."""
+    import gc
+
+    class Broken:
+        @property
+        def planes(self) -> list[Any]:
+            raise RuntimeError("unreadable")
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert len(flatten(fake_gpu_trace(True))) == 10  # 3 host launches, 6 kernels, 1 copy
+        assert gc.isenabled() is enabled
+        with pytest.raises(RuntimeError, match="unreadable"):
+            flatten(Broken())
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
