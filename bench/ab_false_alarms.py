@@ -46,6 +46,7 @@ def mid(values: list[float] | list[int]) -> float:
 
 
 LONG_LIVED = "--long-lived" in sys.argv  # ab's --long-lived schedule instead of fresh processes per round
+UNITS = "pairs of processes" if LONG_LIVED else "rounds"  # the units of the interval: each pair's mean, or each round
 
 
 def compare(repo: Path, base: str, index: int, args: tuple[str, ...]) -> tuple[Comparison, list[int]]:
@@ -102,7 +103,7 @@ def main() -> int:
         drop_seconds.append(c.seconds)
         drop_rounds.append(c.rounds)
         print(f"20% drop {i + 1}/{drop_runs}: neighbour in rounds {[r + 1 for r in busy]}; ratio {k.median:.2f} "
-              f"[{k.low}, {k.high}]; {k.verdict} after {n} rounds ({c.rounds} run, {c.seconds:.0f} s)", flush=True)
+              f"[{k.low}, {k.high}]; {k.verdict} after {n} {UNITS} ({c.rounds} rounds run, {c.seconds:.0f} s)", flush=True)
     print(f"\nmachine: {os.uname().nodename}; {time.strftime('%Y-%m-%d')}; max_drop {k.max_drop:g}; "
           f"rounds at most {DEFAULT_ROUNDS}, verdicts from round {MIN_ROUNDS}; "
           f"{'long-lived processes' if LONG_LIVED else 'fresh processes per round'}")
@@ -111,7 +112,7 @@ def main() -> int:
     print(f"| identical revisions | {runs} | {kernels_judged} | {false_alarms} (false alarms) | "
           f"{mid(rounds)} | {mid(seconds):.0f} |")
     shown = ", ".join(str(n) if n is not None else "never" for n in after)
-    print(f"| 20% drop (total alone) | {drop_runs} | {drop_runs} | {called}, called after {shown} rounds | "
+    print(f"| 20% drop (total alone) | {drop_runs} | {drop_runs} | {called}, called after {shown} {UNITS} | "
           f"{mid(drop_rounds)} | {mid(drop_seconds):.0f} |")
     git(repo, "checkout", "-q", "--", "tests")
     return 0

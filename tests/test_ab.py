@@ -85,6 +85,8 @@ def test_too_few_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     repo = _repo(tmp_path, {"README": "x\n"})
     status, _, err = _ab(capsys, repo, "--base", "HEAD", "--rounds", "3")
     assert status == 2 and "--rounds 3: at least 6" in err
+    status, _, err = _ab(capsys, repo, "--base", "HEAD", "--rounds", "8", "--long-lived")
+    assert status == 2 and "--rounds 8 with --long-lived: at least 12 (a 95% interval needs six pairs" in err
 
 
 @needs_git
@@ -261,15 +263,16 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # as in a user's shell: ab itself writes none
     tests = SUITE["tests/test_kernels.py"].replace("== 'one'", "== 'two'")
     _commit(repo, {"src/demokern/__init__.py": SLOWER, "tests/test_kernels.py": tests}, "total: two passes")
-    long_lived = ["--long-lived"] if schedule == "kernels" else []
-    status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--rounds", "6", "--max-drop", "0.3", *long_lived,
+    # Six units of the interval: six rounds in fresh processes, or six pairs of long-lived processes of two rounds
+    long_lived, rounds = (["--long-lived"], 12) if schedule == "kernels" else ([], 6)
+    status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--rounds", str(rounds), "--max-drop", "0.3", *long_lived,
                            "--json", str(tmp_path / "ab.json"), "--html", str(tmp_path / "ab.html"),
                            "--", "tests", "-q", "--roofline-first-touch=exclude")
     document = json.loads((tmp_path / "ab.json").read_text())
     kernels = {k["label"]: k for k in document["kernels"]}
     assert kernels["total"]["verdict"] == "regression", out
     assert kernels["matmul"]["verdict"] != "regression", out
-    assert status == 1 and document["exit_status"] == 1 and document["rounds"] == 6
+    assert status == 1 and document["exit_status"] == 1 and document["rounds"] == rounds
     assert document["schedule"] == schedule
     assert len(kernels["total"]["ratios"]) == 6 and kernels["total"]["interval"][1] < 0.7
     assert "REGRESSION (below 0.70)" in out and "1 kernel regressed" in out

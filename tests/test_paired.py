@@ -6,6 +6,7 @@ git, no pytest process, no JAX."""
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 from fakes import fake_result, record_of
@@ -19,6 +20,7 @@ from pytest_roofline.history.paired import (
     RoundReport,
     collect,
     judge_kernel,
+    judge_pairs,
     schedule,
     settled,
 )
@@ -176,3 +178,37 @@ def test_nothing_regressed_exits_zero() -> None:
     same = KernelRounds("t.py::test_b", "b", tuple(_obs(0.5) for _ in range(6)), tuple(_obs(0.5) for _ in range(6)))
     c = _comparison([same])
     assert c.exit_status == 0 and ab_lines(c)[-1] == "no kernel regressed"
+
+
+def _pair(*ratios: float) -> list[tuple[RoundReport, RoundReport]]:
+    """One pair of processes' rounds of the kernel "k" (base 0.5, head 0.5 x ratio)."""
+    return [(_report(("k", 0.5)), _report(("k", 0.5 * r))) for r in ratios]
+
+
+def test_a_pairs_own_offset_is_one_unit_not_twelve() -> None:
+    """Twelve rounds of one pair of processes at 0.85 call a regression when each round counts; as one pair's
+    rounds they are a single unit of the interval, and one unit calls nothing."""
+    rounds = _pair(*[0.85] * 12)
+    assert judge_kernel(collect(rounds)[0]).verdict == "regression"
+    (found,) = judge_pairs([rounds])
+    assert found.verdict == "unchanged" and not found.settled and found.low is None
+    assert found.ratios == pytest.approx((0.85,))
+
+
+def test_six_pairs_are_six_units_each_the_geometric_mean_of_its_rounds() -> None:
+    pairs = [_pair(0.4, 0.625)] * 5 + [_pair(0.5, 0.5)]  # sqrt(0.4 * 0.625) = 0.5
+    (found,) = judge_pairs(pairs)
+    assert found.ratios == pytest.approx((0.5,) * 6)
+    assert found.verdict == "regression" and found.settled and found.median == pytest.approx(0.5)
+    assert found.base_utilization == pytest.approx(0.5)  # the medians are over every round
+    assert found.head_utilization == pytest.approx(statistics.median([0.2, 0.3125] * 5 + [0.25, 0.25]))
+    (same,) = judge_pairs([_pair(0.5, 2.0)] * 6)  # a round at half and one at double: unchanged on average
+    assert same.ratios == pytest.approx((1.0,) * 6) and same.verdict == "unchanged" and same.settled
+
+
+def test_a_pair_that_did_not_measure_the_kernel_gives_no_unit() -> None:
+    missing = [(_report(("k", 0.5)), _report(unmeasured=(("k", "boom"),)))] * 2
+    kernels = judge_pairs([_pair(1.0, 1.0)] * 5 + [missing])
+    assert kernels[0].verdict == "error" and kernels[0].ratios == pytest.approx((1.0,) * 5)
+    (found,) = judge_pairs([_pair(1.0, 1.0)] * 5 + [[(_report(("k", 0.5)), _report())] * 2])
+    assert found.ratios == pytest.approx((1.0,) * 5) and found.low is None  # five units: no interval yet

@@ -4,9 +4,9 @@ alternating order (ABBA), and a paired verdict per kernel (:mod:`..history.paire
 The head is the working tree as it is (uncommitted changes included); the base is REV checked out in a temporary
 git worktree. Each process runs ``plugin/ab_child.py``, which makes the base import its own tree. By default each
 round runs the whole selection in a fresh process per side, which writes a JSON report that is read back here; with
-``long_lived`` each side is one long-lived process and each test is measured in its own ABBA rounds until its
-verdicts settle (:mod:`.ab_served`; tests whose inputs do not fit in device memory beside the other process fall
-back to fresh processes). Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
+``long_lived`` pairs of long-lived processes (one per side) measure each test not yet settled for two rounds
+before the next pair starts (:mod:`.ab_served`; tests whose inputs do not fit in device memory beside the other
+process fall back to fresh processes). Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -37,7 +37,16 @@ from ..history.paired import (
 from ..history.reports import ReportError, Run, load_run
 from ..report.ab_report import ab_document, ab_lines
 from ..report.html import html_report, plotly_missing
-from .ab_served import EXIT_NAMES, ServeUnavailable, child_env, problem_line, served_kernels, start_servers
+from .ab_served import (
+    EXIT_NAMES,
+    PAIR_ROUNDS,
+    Server,
+    ServeUnavailable,
+    child_env,
+    problem_line,
+    served_kernels,
+    start_servers,
+)
 from .analyze import CliError
 from .worktree import commit_of, is_dirty, toplevel, worktree
 
@@ -112,6 +121,9 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
     if options.rounds < MIN_ROUNDS:
         raise CliError(f"--rounds {options.rounds}: at least {MIN_ROUNDS} (a 95% interval of a median needs six "
                        "pairs)")
+    if options.long_lived and options.rounds < MIN_ROUNDS * PAIR_ROUNDS:
+        raise CliError(f"--rounds {options.rounds} with --long-lived: at least {MIN_ROUNDS * PAIR_ROUNDS} (a 95% "
+                       f"interval needs six pairs of processes, {PAIR_ROUNDS} rounds each)")
     start = time.perf_counter()
     root = toplevel(cwd)
     commit = commit_of(root, options.base)
@@ -156,31 +168,33 @@ def _merged(served: _Found, rounds: _Found) -> _Found:
 
 def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
             on_round: Callable[[int], None] | None) -> _Found | None:
-    """The kernel-by-kernel comparison in two long-lived processes; None where a side cannot serve (then the
+    """The kernel-by-kernel comparison in pairs of long-lived processes; None where a side cannot serve (then the
     per-round processes run it, said in the log)."""
     extra = ["-p", "no:cacheprovider", *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}="))]
     described = [(s.name, s.label, s.cwd, s.base_root) for s in sides]
+    env = child_env(_child_env(), tmp / "jax-cache")
+
+    def start_pair() -> tuple[Server, Server]:
+        return start_servers(described, root, options.pytest_args, extra, env, tmp, CHILD)
+
     try:
-        base, head = start_servers(described, root, options.pytest_args, extra,
-                                   child_env(_child_env(), tmp / "jax-cache"), tmp, CHILD)
+        first = start_pair()
     except ServeUnavailable as exc:
         log(f"long-lived processes unavailable ({exc}): each round in fresh processes")
         return None
+    base, head = first
+    log(f"kernel by kernel in pairs of long-lived processes: {len(head.items)} tests collected at the head, "
+        f"{len(base.items)} at the base")
     try:
-        log(f"kernel by kernel in two long-lived processes: {len(head.items)} tests collected at the head, "
-            f"{len(base.items)} at the base")
-        outcome = served_kernels(base, head, options.rounds, options.max_drop, log, on_round)
+        outcome = served_kernels(first, start_pair, options.rounds, options.max_drop, log, on_round)
     except ServeUnavailable as exc:
         raise CliError(f"a long-lived pytest process stopped: {exc}") from None
-    finally:
-        base.stop()
-        head.stop()
     if not outcome.kernels and not outcome.fallback:
         raise CliError("the selected tests measured no kernel on either side (no roofline(...) call ran, or "
                        "the pytest-roofline plugin is not active there)")
-    last = Run("the head's long-lived process", "", None, False, None, {}, tuple(head.last.values()))
+    last = Run("the head's long-lived process", "", None, False, None, {}, tuple(outcome.last_head))
     others = [n for n in dict.fromkeys([*head.items, *base.items]) if n not in outcome.fallback]
-    return _Found(outcome.kernels, outcome.rounds, outcome.stopped, (base.seconds, head.seconds), last, "kernels",
+    return _Found(outcome.kernels, outcome.rounds, outcome.stopped, outcome.seconds, last, "kernels",
                   tuple(outcome.fallback), tuple(a for n in others for a in ("--deselect", n)))
 
 

@@ -1,9 +1,10 @@
-"""``pytest-roofline ab --long-lived``: one long-lived pytest process per revision (``plugin/ab_serve.py``), each
-collecting the selected tests once; the tests that measure kernels are measured again on request in alternating
-order (ABBA per test: base-head, head-base, ...), each test stopping as soon as the paired verdicts of its kernels
-are settled. The rounds of one test run seconds apart on the two sides, so a neighbour that slows the machine
-slows both; but each side keeps one process's draw (memory placement, thread layout) for all of a test's rounds,
-which is why this is not the default schedule.
+"""``pytest-roofline ab --long-lived``: pairs of long-lived pytest processes, one per revision
+(``plugin/ab_serve.py``), each collecting the selected tests once and measuring a test again on request. A pair
+runs every test not yet settled for two rounds (base-head, head-base) and is stopped; the next pair goes on where
+it left off. The rounds of a test run seconds apart on the two sides, so a neighbour that slows the machine slows
+both; and since two processes keep offsets of their own for as long as they live (memory placement, thread
+layout: bench/process_draw.py), each pair's mean ratio, not each round, is one unit of the interval
+(:func:`..history.paired.judge_pairs`).
 
 JAX's persistent compilation cache is shared by the two processes (a temporary directory, unless the user set
 one), for the first run of each test. Its key holds the program, the compiler options and the jaxlib version, so
@@ -22,11 +23,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..history.paired import MIN_ROUNDS, PairedKernel, RoundReport, Side, collect, judge_kernel, schedule, settled
+from ..history.paired import (
+    MIN_ROUNDS,
+    PairedKernel,
+    RoundReport,
+    Side,
+    collect,
+    judge_kernel,
+    judge_pairs,
+    schedule,
+    settled,
+)
 from ..history.records import KernelRecord, Unmeasured
 from .analyze import CliError
 
-__all__ = ["Server", "served_kernels", "OUT_OF_MEMORY", "ServedOutcome", "EXIT_NAMES", "problem_line"]
+__all__ = ["Server", "served_kernels", "OUT_OF_MEMORY", "ServedOutcome", "EXIT_NAMES", "problem_line", "PAIR_ROUNDS"]
 
 EXIT_NAMES = {2: "interrupted or errors during collection", 3: "internal error", 4: "usage error",
               5: "no tests collected"}
@@ -104,6 +115,8 @@ class Server:
         return RoundReport.of(records, [Unmeasured.from_dict(u) for u in answer.get("unmeasured") or ()])
 
     def stop(self) -> None:
+        if self.requests.closed:
+            return  # stopped already
         try:
             self.requests.write(json.dumps({"quit": True}) + "\n")
             self.requests.flush()
@@ -134,66 +147,120 @@ def problem_line(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+# Rounds per pair of processes (base then head, head then base): a pair's two rounds are one unit of the interval.
+PAIR_ROUNDS = 2
+
+
 @dataclass
 class ServedOutcome:
     """What the kernel-by-kernel comparison found: each kernel's verdict, the most rounds any test ran, the
-    tests left to per-round processes (their inputs did not fit beside the other process), and what was said."""
+    tests left to per-round processes (their inputs did not fit beside the other process), what was said, the
+    head's latest record of each kernel and the seconds each side spent answering."""
 
     kernels: list[PairedKernel]
     rounds: int
     fallback: list[str]
     stopped: str
+    last_head: list[KernelRecord] = field(default_factory=list)
+    seconds: tuple[float, float] = (0.0, 0.0)
 
 
-def served_kernels(base: Server, head: Server, max_rounds: int, max_drop: float | None,
-                   log: Callable[[str], None], on_round: Callable[[int], None] | None = None) -> ServedOutcome:
-    """Each test both sides collected, in ABBA rounds until its kernels' verdicts settle (or ``max_rounds``)."""
-    both = [n for n in head.items if n in set(base.items)]
+@dataclass
+class _Test:
+    """One test's rounds, pair of processes by pair, and its kernels' latest verdicts."""
+
+    nodeid: str
+    pairs: list[list[tuple[RoundReport, RoundReport]]] = field(default_factory=list)
+    judged: list[PairedKernel] = field(default_factory=list)
+
+    @property
+    def rounds(self) -> int:
+        return sum(len(p) for p in self.pairs)
+
+    def finished(self, max_drop: float | None) -> bool:
+        """Judge it again; whether more pairs can change nothing (settled, an error, or no kernel)."""
+        self.judged = judge_pairs(self.pairs, max_drop)
+        if not self.judged or any(k.verdict == "error" for k in self.judged):
+            return True
+        return len(self.pairs) >= MIN_ROUNDS and settled(self.judged)
+
+
+def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[Server, Server]], max_rounds: int,
+                   max_drop: float | None, log: Callable[[str], None],
+                   on_round: Callable[[int], None] | None = None) -> ServedOutcome:
+    """Each test both sides collected, in pairs of processes: each pair runs every test not yet settled for
+    ``PAIR_ROUNDS`` rounds (ABBA) and is stopped; the next pair (``start_pair``) goes on, up to ``max_rounds``
+    rounds. ``first``: the first pair, started; every pair is stopped here."""
+    base, head = first
+    tests = {n: _Test(n) for n in head.items if n in set(base.items)}
     kernels: list[PairedKernel] = []
     fallback: list[str] = []
-    most = 0
-    for number, nodeid in enumerate(both, 1):
-        judged, rounds = _one_test(base, head, nodeid, max_rounds, max_drop, on_round)
-        if any(any(s in k.error.lower() for s in OUT_OF_MEMORY) for k in judged):
-            fallback.append(nodeid)
-            log(f"[{number}/{len(both)}] {nodeid}: out of device memory beside the other process: measured in "
-                f"per-round processes instead")
-            continue
-        kernels.extend(judged)
-        most = max(most, rounds)
-        if judged:
-            verdicts = ", ".join(f"{k.label} {k.verdict}" + (f" {k.median:.2f}" if k.median is not None else "")
-                                 for k in judged)
-            log(f"[{number}/{len(both)}] {nodeid}: {rounds} rounds: {verdicts}")
-    only: list[tuple[str, Side]] = [(n, "head") for n in head.items if n not in set(base.items)]
-    only += [(n, "base") for n in base.items if n not in set(head.items)]
-    for nodeid, side in only:
-        kernels.extend(_one_side(base if side == "base" else head, nodeid, side))
-    return ServedOutcome(kernels, most, fallback, "each test's rounds stopped when its verdicts settled")
+    last: dict[tuple[str, str], KernelRecord] = {}
+    seconds = [0.0, 0.0]
+    pending, count = list(tests), max_rounds // PAIR_ROUNDS
+    for number in range(count):
+        if number:
+            base, head = start_pair()
+        try:
+            if number == 0:
+                kernels.extend(_one_sided(base, head))
+            for nodeid in pending:
+                tests[nodeid].pairs.append(_pair_rounds(base, head, nodeid, tests[nodeid].rounds, on_round))
+        finally:
+            base.stop()
+            head.stop()
+        last.update(head.last)
+        seconds = [seconds[0] + base.seconds, seconds[1] + head.seconds]
+        done = [n for n in pending if tests[n].finished(max_drop) or number + 1 == count]
+        pending = [n for n in pending if n not in done]
+        log(f"pair of processes {number + 1}/{count}: {len(tests) - len(pending)} of {len(tests)} tests done")
+        for nodeid in done:
+            _settle(tests[nodeid], list(tests).index(nodeid) + 1, len(tests), kernels, fallback, log)
+        if not pending:
+            break
+    most = max((t.rounds for t in tests.values() if t.nodeid not in fallback and t.judged), default=0)
+    return ServedOutcome(kernels, most, fallback, f"each test in pairs of processes ({PAIR_ROUNDS} rounds each) "
+                         "until its verdicts settled", list(last.values()), (seconds[0], seconds[1]))
 
 
-def _one_test(base: Server, head: Server, nodeid: str, max_rounds: int, max_drop: float | None,
-              on_round: Callable[[int], None] | None) -> tuple[list[PairedKernel], int]:
-    """One test's kernels, round by round; none when the test measures no kernel on either side."""
-    rounds: list[tuple[RoundReport, RoundReport]] = []
-    judged: list[PairedKernel] = []
-    for index, order in enumerate(schedule(max_rounds)):
+def _settle(test: _Test, number: int, total: int, kernels: list[PairedKernel], fallback: list[str],
+            log: Callable[[str], None]) -> None:
+    """A test that needs no more rounds: its kernels' verdicts, or its place among those left to fresh
+    processes (out of device memory beside the other process)."""
+    if any(any(s in k.error.lower() for s in OUT_OF_MEMORY) for k in test.judged):
+        fallback.append(test.nodeid)
+        log(f"[{number}/{total}] {test.nodeid}: out of device memory beside the other process: measured in "
+            f"per-round processes instead")
+        return
+    kernels.extend(test.judged)
+    if test.judged:
+        verdicts = ", ".join(f"{k.label} {k.verdict}" + (f" {k.median:.2f}" if k.median is not None else "")
+                             for k in test.judged)
+        log(f"[{number}/{total}] {test.nodeid}: {test.rounds} rounds in {len(test.pairs)} pairs of processes: "
+            f"{verdicts}")
+
+
+def _pair_rounds(base: Server, head: Server, nodeid: str, done: int,
+                 on_round: Callable[[int], None] | None) -> list[tuple[RoundReport, RoundReport]]:
+    """One test's rounds in one pair of processes, in the ABBA order that continues from ``done`` rounds."""
+    rounds = []
+    for index, order in enumerate(schedule(done + PAIR_ROUNDS)[done:], start=done):
         if on_round is not None:
             on_round(index)
         seen = {side: (base if side == "base" else head).run(nodeid) for side in order}
         rounds.append((seen["base"], seen["head"]))
-        judged = [judge_kernel(k, max_drop) for k in collect(rounds)]
-        if not judged or any(k.verdict == "error" for k in judged):
-            return judged, index + 1  # a plain test, or a kernel that cannot be measured: more rounds change nothing
-        if index + 1 >= MIN_ROUNDS and settled(judged):
-            return judged, index + 1
-    return judged, len(rounds)
+    return rounds
 
 
-def _one_side(server: Server, nodeid: str, side: Side) -> list[PairedKernel]:
-    """A test that only one side has: its kernels, run once, are added or removed."""
-    found, nothing = server.run(nodeid), RoundReport({}, {})
-    return [judge_kernel(k) for k in collect([(found, nothing) if side == "base" else (nothing, found)])]
+def _one_sided(base: Server, head: Server) -> list[PairedKernel]:
+    """The tests only one side has: their kernels, run once, added or removed."""
+    only: list[tuple[str, Side]] = [(n, "head") for n in head.items if n not in set(base.items)]
+    only += [(n, "base") for n in base.items if n not in set(head.items)]
+    kernels: list[PairedKernel] = []
+    for nodeid, side in only:
+        found, nothing = (base if side == "base" else head).run(nodeid), RoundReport({}, {})
+        kernels.extend(judge_kernel(k) for k in collect([(found, nothing) if side == "base" else (nothing, found)]))
+    return kernels
 
 
 def child_env(base_env: dict[str, str], cache_dir: Path) -> dict[str, str]:

@@ -88,14 +88,15 @@ def _add_ab(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     "regression, 0 otherwise, 2 for a usage error.")
     ab.add_argument("--base", required=True, metavar="REV", help="the revision to compare with (e.g. origin/main)")
     ab.add_argument("--rounds", type=_positive, default=DEFAULT_ROUNDS, metavar="N",
-                    help=f"the most rounds (two processes each) to run (default {DEFAULT_ROUNDS}, at least {MIN_ROUNDS})")
+                    help=f"the most rounds (two processes each) to run (default {DEFAULT_ROUNDS}, at least {MIN_ROUNDS}; "
+                         f"{2 * MIN_ROUNDS} with --long-lived)")
     ab.add_argument("--max-drop", type=_fraction, metavar="F",
                     help="the floor for every kernel (default: its max_drop setting - marker, YAML, "
                          f"--roofline-max-drop - else {DEFAULT_MAX_DROP})")
     ab.add_argument("--long-lived", action="store_true",
-                    help="one long-lived pytest process per side, each test in its own rounds (faster; but each "
-                         "side keeps one process's draw of memory placement for every round, which can tilt a "
-                         "kernel: see the README)")
+                    help="pairs of long-lived pytest processes, one per side, each running every test not yet "
+                         "settled for two rounds (base-head, head-base) before the next pair starts; each pair's "
+                         "mean ratio is one unit of the interval, since two processes keep offsets of their own")
     ab.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
     ab.add_argument("--html", metavar="FILE", help="also write the HTML report with the comparison first")
 

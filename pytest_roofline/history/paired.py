@@ -10,16 +10,17 @@ CPU frequency the other one warmed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from statistics import median
+from statistics import fmean, median
 from typing import Literal
 
 from ..analysis.live import median_interval
 from .records import KernelRecord, Unmeasured
 
 __all__ = ["Side", "schedule", "PairedVerdict", "Observation", "KernelRounds", "PairedKernel", "collect",
-           "judge_kernel", "settled", "MIN_ROUNDS", "DEFAULT_ROUNDS", "DEFAULT_MAX_DROP", "CONFIDENCE"]
+           "judge_kernel", "judge_pairs", "settled", "MIN_ROUNDS", "DEFAULT_ROUNDS", "DEFAULT_MAX_DROP", "CONFIDENCE"]
 
 Side = Literal["base", "head"]
 PairedVerdict = Literal["regression", "improvement", "unchanged", "added", "removed", "error"]
@@ -155,19 +156,21 @@ def _drop_for(kernel: KernelRounds, override: float | None) -> tuple[float, str]
     return DEFAULT_MAX_DROP, f"the default of ab ({DEFAULT_MAX_DROP:g})"
 
 
-def judge_kernel(kernel: KernelRounds, max_drop: float | None = None) -> PairedKernel:
-    """The verdict of one kernel; ``max_drop``: --max-drop, over every setting."""
+def judge_kernel(kernel: KernelRounds, max_drop: float | None = None,
+                 units: Sequence[float] | None = None) -> PairedKernel:
+    """The verdict of one kernel; ``max_drop``: --max-drop, over every setting; ``units``: the ratios the interval
+    is drawn from where they are not the rounds' own (one per process pair: :func:`judge_pairs`)."""
     drop, origin = _drop_for(kernel, max_drop)
     base_u, head_u = _median_of(kernel.base, "utilization"), _median_of(kernel.head, "utilization")
     blank = PairedKernel(kernel.nodeid, kernel.label, "unchanged", (), drop, origin, base_utilization=base_u,
                          head_utilization=head_u)
+    ratios = kernel.ratios if units is None else tuple(units)
     if kernel.base_error or kernel.head_error:
         error = "; ".join(f"{side}: {e}" for side, e in (("base", kernel.base_error), ("head", kernel.head_error))
                           if e)
-        return replace(blank, verdict="error", ratios=kernel.ratios, error=error)
+        return replace(blank, verdict="error", ratios=ratios, error=error)
     if base_u is None or head_u is None:
         return replace(blank, verdict="added" if base_u is None else "removed")
-    ratios = kernel.ratios
     blank = replace(blank, ratios=ratios, median=median(ratios) if ratios else None,
                     flops_ratio=_ratio_of(kernel, "flops"), bytes_ratio=_ratio_of(kernel, "bytes_accessed"),
                     time_ratio=_ratio_of(kernel, "device_time_s"))
@@ -178,6 +181,28 @@ def judge_kernel(kernel: KernelRounds, max_drop: float | None = None) -> PairedK
                               else "unchanged")
     return replace(blank, verdict=verdict, low=low, high=high,
                    settled=verdict != "unchanged" or (low >= 1 - drop and high <= 1 + drop))
+
+
+def judge_pairs(pairs: Sequence[Sequence[tuple[RoundReport, RoundReport]]],
+                max_drop: float | None = None) -> list[PairedKernel]:
+    """The verdicts of rounds made by several pairs of processes (``pairs``: each pair's rounds). Two processes
+    keep offsets of their own for as long as they live (memory placement, thread layout: docs/measurements.md),
+    so the rounds of one pair are not independent samples of the difference between the revisions; the pairs
+    are. Each pair's geometric mean ratio is one unit of the interval (six pairs for a verdict); the medians of
+    utilization, FLOPs, bytes and time are over every round."""
+    per_pair = [{(k.nodeid, k.label): k.ratios for k in collect(rounds)} for rounds in pairs]
+    out = []
+    for kernel in collect([r for rounds in pairs for r in rounds]):
+        key = (kernel.nodeid, kernel.label)
+        units = [_geometric_mean(found[key]) for found in per_pair if found.get(key)]
+        out.append(judge_kernel(kernel, max_drop, units))
+    return out
+
+
+def _geometric_mean(values: Sequence[float]) -> float:
+    if min(values) <= 0:
+        return 0.0  # a head that measured nothing in a round of this pair
+    return math.exp(fmean(math.log(v) for v in values))
 
 
 def settled(kernels: Sequence[PairedKernel]) -> bool:
