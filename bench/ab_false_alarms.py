@@ -105,7 +105,7 @@ def main() -> int:
         print(f"20% drop {i + 1}/{drop_runs}: neighbour in rounds {[r + 1 for r in busy]}; ratio {k.median:.2f} "
               f"[{k.low}, {k.high}]; {k.verdict} after {n} {UNITS} ({c.rounds} rounds run, {c.seconds:.0f} s)", flush=True)
     print(f"\nmachine: {os.uname().nodename}; {time.strftime('%Y-%m-%d')}; max_drop {k.max_drop:g}; "
-          f"rounds at most {DEFAULT_ROUNDS}, verdicts from round {MIN_ROUNDS}; "
+          f"rounds at most {DEFAULT_ROUNDS}, verdicts from the {MIN_ROUNDS}th of the {UNITS}; "
           f"{'long-lived processes' if LONG_LIVED else 'fresh processes per round'}")
     print("| case | comparisons | kernels judged | regressions called | rounds run (median) | seconds each (median) |")
     print("|---|---|---|---|---|---|")
