@@ -1,18 +1,20 @@
 """Does a process keep its own offset? The same kernel measured round after round in several processes.
 
-Run: python bench/process_draw.py [--processes 6] [--rounds 6] [--kernel attention] [--redraw none|inputs|heap]
-(prints a table; nothing here is asserted)
+Run: python bench/process_draw.py [--paired] [--processes 6] [--rounds 6] [--kernel attention|rms norm|row sum|softmax]
+[--redraw none|inputs|heap|compile]   (prints a table; nothing here is asserted)
 
-``pytest-roofline ab --long-lived`` measures each kernel again and again in one process per side; the rounds of a
-kernel are only independent if each draws its own placement in memory. Each process here compiles the kernel once
-and measures it ``--rounds`` times as the long-lived schedule does (a short measurement, calibrated ceilings, new
-copies of the inputs each round). The table gives each process's median and range, the spread within a process
-(the median of their ranges) and between processes (the range of their medians). When the second is much larger
-than the first, a process keeps a draw of its own for every round, and rounds of one process pair are not
-independent samples of the difference between two revisions.
+``pytest-roofline ab --long-lived`` measures each kernel again and again in long-lived processes, one per side; a
+round is only an independent sample of the difference between two revisions if nothing a process keeps tilts it.
+Each process here compiles the kernel once and measures it ``--rounds`` times as the long-lived schedule does (a
+short measurement, calibrated ceilings). The table gives each process's median and range, and an analysis of
+variance of log utilization: the spread of rounds within a process, and the spread of the processes' own offsets.
+
+``--paired`` is the measure that counts: pairs of processes alive at once and measured in turn (ABBA), as ``ab``
+runs them, and the ratio of one to the other. Without it the processes run one after the other, minutes apart, and
+their offsets mix the host's drift with what each process keeps.
 
 ``--redraw`` is what changes between rounds: "none" (the same input buffers), "inputs" (new copies of the inputs,
-as the long-lived schedule does) or "heap" (new copies placed after a spacer of a random size held on the device,
+as the long-lived schedule makes), "heap" (new copies placed after a spacer of a random size held on the device,
 so the inputs and the program's temporaries land on other pages) or "compile" (the program compiled again, its
 code placed anew).
 """

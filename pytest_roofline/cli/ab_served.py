@@ -2,9 +2,9 @@
 (``plugin/ab_serve.py``), each collecting the selected tests once and measuring a test again on request. A pair
 runs every test not yet settled for two rounds (base-head, head-base) and is stopped; the next pair goes on where
 it left off. The rounds of a test run seconds apart on the two sides, so a neighbour that slows the machine slows
-both; and since two processes keep offsets of their own for as long as they live (memory placement, thread
-layout: bench/process_draw.py), each pair's mean ratio, not each round, is one unit of the interval
-(:func:`..history.paired.judge_pairs`).
+both; and since two processes keep offsets of their own for as long as they live (bench/process_draw.py
+measures them; their cause is not pinned down), each pair's mean ratio, not each round, is one unit of the
+interval (:func:`..history.paired.judge_pairs`).
 
 JAX's persistent compilation cache is shared by the two processes (a temporary directory, unless the user set
 one), for the first run of each test. Its key holds the program, the compiler options and the jaxlib version, so

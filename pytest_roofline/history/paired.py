@@ -186,8 +186,8 @@ def judge_kernel(kernel: KernelRounds, max_drop: float | None = None,
 def judge_pairs(pairs: Sequence[Sequence[tuple[RoundReport, RoundReport]]],
                 max_drop: float | None = None) -> list[PairedKernel]:
     """The verdicts of rounds made by several pairs of processes (``pairs``: each pair's rounds). Two processes
-    keep offsets of their own for as long as they live (memory placement, thread layout: docs/measurements.md),
-    so the rounds of one pair are not independent samples of the difference between the revisions; the pairs
+    keep offsets of their own for as long as they live (bench/process_draw.py, docs/measurements.md), so the
+    rounds of one pair are not independent samples of the difference between the revisions; the pairs
     are. Each pair's geometric mean ratio is one unit of the interval (six pairs for a verdict); the medians of
     utilization, FLOPs, bytes and time are over every round."""
     per_pair = [{(k.nodeid, k.label): k.ratios for k in collect(rounds)} for rounds in pairs]
