@@ -10,10 +10,9 @@ CPU frequency the other one warmed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from statistics import fmean, median
+from statistics import geometric_mean, median
 from typing import Literal
 
 from ..analysis.live import median_interval
@@ -201,8 +200,8 @@ def judge_pairs(pairs: Sequence[Sequence[tuple[RoundReport, RoundReport]]],
 
 def _geometric_mean(values: Sequence[float]) -> float:
     if min(values) <= 0:
-        return 0.0  # a head that measured nothing in a round of this pair
-    return math.exp(fmean(math.log(v) for v in values))
+        return 0.0  # a head that measured nothing in a round of this pair (statistics.geometric_mean would raise)
+    return geometric_mean(values)
 
 
 def settled(kernels: Sequence[PairedKernel]) -> bool:

@@ -118,6 +118,12 @@ class RecordedResult:
         return dict(self.json)
 
     @classmethod
+    def of(cls, result: Any) -> RecordedResult:
+        """A result just measured (a :class:`~pytest_roofline.result.Result`, or anything with its ``to_dict()``),
+        read as a report file's would be: the one place a measurement becomes a record."""
+        return cls.from_dict(result.to_dict())
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RecordedResult:
         """Read a result's JSON form; a missing required key is a ``KeyError``, a wrong value a ``TypeError`` or
         ``ValueError``."""

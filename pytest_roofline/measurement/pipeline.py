@@ -99,8 +99,9 @@ def _compiled(call: KernelCall, label: str, keep: str) -> CompiledProgram:
     """The compiled program with its inputs on the device: kept from an earlier call with ``keep``, or new."""
     kept = _KEPT.get(keep) if keep else None
     if kept is not None:
-        # New buffers for the inputs each time: a measurement of the same buffers would keep one placement in
-        # memory (pages, alignment) for every round, and with it the same offset from the other process's.
+        # New buffers for the inputs each round, as a fresh process would have. Whether the same buffers would
+        # tilt a side is not shown either way (bench/process_draw.py --redraw none|inputs); what a process keeps
+        # is accounted for by judging pairs of processes, not rounds (history/paired.judge_pairs).
         with phase("inputs"):
             fresh = [x.copy() if isinstance(x, jax.Array) else x for x in kept.leaves]
             block_until_ready(fresh)

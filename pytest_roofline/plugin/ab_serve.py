@@ -100,7 +100,7 @@ class AbServer:
             except (MeasureError, ValueError) as exc:
                 unmeasured.append(Unmeasured(record.nodeid, record.label, str(exc)))
                 continue
-            records.append(replace(record, result=RecordedResult.from_dict(result.to_dict()),
+            records.append(replace(record, result=RecordedResult.of(result),
                                    time_spent=watch.spent(rest="everything else")))
         return {"records": [r.to_dict() for r in records], "unmeasured": [u.to_dict() for u in unmeasured],
                 "seconds": time.perf_counter() - start}

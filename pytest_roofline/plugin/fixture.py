@@ -68,7 +68,7 @@ class RooflineFixture:
         result = self._measure(label, call, kwargs)
         decision = decide(result.figures, None)
         memory = self._memory_check(label, result, limit)
-        recorded = RecordedResult.from_dict(result.to_dict())
+        recorded = RecordedResult.of(result)
         record = self._record(label, result, recorded, None, decision, "program",
                               check=self._check(label, recorded, "program"), memory=memory)
         if decision.warning:  # an impossible result is never a silent pass
@@ -100,7 +100,7 @@ class RooflineFixture:
         bound = pick_bound(bound_setting, self._bound_origin(), hw.name, hw.platform)
         value = threshold.value if threshold else None
         expected = bound.value if bound else None
-        recorded = RecordedResult.from_dict(result.to_dict())
+        recorded = RecordedResult.of(result)
         check = self._check(label, recorded, chosen)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen)
         first: float | None = None
@@ -112,7 +112,7 @@ class RooflineFixture:
                 second = self._measure(label, call, kwargs)
             self._watch.add("second measurement", again.elapsed)
             result = replace(second, program=result.program)
-            recorded = RecordedResult.from_dict(result.to_dict())
+            recorded = RecordedResult.of(result)
             check = self._check(label, recorded, chosen)
         memory = self._memory_check(label, result, memory_limit)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
