@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["format_seconds", "format_quantity", "format_fraction"]
+__all__ = ["format_seconds", "format_quantity", "format_fraction", "format_bytes"]
 
 
 def format_seconds(s: float) -> str:
@@ -25,3 +25,11 @@ def format_quantity(x: float, unit: str) -> str:
         if abs(x) >= scale:
             return f"{x / scale:.3g} {prefix}{unit}"
     return f"{x:.3g} {unit}"
+
+
+def format_bytes(n: float) -> str:
+    """Bytes with binary prefixes, as memory sizes are read: 67108864 -> 64 MiB."""
+    for scale, prefix in ((2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {prefix}B"
+    return f"{n:.3g} B"

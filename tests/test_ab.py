@@ -276,7 +276,13 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert document["schedule"] == schedule
     assert len(kernels["total"]["ratios"]) == 6 and kernels["total"]["interval"][1] < 0.7
     assert "REGRESSION (below 0.70)" in out and "1 kernel regressed" in out
-    assert "Base against head (pytest-roofline ab)" in (tmp_path / "ab.html").read_text()
+    # the regression explained op by op: the second pass is an op only the head's program has, with its share
+    ops = kernels["total"]["ops_diff"]
+    added = [c for c in ops["changes"] if c["kind"] == "added"]
+    assert added and ops["program_changed"] and sum(c["share"] for c in added) > 0.5, ops
+    assert f"added {added[0]['name']}, " in out and "tests/test_kernels.py::test_total [total]: op by op:" in out
+    page = (tmp_path / "ab.html").read_text()
+    assert "Base against head (pytest-roofline ab)" in page and "[total]: op by op</h3>" in page
     # the head's working tree as ab found it, ignored files included (no __pycache__, no .pytest_cache)
     assert _worktrees(repo) == 1 and _git(repo, "status", "--porcelain", "--ignored") == ""
 

@@ -11,6 +11,7 @@ import statistics
 import pytest
 from fakes import fake_result, record_of
 
+from pytest_roofline.analysis.ops import OpRow
 from pytest_roofline.history.paired import (
     DEFAULT_MAX_DROP,
     MIN_ROUNDS,
@@ -212,3 +213,53 @@ def test_a_pair_that_did_not_measure_the_kernel_gives_no_unit() -> None:
     assert kernels[0].verdict == "error" and kernels[0].ratios == pytest.approx((1.0,) * 5)
     (found,) = judge_pairs([_pair(1.0, 1.0)] * 5 + [[(_report(("k", 0.5)), _report())] * 2])
     assert found.ratios == pytest.approx((1.0,) * 5) and found.low is None  # five units: no interval yet
+
+
+def _op(name: str, ms: float, opcode: str = "fusion") -> OpRow:
+    """A made-up op row: 8 MiB moved (roofline time 0.84 ms at 10 GB/s), measured ``ms`` per run."""
+    nbytes = 8 * 2**20
+    return OpRow(name, opcode, "kLoop" if opcode == "fusion" else None, "main", "f32[1024,1024]",
+                 ("f32[1024,1024]",), "vector", 1, 0.0, 0.0, nbytes, 0.0, 0.0, nbytes / 1e10, 0.0, ms * 1e-3, 1.0)
+
+
+def _with_ops(utilization: float, *ops: OpRow, gaps_ms: float = 0.0) -> Observation:
+    return Observation(utilization, sum(o.measured_s or 0.0 for o in ops) + gaps_ms * 1e-3, 0.0, 1e6, ops=ops)
+
+
+def test_a_regression_names_the_op_the_head_added_with_its_share() -> None:
+    """Base: one fusion of 4 ms; head: the same fusion renumbered, a new copy of 4 ms and 0.2 ms of gaps between
+    ops (rounds jitter the op times; the diff takes each op's median over the rounds)."""
+    base = tuple(_with_ops(0.5, _op("fusion.1", 4.0 + 0.1 * (i % 3))) for i in range(6))
+    head = tuple(_with_ops(0.25, _op("fusion.7", 4.1), _op("copy.3", 4.0 - 0.1 * (i % 2), opcode="copy"),
+                           gaps_ms=0.2) for i in range(6))
+    found = judge_kernel(KernelRounds("t.py::test_a", "a", base, head))
+    assert found.verdict == "regression" and found.ops_diff is not None
+    added = found.ops_diff.changes[0]
+    assert (added.kind, added.name) == ("added", "copy.3") and added.head_s == pytest.approx(3.95e-3)
+    assert found.ops_diff.share(added) == pytest.approx(3.95 / 4.15)
+    assert found.ops_diff.between_ops_s == pytest.approx(0.2e-3)
+    c = _comparison([KernelRounds("t.py::test_a", "a", base, head)])
+    lines = ab_lines(c)
+    start = lines.index("t.py::test_a [a]: op by op:")
+    assert lines[start + 1].startswith("  the head's program: 1 op added, 1 the same; device time 4.1 ms -> 8.25 ms")
+    assert lines[start + 2].startswith("    added copy.3, copy f32[1024,1024] -> f32[1024,1024]: 3.95 ms, 48% of the run")
+    assert lines[start + 2].endswith("; 95% of the change")
+    assert lines[start + 3] == "    between ops (gaps, launches): +200 us; 5% of the change"
+    entry = ab_document(c)["kernels"][0]
+    assert [(ch["kind"], ch["name"]) for ch in entry["ops_diff"]["changes"]] == [("added", "copy.3")]
+    assert "<h3>t.py::test_a [a]: op by op</h3>" in ab_html(c) and "copy.3" in ab_html(c)
+
+
+def test_an_unchanged_kernel_whose_program_changed_says_so_in_one_line() -> None:
+    base = tuple(_with_ops(0.5, _op("fusion.1", 4.0)) for _ in range(6))
+    head = tuple(_with_ops(0.5, _op("fusion.2", 2.0), _op("fusion.3", 2.0, opcode="copy")) for _ in range(6))
+    c = _comparison([KernelRounds("t.py::test_b", "b", base, head)])
+    assert c.kernels[0].verdict == "unchanged"
+    notes = [line for line in ab_lines(c) if line.startswith("t.py::test_b [b]:")]
+    assert notes == ["t.py::test_b [b]: the head's program: 1 op added, 1 the same, at no cost in time "
+                     "(verdict unchanged)"]
+
+
+def test_no_op_times_on_a_side_no_diff() -> None:
+    found = judge_kernel(_paired([0.5] * 6))
+    assert found.ops_diff is None

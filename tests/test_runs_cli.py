@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fakes import fake_result, record_of
 
+from pytest_roofline.analysis.ops import OpRow, OpsModel
 from pytest_roofline.cli.main import main
 from pytest_roofline.hardware.clocks import ClockReading, Clocks
 from pytest_roofline.report.document import report_document, session_block
@@ -249,3 +250,55 @@ def test_counts_must_be_whole_numbers_of_one_or_more(tmp_path: Path, capsys: pyt
         main([a.format(d=str(tmp_path)) for a in args])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "must be a whole number of 1 or more, got" in err
+
+
+def _op(name: str, opcode: str, ms: float) -> OpRow:
+    """A made-up op row: 8 MiB moved, measured ``ms`` per run."""
+    return OpRow(name, opcode, "kLoop" if opcode == "fusion" else None, "main", "f32[1024,1024]", ("f32[1024,1024]",),
+                 "vector", 1, 0.0, 0.0, 8 * 2**20, 0.0, 0.0, 8 * 2**20 / 1e10, 0.0, ms * 1e-3, 1.0)
+
+
+def _with_ops(report: dict[str, Any], device_ms: float, *ops: OpRow) -> dict[str, Any]:
+    """``report`` with its test_a's result made of ``ops`` (made up) and its device time ``device_ms``."""
+    result = replace(fake_result(0.6 / device_ms, name="kernel"), ops_model=OpsModel(ops))
+    result = replace(result, timing=replace(result.timing, per_run_s=(device_ms * 1e-3,) * 5))
+    entry = next(r for r in report["results"] if r["nodeid"] == "test_k.py::test_a")
+    entry["result"] = result.to_dict()
+    return report
+
+
+def test_compare_explains_a_regression_op_by_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Made-up per-op times: the current program has a copy the baseline's did not, 1 ms of the 1.1 ms lost."""
+    base = _write(tmp_path / "base.json", _with_ops(_report({"test_a": 0.6}, 1), 1.0, _op("fusion.1", "fusion", 0.95)))
+    worse = _write(tmp_path / "worse.json", _with_ops(_report({"test_a": 0.3}, 2), 2.1, _op("fusion.4", "fusion", 1.0),
+                                                      _op("copy.5", "copy", 1.0)))
+    status, out, _ = _cli(capsys, "compare", str(base), str(worse))
+    assert status == 1, out
+    lines = out.splitlines()
+    start = lines.index("    op by op:")
+    assert lines[start - 1].startswith("  test_k.py::test_a [kernel]: regression: utilization")
+    assert lines[start + 1] == ("      the current program: 1 op added, 1 the same; device time 1 ms -> 2.1 ms per run "
+                                "(+1.1 ms)")
+    assert lines[start + 2].startswith("        added copy.5, copy f32[1024,1024] -> f32[1024,1024]: 1 ms, 48% of the "
+                                       "run, 8 MiB moved")
+    assert lines[start + 2].endswith("; 91% of the change")
+
+
+def test_history_explains_the_latest_regression_op_by_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Six steady nights of one made-up fusion, then a night whose program has a copy beside it."""
+    directory = tmp_path / "hist"
+    directory.mkdir()
+    for day in range(1, 8):
+        report = _report({"test_a": 0.6}, day)
+        if day < 7:
+            _with_ops(report, 1.0 + 0.01 * (day % 2), _op("fusion.1", "fusion", 0.95))
+        else:
+            _with_ops(report, 2.0, _op("fusion.2", "fusion", 0.95), _op("copy.3", "copy", 1.0))
+        _write(directory / f"roofline-202611{day:02d}T031700Z-c0ffee.json", report)
+    status, out, _ = _cli(capsys, "history", str(directory))
+    assert status == 1, out
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("    against 2026-11-06"))
+    assert "REGRESSION" in lines[start - 1]
+    assert lines[start + 1].startswith("      the current program: 1 op added, 1 the same; device time 1 ms -> 2 ms")
+    assert lines[start + 2].startswith("        added copy.3, copy")

@@ -16,6 +16,8 @@ from statistics import geometric_mean, median
 from typing import Literal
 
 from ..analysis.live import median_interval
+from ..analysis.op_diff import OpDiff, diff_ops
+from ..analysis.ops import OpRow
 from .records import KernelRecord, Unmeasured
 
 __all__ = ["Side", "schedule", "PairedVerdict", "Observation", "KernelRounds", "PairedKernel", "collect",
@@ -50,12 +52,13 @@ class Observation:
     bytes_accessed: float
     max_drop: float | None = None  # the kernel's max_drop setting in that run, where one was set
     max_drop_origin: str = ""
+    ops: tuple[OpRow, ...] = ()  # the per-op rows with their measured times (none where the trace had no ops)
 
     @classmethod
     def of(cls, record: KernelRecord) -> Observation:
         r = record.result
         return cls(record.utilization, r.device_time_s, r.flops, r.bytes_accessed, record.max_drop,
-                   record.max_drop_origin)
+                   record.max_drop_origin, r.ops)
 
 
 Key = tuple[str, str]  # (nodeid, label)
@@ -128,6 +131,7 @@ class PairedKernel:
     bytes_ratio: float | None = None  # head / base counted bytes
     time_ratio: float | None = None  # head / base device time
     error: str = ""
+    ops_diff: OpDiff | None = None  # what the head's program does differently, op by op (both sides had op times)
 
     @property
     def kernel(self) -> str:
@@ -143,6 +147,27 @@ def _ratio_of(kernel: KernelRounds, attr: str) -> float | None:
     """head / base of the medians of ``attr`` (None where a side has none or a zero)."""
     base, head = _median_of(kernel.base, attr), _median_of(kernel.head, attr)
     return head / base if base and head is not None else None
+
+
+def _side_ops(observations: Sequence[Observation | None]) -> tuple[list[OpRow], float] | None:
+    """One side's ops with each op's median time over the rounds, and its median device time per run."""
+    seen = [o for o in observations if o is not None and any(r.measured_s for r in o.ops)]
+    if not seen:
+        return None
+    times: dict[str, list[float]] = {}
+    for o in seen:
+        for row in o.ops:
+            if row.measured_s is not None:
+                times.setdefault(row.name, []).append(row.measured_s)
+    rows = [replace(row, measured_s=median(times[row.name]) if row.name in times else None) for row in seen[-1].ops]
+    return rows, median(o.device_time_s for o in seen)
+
+
+def _ops_diff(kernel: KernelRounds) -> OpDiff | None:
+    base, head = _side_ops(kernel.base), _side_ops(kernel.head)
+    if base is None or head is None:
+        return None
+    return diff_ops(base[0], head[0], base[1], head[1])
 
 
 def _drop_for(kernel: KernelRounds, override: float | None) -> tuple[float, str]:
@@ -172,7 +197,7 @@ def judge_kernel(kernel: KernelRounds, max_drop: float | None = None,
         return replace(blank, verdict="added" if base_u is None else "removed")
     blank = replace(blank, ratios=ratios, median=median(ratios) if ratios else None,
                     flops_ratio=_ratio_of(kernel, "flops"), bytes_ratio=_ratio_of(kernel, "bytes_accessed"),
-                    time_ratio=_ratio_of(kernel, "device_time_s"))
+                    time_ratio=_ratio_of(kernel, "device_time_s"), ops_diff=_ops_diff(kernel))
     if len(ratios) < MIN_ROUNDS:
         return blank
     low, high = median_interval(ratios, CONFIDENCE)

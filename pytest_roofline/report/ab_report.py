@@ -51,6 +51,19 @@ def _notes(k: PairedKernel) -> list[str]:
     return out
 
 
+def op_lines(k: PairedKernel) -> list[str]:
+    """What the head's program does differently, op by op: in full for a regression or an improvement, one line
+    for an unchanged kernel whose compiled program changed."""
+    diff = k.ops_diff
+    if diff is None:
+        return []
+    if k.verdict in ("regression", "improvement"):
+        return [f"{k.kernel}: op by op:", *("  " + line for line in diff.lines())]
+    if k.verdict == "unchanged" and diff.program_changed:
+        return [f"{k.kernel}: {diff.summary()}, at no cost in time (verdict unchanged)"]
+    return []
+
+
 def _header(c: Comparison) -> list[str]:
     head = f"{c.head_commit[:12]}{' + uncommitted changes' if c.head_dirty else ''}"
     base_s, head_s = c.side_seconds
@@ -73,7 +86,7 @@ def ab_lines(c: Comparison) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     table = [f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]:<{widths[3]}}  {r[4]}"
              for r in rows]
-    notes = [note for k in kernels for note in _notes(k)]
+    notes = [note for k in kernels for note in (*_notes(k), *op_lines(k))]
     drops = sorted({f"{k.max_drop:g} ({k.max_drop_origin})" for k in kernels})
     regressed = sum(k.verdict == "regression" for k in kernels)
     end = (f"{regressed} kernel{'s' if regressed != 1 else ''} regressed" if regressed
@@ -85,7 +98,8 @@ def ab_document(c: Comparison) -> dict[str, Any]:
     """The JSON form (``--json``)."""
     kernels = []
     for k in c.kernels:
-        entry = dataclasses.asdict(k)
+        entry = dataclasses.asdict(dataclasses.replace(k, ops_diff=None))
+        entry["ops_diff"] = k.ops_diff.to_dict() if k.ops_diff is not None else None
         entry["ratios"] = list(k.ratios)
         entry["interval"] = [k.low, k.high] if k.low is not None else None
         del entry["low"], entry["high"]
@@ -114,4 +128,29 @@ def ab_html(c: Comparison) -> str:
     return ("<h2>Base against head (pytest-roofline ab)</h2>"
             f"<p class=meta>{meta}</p><table><thead><tr><th>test [kernel]</th><th>base</th><th>head</th>"
             "<th>head/base [interval] (hover: every round)</th><th>verdict</th><th>notes</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+            f"<tbody>{''.join(rows)}</tbody></table>{_ops_html(c)}")
+
+
+def _ops_html(c: Comparison) -> str:
+    """Per regressed or improved kernel, the ops that moved: time on each side, roofline fraction, share."""
+    e = html.escape
+    parts = []
+    for k in c.kernels:
+        diff = k.ops_diff
+        if diff is None or k.verdict not in ("regression", "improvement"):
+            continue
+        rows = []
+        for change in diff.moved[:12]:
+            share = diff.share(change)
+            fractions = [f"{r.utilization:.0%}" if r is not None and r.utilization is not None else "-"
+                         for r in (change.base, change.head)]
+            rows.append(f"<tr><td>{e(change.kind)}</td><td class=name>{e(change.name)}</td><td>{e(change.label)}</td>"
+                        f"<td class=num>{change.base_s * 1e3:.3f}</td><td class=num>{change.head_s * 1e3:.3f}</td>"
+                        f"<td class=num>{fractions[0]} &rarr; {fractions[1]}</td>"
+                        f"<td class=num>{'-' if share is None else f'{share:.0%}'}</td></tr>")
+        said = [line.strip() for line in diff.lines(0) if not line.startswith("  ...")]
+        parts.append(f"<h3>{e(k.kernel)}: op by op</h3><p class=meta>{'<br>'.join(e(line) for line in said)}</p>"
+                     "<table><thead><tr><th>change</th><th>op</th><th>what it is</th><th>base ms</th>"
+                     "<th>head ms</th><th>roofline fraction</th><th>share of the change</th></tr></thead>"
+                     f"<tbody>{''.join(rows)}</tbody></table>")
+    return "".join(parts)

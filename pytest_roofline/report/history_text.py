@@ -6,15 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis.op_diff import diff_ops
 from ..history.baseline import Series
 from ..history.checks import BaselineCheck, NoBaseline, SeriesKey
 from ..history.compile_check import CompileCheck
 from ..history.detect import Finding
+from ..history.recorded import RecordedResult
 from ..history.reports import Run
 from ..units import format_seconds
 from .text import summary_lines
 
-__all__ = ["run_line", "show_lines", "compare_lines", "history_lines", "sparkline", "github_benchmark"]
+__all__ = ["run_line", "show_lines", "compare_lines", "history_lines", "sparkline", "github_benchmark",
+           "op_diff_lines"]
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -46,15 +49,26 @@ def _table(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
                       for i, c in enumerate(row)).rstrip() for row in rows]
 
 
+def op_diff_lines(before: RecordedResult, after: RecordedResult, indent: str = "    ") -> list[str]:
+    """What the later result's program does differently, op by op, where both have measured per-op times."""
+    if not any(r.measured_s for r in before.ops) or not any(r.measured_s for r in after.ops):
+        return []
+    diff = diff_ops(before.ops, after.ops, before.device_time_s, after.device_time_s)
+    return [f"{indent}op by op:", *(f"{indent}  {line}".replace("the head's program", "the current program")
+                                    for line in diff.lines())]
+
+
 def _compile_cell(check: CompileCheck | None) -> str:
     return f"{format_seconds(check.current_s)} ({check.ratio:.2f}x)" if check is not None else ""
 
 
 def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[SeriesKey, BaselineCheck | NoBaseline]],
                   gone: Sequence[SeriesKey], compiles: Mapping[SeriesKey, CompileCheck] | None = None,
-                  clock_notes: Mapping[SeriesKey, str] | None = None) -> list[str]:
+                  clock_notes: Mapping[SeriesKey, str] | None = None,
+                  op_notes: Mapping[SeriesKey, list[str]] | None = None) -> list[str]:
     """Each kernel of the current run against the baseline; regressions say "REGRESSION". ``compiles``: the
-    compile-time checks (``--max-compile``), shown in their own column."""
+    compile-time checks (``--max-compile``), shown in their own column; ``op_notes``: per kernel, what its
+    program does differently from the baseline's op by op (:func:`op_diff_lines`), shown under a regression."""
     compiles = compiles or {}
     lines = [f"baseline: {baseline_path}", f"current:  {run_line(current)}"]
     rows = [("kernel", "baseline", "current", "change", "gate", *(("compile",) if compiles else ()), "status")]
@@ -77,9 +91,22 @@ def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[Serie
         if check.regressed:
             drop = (clock_notes or {}).get(key)
             details.append(f"  {key.kernel}: regression: {check.message()}" + (f"; {drop}" if drop else ""))
+            details += (op_notes or {}).get(key, [])
     for key in gone:
         rows.append((key.kernel, "", "-", "", "", *(("",) if compiles else ()), "not in the current run"))
     return [*lines, *_table(rows), *details]
+
+
+def _series_op_lines(series: Series, finding: Finding) -> list[str]:
+    """The latest run against the last run before the latest change point (else the run before it), op by op."""
+    if len(series.runs) < 2:
+        return []
+    points = [cp.index for cp in finding.change_points if 0 < cp.index < len(series.runs)]
+    before_run = series.runs[(points[-1] if points else len(series.runs) - 1) - 1]
+    before = next(r.result for r in before_run.records if r.key == series.key)
+    after = next(r.result for r in series.runs[-1].records if r.key == series.key)
+    lines = op_diff_lines(before, after)
+    return [f"    against {before_run.short}:", *lines[1:]] if lines else []
 
 
 def sparkline(values: Sequence[float], marks: Sequence[int] = ()) -> str:
@@ -136,6 +163,8 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
         drop = (clock_notes or {}).get(series.key)
         for reason in finding.reasons:
             details.append(f"{where}: REGRESSION: {reason}" + (f"; {drop}" if drop else ""))
+        if finding.regression:
+            details += _series_op_lines(series, finding)
     lines += _table(rows)
     if details:
         lines.append("")
