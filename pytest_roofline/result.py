@@ -17,10 +17,12 @@ from .analysis.ceilings import CeilingUse
 from .analysis.check import OpsCheck
 from .analysis.counts import Work
 from .analysis.first_touch import FirstTouch
+from .analysis.idle import IdleTime
 from .analysis.live import Live, Uncertainty, pair_utilizations, uncertainty
 from .analysis.memory import MemoryFootprint
 from .analysis.ops import OpRow, OpsModel
 from .analysis.process_runs import Processes
+from .analysis.program_info import ProgramInfo
 from .analysis.roofline import RooflineEstimate
 from .analysis.timed_runs import Timing
 from .analysis.verdict import Figures, suspect
@@ -30,24 +32,6 @@ from .kinds import Bound, CeilingsUsed, CountSource, FirstTouchMode, Model, Time
 from .result_text import describe, first_touch_text
 
 __all__ = ["ProgramInfo", "Result", "CeilingUse"]
-
-
-@dataclass(frozen=True)
-class ProgramInfo:
-    """Facts of the compiled program: its HLO module name, the device it ran on, compile time (tracing, lowering
-    and compiling; ``compile_cached``: XLA did not compile, the program came from JAX's in-memory cache because
-    it was compiled earlier in the process), versions."""
-
-    module_name: str
-    device_kind: str
-    compile_time_s: float
-    versions: Mapping[str, str] = field(default_factory=dict)
-    compile_cached: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"module_name": self.module_name, "device_kind": self.device_kind,
-                "compile_time_s": self.compile_time_s, "compile_cached": self.compile_cached,
-                "versions": dict(self.versions)}
 
 
 @dataclass(frozen=True)
@@ -74,6 +58,7 @@ class Result:
     cache: CacheState | None = None  # the cache state of the timed runs (None: not recorded)
     clocks: Clocks | None = None  # GPU clocks around the timed runs, or why there is no reading
     processes: Processes | None = None  # the program spans processes: their times, topology, who decided
+    idle: IdleTime | None = None  # the time in a run the device executed no op, and how much waited on the host
 
     # The work
     @property
@@ -376,7 +361,8 @@ class Result:
             "utilization_on_cpu": self.utilization_on_cpu,
             "no_work": self.no_work,
             **{k: v.to_dict() if v is not None else None
-               for k, v in (("cache", self.cache), ("processes", self.processes), ("clocks", self.clocks))},
+               for k, v in (("cache", self.cache), ("processes", self.processes), ("clocks", self.clocks),
+                            ("idle", self.idle))},
             "utilization_at_clocks": self.utilization_at_clocks,
         }
 

@@ -270,6 +270,7 @@ RESULT_KEYS |= {"first_touch_time_s", "faults_per_run", "first_touch", "first_to
                 "waiting_per_run", "cpu_waiting", "others_cpu_share", "contended", "utilization_on_cpu", "no_work"}
 RESULT_KEYS |= {"compile_cached", "cache", "clocks", "utilization_at_clocks"}
 RESULT_KEYS |= {"processes"}  # a program that spans processes (null for one)
+RESULT_KEYS |= {"idle"}  # the time in a run the device ran no op (null without op events)
 
 
 def test_result_json_keeps_the_schema_1_keys() -> None:

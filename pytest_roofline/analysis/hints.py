@@ -1,21 +1,19 @@
-"""Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show, and the busy time
-(the part of a run covered by op events) they use. Pure."""
+"""Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from statistics import median
+from collections.abc import Sequence
 
+from .idle import IDLE_HINT, IdleTime
 from .ops import OpRow
-from .trace import TraceEvent
 
-__all__ = ["hints", "busy_time"]
+__all__ = ["hints"]
 
 _LAYOUT_OPS = frozenset({"copy", "transpose", "copy-start"})
 
 
 def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: str, donated: bool,
-          output_bytes: float, working_set_bytes: float, has_loops: bool, busy_s: float | None,
+          output_bytes: float, working_set_bytes: float, has_loops: bool, idle: IdleTime | None,
           cache_bytes: int | None = None, cache_modelled: bool = False) -> list[str]:
     """Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show.
 
@@ -48,34 +46,10 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
     if platform == "cpu" and not donated and output_bytes >= 16 * 2**20:
         out.append(f"a fresh {output_bytes / 2**20:.0f} MiB output buffer is allocated and page-faulted on every "
                    f"call: donate the input (jax.jit(..., donate_argnums=...)) so the output reuses its memory")
-    if busy_s is not None and device_time_s > 0 and busy_s < 0.7 * device_time_s:
-        out.append(f"gaps between ops: ops are busy {busy_s / device_time_s:.0%} of the run time; the rest is "
-                   f"waiting (host dispatch, synchronization, callbacks)")
+    if idle is not None and idle.idle_fraction > IDLE_HINT:
+        cure = ("the host launches ops more slowly than the device runs them: fewer, larger ops (vmap or scan "
+                "instead of a Python or fori loop of small steps)" if idle.host_s >= idle.other_s else
+                "the device waits on itself (transfers, synchronization, other devices)")
+        out.append(f"idle device: {idle.text()}; {cure}")
     return out
 
-
-def busy_time(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], runs: int,
-              containers: frozenset[str] = frozenset()) -> float | None:
-    """Median over runs of the time covered by at least one leaf op event (the rest of a run is gaps).
-
-    ``containers`` are ops whose event spans other ops (a while loop's thunk on a CPU): not counted.
-    """
-    per_run: dict[int, list[tuple[float, float]]] = {}
-    for index, ev in enumerate(events):
-        run = run_of_event.get(index)
-        if run is not None and "hlo_op" in ev.stats and str(ev.stats["hlo_op"]) not in containers:
-            per_run.setdefault(run, []).append((ev.start_ns, ev.end_ns))
-    if not per_run:
-        return None
-    covered = []
-    for intervals in per_run.values():
-        intervals.sort()
-        total, cur_start, cur_end = 0.0, intervals[0][0], intervals[0][1]
-        for start, end in intervals[1:]:
-            if start > cur_end:
-                total += cur_end - cur_start
-                cur_start, cur_end = start, end
-            else:
-                cur_end = max(cur_end, end)
-        covered.append((total + cur_end - cur_start) / 1e9)
-    return median(covered)

@@ -78,6 +78,7 @@ class RunTimes:
     per_device_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # device -> per run
     program_id: int | None = None
     notes: tuple[str, ...] = ()
+    launched_ns: Mapping[int, float] = field(default_factory=dict)  # GPU: index in op_events -> its host launch
 
     @property
     def devices(self) -> int:

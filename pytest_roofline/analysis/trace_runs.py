@@ -306,7 +306,8 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
                      f"(CUDA graphs); the program's time is kept. To see each op, run with {COMMAND_BUFFER_REMEDY}")
     if len(per_device) > 1:
         method += f"; {len(per_device)} devices timed separately, the slowest per run"
-    result = RunTimes(per_run, method, tuple(ops_all), run_of_event, per_device, pid, tuple(notes))
+    launched = {i: launch_of[id(e)][0] for i, e in enumerate(ops_all) if id(e) in launch_of}
+    result = RunTimes(per_run, method, tuple(ops_all), run_of_event, per_device, pid, tuple(notes), launched)
     return _checked(result, expected_runs, module_name)
 
 

@@ -15,9 +15,10 @@ import jaxlib
 from ..analysis.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
 from ..analysis.check import ops_check
 from ..analysis.first_touch import FirstTouch, first_touch
-from ..analysis.hints import busy_time, hints
+from ..analysis.hints import hints
 from ..analysis.hlo import HloModule
 from ..analysis.hosts import Topology
+from ..analysis.idle import IdleTime, idle_time
 from ..analysis.interpret import INTERPRET_NOTE, estimated_note
 from ..analysis.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
 from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
@@ -138,7 +139,7 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     (timed, cache), clocks, processes = _run(program, settings, module, plan.beside, rule, (cache, check_cache),
                                              peers, topology, model)
     memory = _memory(program, footprint, before)
-    ops_model, busy = _per_op(model.rows, module, program, timed)
+    ops_model, idle = _per_op(model.rows, module, program, timed)
     if touch is not None:
         touch = replace(touch, counted_faults=timed.timing.median_faults)
     live, why = _live(plan, timed, spec)
@@ -157,7 +158,7 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
         program=_program_info(program),
         ops_model=ops_model,
         notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory)),
-        hints=() if no_work else tuple(_hints(ops_model.rows, module, program, model, timed, busy,
+        hints=() if no_work else tuple(_hints(ops_model.rows, module, program, model, timed, idle,
                                               spec.cache_bandwidth is not None or cache.state == "cold")),
         hlo_text=program.hlo_text,
         xspace=timed.xspace,
@@ -170,6 +171,7 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
         cache=cache,
         clocks=clocks,
         processes=processes,
+        idle=idle,
     )
 
 
@@ -317,16 +319,16 @@ def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec) -> tuple[Live | Non
 
 
 def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
-            timed: Timed) -> tuple[OpsModel, float | None]:
-    """Op rows with their measured times, the check against the compiler, and the busy time of a run."""
-    busy = None
+            timed: Timed) -> tuple[OpsModel, IdleTime | None]:
+    """Op rows with their measured times, the check against the compiler, and the runs' idle time."""
+    idle = None
     if timed.events is not None:
         found = timed.events
         rows = attach_times(rows, found.op_events, found.run_of_event, timed.timing.runs)
         containers = frozenset(i.name for c in module.computations.values() for i in c.instructions
                                if i.opcode in CONTAINER_OPS)
-        busy = busy_time(found.op_events, found.run_of_event, timed.timing.runs, containers)
-    return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), busy
+        idle = idle_time(found, program.platform, containers, timed.timing.runs)
+    return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle
 
 
 def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
@@ -365,12 +367,12 @@ def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, t
 
 
 def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, model: ProgramModel, timed: Timed,
-           busy: float | None, cache_known: bool = False) -> list[str]:
+           idle: IdleTime | None, cache_known: bool = False) -> list[str]:
     """``cache_known``: the model already held the bytes to the cache level the working set fits (its note
     says so), so no cache hint."""
     root = module.entry.root
     return hints(rows, platform=program.platform, device_time_s=timed.timing.median_s, bound=model.estimate.bound,
                  donated=any(program.donated), output_bytes=root.shape.bytes,
                  working_set_bytes=working_set(module, None),
-                 has_loops=bool(model.work.loops), busy_s=busy,
+                 has_loops=bool(model.work.loops), idle=idle,
                  cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None, cache_modelled=cache_known)

@@ -145,6 +145,8 @@ def failure_message(record: KernelRecord, reason: str) -> str:
         lines.append(f"  intensity     {r.intensity:.3g} FLOP/B vs critical {r.critical_intensity:.3g} FLOP/B "
                      f"-> {r.bound}-bound")
     lines += _time_lines(r)
+    if r.idle is not None:
+        lines.append(f"  idle          {r.idle.text()} ({r.idle.basis})")
     lines += _judgement_lines(record)
     lines += _model_lines(record)
     lines += [f"  hint          {hint}" for hint in r.hints]
