@@ -14,6 +14,7 @@ from typing import Any
 from .analysis import contention
 from .analysis.cache_state import CacheState
 from .analysis.ceilings import CeilingUse
+from .analysis.census import Census, census
 from .analysis.check import OpsCheck
 from .analysis.counts import Work
 from .analysis.first_touch import FirstTouch
@@ -321,6 +322,11 @@ class Result:
         """What to distrust when the utilization is impossible ("" otherwise)."""
         return suspect(self.bound, self.ceilings_used, self.hardware, self.work) if self.impossible else ""
 
+    @property
+    def census(self) -> Census:
+        """How many device ops one run executes, and of which family (from the trace where it has them)."""
+        return census(self.ops)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able: the parts' fields, flattened, with the derived figures."""
         return {
@@ -347,6 +353,7 @@ class Result:
             "ops_check": self.ops_check.to_dict() if self.ops_check else None,
             "hints": list(self.hints),
             "ops": [r.to_dict() for r in self.ops],
+            "census": self.census.to_dict(),
             "peak_memory_bytes": self.peak_memory_bytes,
             "memory": self.memory.to_dict() if self.memory is not None else None,
             "first_touch": ({**self.first_touch.to_dict(), "text": self.first_touch_text()}

@@ -271,6 +271,7 @@ RESULT_KEYS |= {"first_touch_time_s", "faults_per_run", "first_touch", "first_to
 RESULT_KEYS |= {"compile_cached", "cache", "clocks", "utilization_at_clocks"}
 RESULT_KEYS |= {"processes"}  # a program that spans processes (null for one)
 RESULT_KEYS |= {"idle"}  # the time in a run the device ran no op (null without op events)
+RESULT_KEYS |= {"census"}  # device ops per run, by family
 
 
 def test_result_json_keeps_the_schema_1_keys() -> None:

@@ -17,8 +17,9 @@ def op(name: str, shape: str = "f32[1024,1024]", operands: tuple[str, ...] = ("f
        opcode: str = "fusion", kind: str | None = "kLoop", ms: float = 1.0, bytes_: float = 8 * MIB) -> OpRow:
     """A made-up op row: only its identity, bytes and measured time matter here (roofline time = bytes at
     10 GB/s)."""
+    family = {"fusion": "XLA fusion", "copy": "copy"}.get(opcode, "XLA op")
     return OpRow(name, opcode, kind, "main", shape, operands, "vector", 1, 0.0, 0.0, bytes_, 0.0, 0.0,
-                 bytes_ / 1e10, 0.0, ms * 1e-3, 1.0)
+                 bytes_ / 1e10, 0.0, ms * 1e-3, 1.0, family)
 
 
 def test_renumbered_fusions_match_by_structure_and_cost_nothing() -> None:
@@ -54,9 +55,10 @@ def test_an_added_copy_is_named_with_its_share_of_the_change() -> None:
     assert diff.program_changed
     lines = diff.lines()
     assert lines[0].startswith("the head's program: 1 op added, 2 the same; device time 5.2 ms -> 10 ms per run")
-    assert lines[1] == ("  added copy.9, copy f32[1024,1024] -> f32[1024,1024]: 4.8 ms, 48% of the run, 8 MiB moved, roofline "
+    assert lines[1] == "  census: device ops per run 2 -> 3: +1 copy"
+    assert lines[2] == ("  added copy.9, copy f32[1024,1024] -> f32[1024,1024]: 4.8 ms, 48% of the run, 8 MiB moved, roofline "
                         "fraction 17%; 100% of the change")
-    assert len(lines) == 2  # the renumbered fusion and the reduce took the same time: not listed
+    assert len(lines) == 3  # the renumbered fusion and the reduce took the same time: not listed
 
 
 def test_a_split_fusion_keeps_the_part_that_writes_the_old_result() -> None:
@@ -72,7 +74,8 @@ def test_a_split_fusion_keeps_the_part_that_writes_the_old_result() -> None:
     assert [(c.kind, c.name) for c in diff.changes] == [("added", "fusion.4"), ("faster", "fusion.2 -> fusion.5")]
     assert diff.share(diff.changes[0]) == pytest.approx(2.0 / 1.5)
     assert diff.share(diff.changes[1]) == pytest.approx(-0.5 / 1.5)
-    assert "(matched by result shape: other operands)" in diff.lines()[2]
+    assert "(matched by result shape: other operands)" in diff.lines()[3]
+    assert diff.lines()[1] == "  census: device ops per run 1 -> 2: +1 XLA fusion"
 
 
 def test_a_removed_op_and_an_op_resized_in_place() -> None:
@@ -119,8 +122,9 @@ def test_small_added_ops_are_named_at_no_cost_after_those_that_moved() -> None:
             op("add.3", shape="f32[]", operands=("f32[]", "f32[]"), opcode="add", kind=None, ms=0.003)]
     lines = diff_ops(base, head, 4e-3, 8.003e-3).lines()
     assert lines[0].startswith("the head's program: 2 ops added, 1 the same")
-    assert lines[1].startswith("  added copy.2")
-    assert lines[2] == "  also changed at no cost in time (under 160 us each): added add.3"
+    assert lines[1] == "  census: device ops per run 1 -> 3: +1 XLA op, +1 copy"
+    assert lines[2].startswith("  added copy.2")
+    assert lines[3] == "  also changed at no cost in time (under 160 us each): added add.3"
 
 
 def test_real_programs_a_second_pass_is_the_op_added() -> None:

@@ -219,7 +219,8 @@ def _op(name: str, ms: float, opcode: str = "fusion") -> OpRow:
     """A made-up op row: 8 MiB moved (roofline time 0.84 ms at 10 GB/s), measured ``ms`` per run."""
     nbytes = 8 * 2**20
     return OpRow(name, opcode, "kLoop" if opcode == "fusion" else None, "main", "f32[1024,1024]",
-                 ("f32[1024,1024]",), "vector", 1, 0.0, 0.0, nbytes, 0.0, 0.0, nbytes / 1e10, 0.0, ms * 1e-3, 1.0)
+                 ("f32[1024,1024]",), "vector", 1, 0.0, 0.0, nbytes, 0.0, 0.0, nbytes / 1e10, 0.0, ms * 1e-3, 1.0,
+                 "copy" if opcode == "copy" else "XLA fusion")
 
 
 def _with_ops(utilization: float, *ops: OpRow, gaps_ms: float = 0.0) -> Observation:
@@ -242,6 +243,8 @@ def test_a_regression_names_the_op_the_head_added_with_its_share() -> None:
     lines = ab_lines(c)
     start = lines.index("t.py::test_a [a]: op by op:")
     assert lines[start + 1].startswith("  the head's program: 1 op added, 1 the same; device time 4.1 ms -> 8.25 ms")
+    assert lines[start + 2] == "    census: device ops per run 1 -> 2: +1 copy"
+    start += 1
     assert lines[start + 2].startswith("    added copy.3, copy f32[1024,1024] -> f32[1024,1024]: 3.95 ms, 48% of the run")
     assert lines[start + 2].endswith("; 95% of the change")
     assert lines[start + 3] == "    between ops (gaps, launches): +200 us; 5% of the change"
@@ -256,8 +259,8 @@ def test_an_unchanged_kernel_whose_program_changed_says_so_in_one_line() -> None
     c = _comparison([KernelRounds("t.py::test_b", "b", base, head)])
     assert c.kernels[0].verdict == "unchanged"
     notes = [line for line in ab_lines(c) if line.startswith("t.py::test_b [b]:")]
-    assert notes == ["t.py::test_b [b]: the head's program: 1 op added, 1 the same, at no cost in time "
-                     "(verdict unchanged)"]
+    assert notes == ["t.py::test_b [b]: the head's program: 1 op added, 1 the same; device ops per run 1 -> 2: "
+                     "+1 copy, at no cost in time (verdict unchanged)"]
 
 
 def test_no_op_times_on_a_side_no_diff() -> None:

@@ -255,7 +255,8 @@ def test_counts_must_be_whole_numbers_of_one_or_more(tmp_path: Path, capsys: pyt
 def _op(name: str, opcode: str, ms: float) -> OpRow:
     """A made-up op row: 8 MiB moved, measured ``ms`` per run."""
     return OpRow(name, opcode, "kLoop" if opcode == "fusion" else None, "main", "f32[1024,1024]", ("f32[1024,1024]",),
-                 "vector", 1, 0.0, 0.0, 8 * 2**20, 0.0, 0.0, 8 * 2**20 / 1e10, 0.0, ms * 1e-3, 1.0)
+                 "vector", 1, 0.0, 0.0, 8 * 2**20, 0.0, 0.0, 8 * 2**20 / 1e10, 0.0, ms * 1e-3, 1.0,
+                 "copy" if opcode == "copy" else "XLA fusion")
 
 
 def _with_ops(report: dict[str, Any], device_ms: float, *ops: OpRow) -> dict[str, Any]:
@@ -279,9 +280,10 @@ def test_compare_explains_a_regression_op_by_op(tmp_path: Path, capsys: pytest.C
     assert lines[start - 1].startswith("  test_k.py::test_a [kernel]: regression: utilization")
     assert lines[start + 1] == ("      the current program: 1 op added, 1 the same; device time 1 ms -> 2.1 ms per run "
                                 "(+1.1 ms)")
-    assert lines[start + 2].startswith("        added copy.5, copy f32[1024,1024] -> f32[1024,1024]: 1 ms, 48% of the "
+    assert lines[start + 2] == "        census: device ops per run 1 -> 2: +1 copy"
+    assert lines[start + 3].startswith("        added copy.5, copy f32[1024,1024] -> f32[1024,1024]: 1 ms, 48% of the "
                                        "run, 8 MiB moved")
-    assert lines[start + 2].endswith("; 91% of the change")
+    assert lines[start + 3].endswith("; 91% of the change")
 
 
 def test_history_explains_the_latest_regression_op_by_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -301,4 +303,14 @@ def test_history_explains_the_latest_regression_op_by_op(tmp_path: Path, capsys:
     start = next(i for i, line in enumerate(lines) if line.startswith("    against 2026-11-06"))
     assert "REGRESSION" in lines[start - 1]
     assert lines[start + 1].startswith("      the current program: 1 op added, 1 the same; device time 1 ms -> 2 ms")
-    assert lines[start + 2].startswith("        added copy.3, copy")
+    assert lines[start + 3].startswith("        added copy.3, copy")
+
+
+def test_compare_shows_a_census_change_without_a_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Made-up rows: the current program runs a copy the baseline's did not, at the same utilization."""
+    base = _write(tmp_path / "base.json", _with_ops(_report({"test_a": 0.6}, 1), 1.0, _op("fusion.1", "fusion", 0.95)))
+    same = _write(tmp_path / "same.json", _with_ops(_report({"test_a": 0.6}, 2), 1.0, _op("fusion.4", "fusion", 0.5),
+                                                    _op("copy.5", "copy", 0.45)))
+    status, out, _ = _cli(capsys, "compare", str(base), str(same))
+    assert status == 0, out
+    assert "  test_k.py::test_a [kernel]: census: device ops per run 1 -> 2: +1 copy" in out.splitlines()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..units import format_bytes, format_seconds
+from .census import census, census_change
 from .ops import OpRow
 
 __all__ = ["OpChange", "OpDiff", "ChangeKind", "MatchedBy", "diff_ops", "match_ops", "op_label", "SAME_TIME"]
@@ -122,6 +123,12 @@ class OpDiff:
         return change.delta_s / self.change_s if self.change_s else None
 
     @property
+    def census_change(self) -> str:
+        """How the kernel census moved (``device ops per run 12 -> 14: +2 copy``); "" where it did not."""
+        return census_change(census([c.base for c in self.changes if c.base is not None]),
+                             census([c.head for c in self.changes if c.head is not None]))
+
+    @property
     def noise_s(self) -> float:
         """A move smaller than this is "same time" (:data:`SAME_TIME` of the kernel's time, the larger side)."""
         return SAME_TIME * max(self.base_time_s, self.head_time_s)
@@ -139,6 +146,7 @@ class OpDiff:
     def to_dict(self) -> dict[str, Any]:
         return {"base_time_s": self.base_time_s, "head_time_s": self.head_time_s, "change_s": self.change_s,
                 "between_ops_s": self.between_ops_s, "program_changed": self.program_changed,
+                "census_change": self.census_change or None,
                 "changes": [dict(c.to_dict(), share=self.share(c)) for c in self.moved],
                 "at_no_cost": [c.to_dict() for c in self.free]}
 
@@ -158,6 +166,8 @@ class OpDiff:
         then the program's changes that cost no time, by name."""
         out = [f"{self.summary()}; device time {format_seconds(self.base_time_s)} -> "
                f"{format_seconds(self.head_time_s)} per run ({_signed(self.change_s)})"]
+        if self.census_change:
+            out.append(f"  census: {self.census_change}")
         moved, free = self.moved, self.free
         for c in moved[:limit]:
             out.append("  " + self._line(c))

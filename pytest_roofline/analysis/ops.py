@@ -18,6 +18,7 @@ from .check import OpsCheck
 from .collectives import collective_bytes
 from .costs import compute_class, instruction_cost, source_dtype
 from .hlo import HloModule
+from .op_family import op_family
 from .trace import TraceEvent
 from .walk import executed
 
@@ -43,6 +44,7 @@ class OpRow:
     comms_time_s: float
     measured_s: float | None = None  # median over runs of the summed event time per run
     events_per_run: float = 0.0
+    family: str = ""  # its kernel census family (census.op_family): "XLA fusion", "cuBLAS", "copy" ...
 
     @property
     def roofline_time_s(self) -> float:
@@ -73,7 +75,7 @@ class OpRow:
             "compute_time_s": self.compute_time_s, "memory_time_s": self.memory_time_s,
             "comms_time_s": self.comms_time_s, "roofline_time_s": self.roofline_time_s, "bound": self.bound,
             "measured_s": self.measured_s, "events_per_run": self.events_per_run,
-            "utilization": self.utilization, "time_lost_s": self.time_lost_s,
+            "utilization": self.utilization, "time_lost_s": self.time_lost_s, "family": self.family,
         }
 
     @classmethod
@@ -88,7 +90,7 @@ class OpRow:
             collective_bytes=float(data["collective_bytes"]), compute_time_s=float(data["compute_time_s"]),
             memory_time_s=float(data["memory_time_s"]), comms_time_s=float(data["comms_time_s"]),
             measured_s=float(measured) if measured is not None else None,
-            events_per_run=float(data.get("events_per_run") or 0.0))
+            events_per_run=float(data.get("events_per_run") or 0.0), family=str(data.get("family") or ""))
 
 
 def op_rows(module: HloModule, peak_for: Callable[[str], float], vector_peak: float, bandwidth: float,
@@ -115,7 +117,7 @@ def op_rows(module: HloModule, peak_for: Callable[[str], float], vector_peak: fl
             operand_shapes=operand_shapes, dtype=dtype, executions=times,
             flops=cost.flops * times, transcendentals=cost.transcendentals * times, bytes=cost.bytes * times,
             collective_bytes=comm * times, compute_time_s=compute * times, memory_time_s=cost.bytes / bandwidth * times,
-            comms_time_s=comms_time * times,
+            comms_time_s=comms_time * times, family=op_family(inst),
         ))
     return rows
 

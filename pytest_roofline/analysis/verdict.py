@@ -33,6 +33,7 @@ from ..hardware.spec import HardwareSpec
 from ..kinds import FAILING_VERDICTS, Bound, ExpectedBound, Model, Verdict
 from ..units import format_fraction, format_quantity
 from .ceilings import CeilingUse
+from .census import CensusCheck
 from .counts import Work
 from .memory import MemoryCheck
 from .roofline import IMPOSSIBLE_ABOVE
@@ -119,10 +120,12 @@ class BaselineJudgement(Protocol):
 
 def decide(figures: Figures, threshold: float | None, *, expected_bound: ExpectedBound | None = None,
            model: Model = "program", first_utilization: float | None = None,
-           baseline: BaselineJudgement | None = None, memory: MemoryCheck | None = None) -> Decision:
+           baseline: BaselineJudgement | None = None, memory: MemoryCheck | None = None,
+           ops: CensusCheck | None = None) -> Decision:
     """The verdict on one measurement. ``first_utilization`` is the utilization of the first measurement
     when this one confirms it (see ``Decision.confirm``); ``baseline``: the kernel against its baseline
-    (a regression); ``memory``: its footprint against ``max_memory`` (over-memory). A reason found on top of a
+    (a regression); ``memory``: its footprint against ``max_memory`` (over-memory); ``ops``: its census against
+    ``max_ops`` (over-ops). A reason found on top of a
     failure is added to it; a warning stays a warning."""
     decision = _on_figures(figures, threshold, expected_bound, model, first_utilization)
     if decision.warning or decision.confirm:
@@ -141,6 +144,9 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
     if memory is not None and not memory.ok and not decision.warning:
         decision = (replace(decision, reason=f"{decision.reason}; {memory.reason}") if decision.fails
                     else replace(decision, verdict="over-memory", reason=memory.reason))
+    if ops is not None and not ops.ok and not decision.warning:
+        decision = (replace(decision, reason=f"{decision.reason}; {ops.reason}") if decision.fails
+                    else replace(decision, verdict="over-ops", reason=ops.reason))
     return decision
 
 

@@ -13,7 +13,7 @@ from ..history.checks import SeriesKey
 from ..history.compile_check import CompileCheck, compile_check
 from ..history.detect import judge_series
 from ..history.reports import ReportError, load_history, load_run
-from ..report.history_text import compare_lines, github_benchmark, history_lines, op_diff_lines, show_lines
+from ..report.history_text import compare_lines, compare_op_lines, github_benchmark, history_lines, show_lines
 from .analyze import CliError
 
 __all__ = ["show", "compare", "history", "export"]
@@ -57,7 +57,8 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None,
     regressed = any(c.regressed for _, c in checks) or any(c.regressed for c in compiles.values())
     drops = {r.key: clock_drop(r.result.clocks, baseline.records[r.key].result.clocks)
              for r in current.records if r.key in baseline.records}
-    ops = {r.key: op_diff_lines(baseline.records[r.key].result, r.result)
+    judged = dict(checks)
+    ops = {r.key: compare_op_lines(r.key, baseline.records[r.key].result, r.result, judged[r.key].regressed)
            for r in current.records if r.key in baseline.records}
     lines = compare_lines(baseline_path, current, checks, gone, compiles, drops, ops)
     return "\n".join(lines), 1 if regressed else 0

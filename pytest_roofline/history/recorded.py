@@ -11,6 +11,7 @@ from typing import Any, get_args
 
 from ..analysis.cache_state import CacheState
 from ..analysis.ceilings import CeilingUse
+from ..analysis.census import Census
 from ..analysis.check import OpsCheck
 from ..analysis.first_touch import FirstTouch
 from ..analysis.idle import IdleTime
@@ -68,6 +69,7 @@ class RecordedResult:
     clocks: Clocks | None = None  # GPU clocks around the runs, or why there is no reading
     processes: Processes | None = None  # a program that spans processes: their times and who decided
     idle: IdleTime | None = None  # the time in a run the device executed no op, and how much waited on the host
+    census: Census | None = None  # device ops per run, and of which family
     utilization_at_clocks: float | None = None  # against the roofline at the clocks the runs met
     versions: Mapping[str, str] = field(default_factory=dict)
     ceilings_used: tuple[CeilingUse, ...] = ()
@@ -193,6 +195,7 @@ _COMPOSITE: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "clocks": _maybe("clocks", Clocks.from_dict),
     "processes": _maybe("processes", Processes.from_dict),
     "idle": _maybe("idle", IdleTime.from_dict),
+    "census": _maybe("census", Census.from_dict),
     "first_touch_text": lambda d: str((d.get("first_touch") or {}).get("text") or ""),
     "ops": lambda d: tuple(OpRow.from_dict(op) for op in d.get("ops") or ()),
     "ops_check": _maybe("ops_check", OpsCheck.from_dict),

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.census import CensusCheck
 from ..analysis.memory import MemoryCheck
 from ..analysis.time_spent import TimeSpent
 from ..kinds import EXPECTED_BOUNDS, MODELS, VERDICTS, ExpectedBound, Model, Verdict, choose
@@ -64,6 +65,7 @@ class KernelRecord:
     bound_key: str = ""
     not_judged: str = ""
     time_spent: TimeSpent | None = None  # where the wall time of measuring it went, phase by phase
+    max_ops: CensusCheck | None = None  # its census against max_ops=, where one was set
 
     @property
     def kernel(self) -> str:
@@ -100,6 +102,8 @@ class KernelRecord:
                 out[key] = getattr(self, key)
         if self.time_spent is not None:
             out["time_spent"] = self.time_spent.to_dict()
+        if self.max_ops is not None:
+            out["max_ops"] = self.max_ops.to_dict()
         return out
 
     @classmethod
@@ -122,7 +126,8 @@ class KernelRecord:
             MemoryCheck.from_dict(memory) if memory else None, Artifacts.from_dict(data),
             float(drop["value"]) if drop else None, str(drop.get("origin") or "") if drop else "",
             str(data.get("threshold_key") or ""), str(data.get("bound_key") or ""), str(data.get("not_judged") or ""),
-            TimeSpent.from_dict(data["time_spent"]) if data.get("time_spent") else None)
+            TimeSpent.from_dict(data["time_spent"]) if data.get("time_spent") else None,
+            CensusCheck.from_dict(data["max_ops"]) if data.get("max_ops") else None)
 
 
 def series_key(nodeid: str, label: str, result: RecordedResult, model: Model) -> SeriesKey:

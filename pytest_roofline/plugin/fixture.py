@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NoReturn
 
+from ..analysis.census import CensusCheck, OpsLimit, check_ops, parse_max_ops
 from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
 from ..analysis.time_spent import Stopwatch, phase
 from ..analysis.verdict import Decision, decide
@@ -30,7 +31,7 @@ from .settings import ConfigError, Threshold, ThresholdSetting, parse_model, par
 __all__ = ["RooflineFixture", "FIXTURE_SETTINGS"]
 
 # The keywords roofline(...) takes for itself; any other goes to the kernel.
-FIXTURE_SETTINGS = ("min", "bound", "model", "max_memory", *MEASURE_OPTIONS)
+FIXTURE_SETTINGS = ("min", "bound", "model", "max_memory", "max_ops", *MEASURE_OPTIONS)
 
 
 class RooflineFixture:
@@ -65,16 +66,19 @@ class RooflineFixture:
                        f"roofline(...), which judges")
         label = self._label(fn, kwargs.pop("name", None))
         limit = self._memory_limit(kwargs.pop("max_memory", None))
+        ops_limit = self._ops_limit(kwargs.pop("max_ops", None))
         result = self._measure(label, call, kwargs)
         decision = decide(result.figures, None)
         memory = self._memory_check(label, result, limit)
+        ops = check_ops(result.ops, ops_limit) if ops_limit is not None else None
         recorded = RecordedResult.of(result)
         record = self._record(label, result, recorded, None, decision, "program",
-                              check=self._check(label, recorded, "program"), memory=memory)
+                              check=self._check(label, recorded, "program"), memory=memory, ops=ops)
         if decision.warning:  # an impossible result is never a silent pass
             self._warn(failure_message(record, decision.reason))
-        elif memory is not None and not memory.ok:
-            self._warn(failure_message(record, memory.reason))
+        for over in (memory, ops):
+            if over is not None and not over.ok:
+                self._warn(failure_message(record, over.reason))
         return result
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
@@ -90,6 +94,7 @@ class RooflineFixture:
         min_setting, bound_setting, chosen = self._call_settings(kwargs.pop("min", None), kwargs.pop("bound", None),
                                                                  kwargs.pop("model", None))
         memory_limit = self._memory_limit(kwargs.pop("max_memory", None))
+        ops_limit = self._ops_limit(kwargs.pop("max_ops", None))
         # Sampling goes on while the interval of the program-level utilization straddles the threshold.
         hint = None if self._session.once else self._sampling_threshold(min_setting)
         if hint is not None and chosen == "program":
@@ -115,9 +120,10 @@ class RooflineFixture:
             recorded = RecordedResult.of(result)
             check = self._check(label, recorded, chosen)
         memory = self._memory_check(label, result, memory_limit)
+        ops = check_ops(result.ops, ops_limit) if ops_limit is not None else None
         decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
-                          baseline=check, memory=memory)
-        record = self._record(label, result, recorded, threshold, decision, chosen, bound, first, check, memory)
+                          baseline=check, memory=memory, ops=ops)
+        record = self._record(label, result, recorded, threshold, decision, chosen, bound, first, check, memory, ops)
         disagreement = self._session.agree(label, decision.verdict) if result.processes is not None else ""
         if disagreement:
             self._fail(disagreement)
@@ -204,6 +210,17 @@ class RooflineFixture:
             problem = f"roofline: {exc}"
         self._fail(problem)  # outside the except block: the failure shows no chained traceback
 
+    def _ops_limit(self, raw: Any) -> OpsLimit | None:
+        """``max_ops`` of the call, else of the marker."""
+        if raw is None:
+            return self._marker.max_ops if self._marker else None
+        try:
+            return parse_max_ops(raw, f"roofline(...) in {self._nodeid}",
+                                 f"max_ops= in the roofline() call of {self._nodeid}", ConfigError)
+        except ConfigError as exc:
+            problem = f"roofline: {exc}"
+        self._fail(problem)  # outside the except block: the failure shows no chained traceback
+
     def _split(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any],
                where: str) -> tuple[KernelCall, dict[str, Any]]:
         """The kernel's call and this call's settings (:mod:`pytest_roofline.calls`); a clash fails the test."""
@@ -235,7 +252,7 @@ class RooflineFixture:
     def _record(self, label: str, result: Result, recorded: RecordedResult, threshold: Picked[float] | None,
                 decision: Decision, model: Model, bound: Picked[ExpectedBound] | None = None,
                 first_utilization: float | None = None, check: BaselineCheck | NoBaseline | None = None,
-                memory: MemoryCheck | None = None) -> KernelRecord:
+                memory: MemoryCheck | None = None, ops: CensusCheck | None = None) -> KernelRecord:
         settings = self._session.settings
         saved = None
         if (decision.fails and not self._session.once) or settings.trace_all:
@@ -251,7 +268,7 @@ class RooflineFixture:
                               bound.value if bound else None, first_utilization, settings.warn_only, check, memory,
                               saved, drop.value if drop else None, drop.origin if drop else "",
                               threshold.key if threshold else "", bound.key if bound else "", unnamed,
-                              self._watch.spent(rest="everything else"))
+                              self._watch.spent(rest="everything else"), ops)
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"

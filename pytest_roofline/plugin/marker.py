@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.census import OpsLimit, parse_max_ops
 from ..analysis.memory import MemoryLimit, parse_max_memory
 from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick_setting
 from ..kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
@@ -17,7 +18,8 @@ __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpe
 
 MARKER_SIGNATURE = (
     f"roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, "
-    f"ceilings=None, first_touch=None, cache=None, max_drop=None, max_memory=None, {timing_defaults_text()}): measure this "
+    f"ceilings=None, first_touch=None, cache=None, max_drop=None, max_memory=None, max_ops=None, "
+    f"{timing_defaults_text()}): measure this "
     "test's kernels "
     "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
     "'memory', when a kernel is bound by the other (min and bound may be mappings by platform or hardware name: "
@@ -29,7 +31,9 @@ MARKER_SIGNATURE = (
     "cache='cold'/'warm'/'auto' overrides --roofline-cache (the cache state of the timed runs); max_drop (a "
     "fraction) is the "
     "smallest drop from the --roofline-baseline that fails; max_memory (bytes, '2 GiB', or a fraction of the "
-    "device's memory such as 0.5 or '50%') fails a kernel whose compiled program needs more; the rest tune "
+    "device's memory such as 0.5 or '50%') fails a kernel whose compiled program needs more; max_ops (device ops "
+    "per run, or a mapping of 'total' or a family such as 'copy' or 'cuBLAS' to them) fails a kernel whose run "
+    "executes more; the rest tune "
     "the measurement (see pytest_roofline.measure)."
 )
 
@@ -55,7 +59,7 @@ def pick_bound(setting: BoundSetting | None, origin: str, hardware: str, platfor
 # which the marker spells min.
 MEASURE_KEYWORDS = tuple(key for key in OPTION_CHECKS if key != "threshold")
 assert set(TIMING_KEYWORDS) <= set(MEASURE_KEYWORDS)
-MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", *MEASURE_KEYWORDS)
+MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", "max_ops", *MEASURE_KEYWORDS)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class MarkerSpec:
     model: Model | None = None
     max_drop: Threshold | None = None
     max_memory: MemoryLimit | None = None
+    max_ops: OpsLimit | None = None
 
 
 def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
@@ -96,6 +101,8 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
     max_memory = None
     if "max_memory" in values:
         max_memory = parse_max_memory(values["max_memory"], where, f"max_memory in the marker of {test}", ConfigError)
+    max_ops = (parse_max_ops(values["max_ops"], where, f"max_ops in the marker of {test}", ConfigError)
+               if "max_ops" in values else None)
     bound = (parse_bound_setting(values["bound"], f"{where}: bound={values['bound']!r}", f"marker of {test}", names)
              if "bound" in values else None)
     try:
@@ -103,4 +110,4 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
                                 lambda key, value: f"{where}: {key}={value!r}:")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return MarkerSpec(threshold, bound, checked, model, max_drop, max_memory)
+    return MarkerSpec(threshold, bound, checked, model, max_drop, max_memory, max_ops)

@@ -60,7 +60,8 @@ def op_lines(k: PairedKernel) -> list[str]:
     if k.verdict in ("regression", "improvement"):
         return [f"{k.kernel}: op by op:", *("  " + line for line in diff.lines())]
     if k.verdict == "unchanged" and diff.program_changed:
-        return [f"{k.kernel}: {diff.summary()}, at no cost in time (verdict unchanged)"]
+        census = f"; {diff.census_change}" if diff.census_change else ""
+        return [f"{k.kernel}: {diff.summary()}{census}, at no cost in time (verdict unchanged)"]
     return []
 
 

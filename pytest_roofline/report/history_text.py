@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis.census import census_change
 from ..analysis.op_diff import diff_ops
 from ..history.baseline import Series
 from ..history.checks import BaselineCheck, NoBaseline, SeriesKey
@@ -17,7 +18,7 @@ from ..units import format_seconds
 from .text import summary_lines
 
 __all__ = ["run_line", "show_lines", "compare_lines", "history_lines", "sparkline", "github_benchmark",
-           "op_diff_lines"]
+           "op_diff_lines", "compare_op_lines"]
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -58,6 +59,16 @@ def op_diff_lines(before: RecordedResult, after: RecordedResult, indent: str = "
                                     for line in diff.lines())]
 
 
+def compare_op_lines(key: SeriesKey, before: RecordedResult, after: RecordedResult, regressed: bool) -> list[str]:
+    """Under a regression, the op-by-op difference; otherwise a line where the kernel census changed."""
+    if regressed:
+        return op_diff_lines(before, after)
+    if before.census is None or after.census is None:
+        return []
+    change = census_change(before.census, after.census)
+    return [f"  {key.kernel}: census: {change}"] if change else []
+
+
 def _compile_cell(check: CompileCheck | None) -> str:
     return f"{format_seconds(check.current_s)} ({check.ratio:.2f}x)" if check is not None else ""
 
@@ -67,8 +78,8 @@ def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[Serie
                   clock_notes: Mapping[SeriesKey, str] | None = None,
                   op_notes: Mapping[SeriesKey, list[str]] | None = None) -> list[str]:
     """Each kernel of the current run against the baseline; regressions say "REGRESSION". ``compiles``: the
-    compile-time checks (``--max-compile``), shown in their own column; ``op_notes``: per kernel, what its
-    program does differently from the baseline's op by op (:func:`op_diff_lines`), shown under a regression."""
+    compile-time checks (``--max-compile``), shown in their own column; ``op_notes``: per kernel, lines on what its
+    program does differently from the baseline's (:func:`compare_op_lines`)."""
     compiles = compiles or {}
     lines = [f"baseline: {baseline_path}", f"current:  {run_line(current)}"]
     rows = [("kernel", "baseline", "current", "change", "gate", *(("compile",) if compiles else ()), "status")]
@@ -91,7 +102,7 @@ def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[Serie
         if check.regressed:
             drop = (clock_notes or {}).get(key)
             details.append(f"  {key.kernel}: regression: {check.message()}" + (f"; {drop}" if drop else ""))
-            details += (op_notes or {}).get(key, [])
+        details += (op_notes or {}).get(key, [])
     for key in gone:
         rows.append((key.kernel, "", "-", "", "", *(("",) if compiles else ()), "not in the current run"))
     return [*lines, *_table(rows), *details]

@@ -147,6 +147,11 @@ def failure_message(record: KernelRecord, reason: str) -> str:
     lines += _time_lines(r)
     if r.idle is not None:
         lines.append(f"  idle          {r.idle.text()} ({r.idle.basis})")
+    if r.census is not None:
+        over = record.max_ops
+        limit = f"; max_ops {', '.join(f'{k} {v:.4g}' for k, v in over.limit.limits)} ({over.limit.origin}): " \
+            f"{'within' if over.ok else 'OVER'}" if over is not None else ""
+        lines.append(f"  census        {r.census.text()}{limit}")
     lines += _judgement_lines(record)
     lines += _model_lines(record)
     lines += [f"  hint          {hint}" for hint in r.hints]
