@@ -96,7 +96,8 @@ def test_real_tpu_all_reduce_the_chips_wait_outside_the_op() -> None:
 def test_real_cpu_a_loop_of_small_ops_idles_between_them_a_fused_kernel_does_not() -> None:
     """Measured on this CPU: a softmax row by row in a fori_loop (512 iterations of a few tiny ops) leaves gaps
     between its ops, every one of them the runtime's own work; the same softmax fused has a handful. Counts are
-    exact (a gap at least per iteration), shares are compared with a wide margin."""
+    exact (a gap at least per iteration); idle times are compared with a wide margin (the fused kernel's few gaps
+    widen on a busy machine: 9% of its 0.3 ms run once, against the loop's 10%)."""
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     from pytest_roofline import measure
@@ -113,4 +114,4 @@ def test_real_cpu_a_loop_of_small_ops_idles_between_them_a_fused_kernel_does_not
     assert looped is not None and fused is not None
     assert looped.gaps >= rows and fused.gaps < 50
     assert looped.host_s == pytest.approx(looped.idle_s, rel=0.05)  # a CPU: the runtime's own work between ops
-    assert looped.idle_fraction > 2 * fused.idle_fraction
+    assert looped.idle_s > 5 * fused.idle_s  # measured: 1.5 ms against 29 us on a busy 2-core machine

@@ -315,7 +315,9 @@ START = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)  # b
 def test_mm(roofline):
     r = roofline(matmul, A, A)
     measured = datetime.datetime.fromisoformat(r.hardware.peaks["f32"].date.replace("Z", "+00:00"))
-    assert measured >= START  # re-measured in this session (by the header line, once)
+    # re-measured in this session (by the header line, once); on a machine other processes kept busy the new
+    # calibration is measured but not kept over a quiet cached one, and its source says so
+    assert measured >= START or "was not kept: other processes used" in r.hardware.peaks["f32"].source
     r2 = roofline(matmul, A, A)
     assert r2.hardware.peaks["f32"] == r.hardware.peaks["f32"] and "cached in" in r2.hardware.peaks["f32"].source
 """, "--roofline-calibrate")
