@@ -17,6 +17,7 @@ from .analysis.ceilings import CeilingUse
 from .analysis.census import Census, census
 from .analysis.check import OpsCheck
 from .analysis.counts import Work
+from .analysis.exposed import Exposure
 from .analysis.first_touch import FirstTouch
 from .analysis.idle import IdleTime
 from .analysis.live import Live, Uncertainty, pair_utilizations, uncertainty
@@ -60,6 +61,7 @@ class Result:
     clocks: Clocks | None = None  # GPU clocks around the timed runs, or why there is no reading
     processes: Processes | None = None  # the program spans processes: their times, topology, who decided
     idle: IdleTime | None = None  # the time in a run the device executed no op, and how much waited on the host
+    exposure: Exposure | None = None  # the collectives' time that no compute overlapped (None: no collective)
 
     # The work
     @property
@@ -369,7 +371,7 @@ class Result:
             "no_work": self.no_work,
             **{k: v.to_dict() if v is not None else None
                for k, v in (("cache", self.cache), ("processes", self.processes), ("clocks", self.clocks),
-                            ("idle", self.idle))},
+                            ("idle", self.idle), ("exposure", self.exposure))},
             "utilization_at_clocks": self.utilization_at_clocks,
         }
 

@@ -272,6 +272,7 @@ RESULT_KEYS |= {"compile_cached", "cache", "clocks", "utilization_at_clocks"}
 RESULT_KEYS |= {"processes"}  # a program that spans processes (null for one)
 RESULT_KEYS |= {"idle"}  # the time in a run the device ran no op (null without op events)
 RESULT_KEYS |= {"census"}  # device ops per run, by family
+RESULT_KEYS |= {"exposure"}  # the collectives' time no compute overlapped (null without collectives)
 
 
 def test_result_json_keeps_the_schema_1_keys() -> None:

@@ -17,6 +17,11 @@ from .ops import OpRow
 
 __all__ = ["Census", "census", "OpsLimit", "CensusCheck", "parse_max_ops", "check_ops", "census_change"]
 
+def _count(n: float) -> str:
+    """A count per run as people read it: ``26,626``, or ``2.5`` where runs differ."""
+    return f"{n:,.0f}" if n == int(n) else f"{n:,.3g}"
+
+
 def _per_run(row: OpRow) -> float:
     return row.events_per_run if row.events_per_run else float(row.executions)
 
@@ -35,8 +40,8 @@ class Census:
 
     def text(self) -> str:
         """E.g. ``14 device ops per run (trace): 12 XLA fusion, 2 cuBLAS``."""
-        parts = ", ".join(f"{n:.4g} {family}" for family, n in self.families)
-        return f"{self.ops_per_run:.4g} device ops per run ({self.source}): {parts or 'none'}"
+        parts = ", ".join(f"{_count(n)} {family}" for family, n in self.families)
+        return f"{_count(self.ops_per_run)} device ops per run ({self.source}): {parts or 'none'}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"ops_per_run": self.ops_per_run, "families": dict(self.families), "source": self.source}
@@ -117,11 +122,11 @@ def check_ops(rows: Sequence[OpRow], limit: OpsLimit) -> CensusCheck:
         have = found.ops_per_run if family == "total" else found.count(family)
         if have > most:
             members = [r for r in rows if family == "total" or (r.family or "XLA op") == family]
-            names = ", ".join(f"{r.name} (x{_per_run(r):.4g})" if _per_run(r) != 1 else r.name
+            names = ", ".join(f"{r.name} (x{_count(_per_run(r))})" if _per_run(r) != 1 else r.name
                               for r in sorted(members, key=lambda r: -_per_run(r))[:5])
             more = f" and {len(members) - 5} more" if len(members) > 5 else ""
             what = "device ops" if family == "total" else f"{family} ops"
-            over.append(f"{have:.4g} {what} per run, over max_ops {most:.4g} ({limit.origin}): {names}{more}")
+            over.append(f"{_count(have)} {what} per run, over max_ops {_count(most)} ({limit.origin}): {names}{more}")
     return CensusCheck(limit, found, "; ".join(over))
 
 
@@ -131,5 +136,6 @@ def census_change(base: Census, head: Census) -> str:
     moves = [(f, head.count(f) - base.count(f)) for f in families if head.count(f) != base.count(f)]
     if not moves:
         return ""
-    parts = ", ".join(f"{delta:+.4g} {family}" for family, delta in sorted(moves, key=lambda m: -abs(m[1])))
-    return f"device ops per run {base.ops_per_run:.4g} -> {head.ops_per_run:.4g}: {parts}"
+    parts = ", ".join(f"{'+' if delta > 0 else '-'}{_count(abs(delta))} {family}"
+                      for family, delta in sorted(moves, key=lambda m: -abs(m[1])))
+    return f"device ops per run {_count(base.ops_per_run)} -> {_count(head.ops_per_run)}: {parts}"

@@ -12,6 +12,9 @@ gap waited for depends on who launches the ops:
   next op, loop control): all of it is waiting on the host.
 * **TPU**: the host launches a whole program once; gaps inside a run are the device's own (waits on DMA,
   synchronization with other chips): none of it is the host's.
+
+On a program of several devices, a device's time before its first op or after its last in a run is spent
+waiting for the others: it is idle, and "other".
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ __all__ = ["IdleTime", "idle_time", "IDLE_HINT"]
 # Idle beyond this share of the run is a hint (and is shown in a failure message)
 IDLE_HINT = 0.3
 
+_EDGES = "; a device's time before its first op or after its last in a run (waiting for other devices) is other"
 _BASIS = {
     "gpu": "kernel launches (correlation_id): a gap waited on the host where the next kernel's launch call started "
-           "after the previous kernel ended",
-    "cpu": "the CPU runs the ops itself: every gap between them is the runtime's own work (dispatch, loop control)",
+           "after the previous kernel ended" + _EDGES,
+    "cpu": "the CPU runs the ops itself: every gap between them is the runtime's own work (dispatch, loop "
+           "control)" + _EDGES,
     "tpu": "one launch per program run: gaps inside a run are the device's own (DMA, synchronization)",
 }
 
@@ -64,7 +69,8 @@ class IdleTime:
         2% other``."""
         other = self.other_s / self.run_s if self.run_s > 0 else 0.0
         return (f"the device ran no op for {self.idle_fraction:.0%} of each run ({format_seconds(self.idle_s)} of "
-                f"{format_seconds(self.run_s)}, {self.gaps:.0f} gaps): {self.host_fraction:.0%} waiting on the host, "
+                f"{format_seconds(self.run_s)}, {self.gaps:.0f} gap{'' if self.gaps == 1 else 's'}): "
+                f"{self.host_fraction:.0%} waiting on the host, "
                 f"{other:.0%} other")
 
     def to_dict(self) -> dict[str, Any]:

@@ -34,7 +34,8 @@ def op_family(inst: Instruction) -> str:
         if kind.startswith("__cudnn"):
             return "cuDNN"
         return "XLA fusion"
-    if inst.opcode in COLLECTIVE_OPS or inst.opcode.removesuffix("-start") in COLLECTIVE_OPS:
+    base = inst.opcode.removesuffix("-start").removesuffix("-done")
+    if inst.opcode in COLLECTIVE_OPS or base in COLLECTIVE_OPS:
         return "collective"
     if inst.opcode in _LAYOUT:
         return "copy"

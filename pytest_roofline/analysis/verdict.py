@@ -35,6 +35,7 @@ from ..units import format_fraction, format_quantity
 from .ceilings import CeilingUse
 from .census import CensusCheck
 from .counts import Work
+from .exposed import ExposedCheck
 from .memory import MemoryCheck
 from .roofline import IMPOSSIBLE_ABOVE
 
@@ -121,11 +122,11 @@ class BaselineJudgement(Protocol):
 def decide(figures: Figures, threshold: float | None, *, expected_bound: ExpectedBound | None = None,
            model: Model = "program", first_utilization: float | None = None,
            baseline: BaselineJudgement | None = None, memory: MemoryCheck | None = None,
-           ops: CensusCheck | None = None) -> Decision:
+           ops: CensusCheck | None = None, exposed: ExposedCheck | None = None) -> Decision:
     """The verdict on one measurement. ``first_utilization`` is the utilization of the first measurement
     when this one confirms it (see ``Decision.confirm``); ``baseline``: the kernel against its baseline
     (a regression); ``memory``: its footprint against ``max_memory`` (over-memory); ``ops``: its census against
-    ``max_ops`` (over-ops). A reason found on top of a
+    ``max_ops`` (over-ops); ``exposed``: its collectives against ``max_exposed`` (exposed). A reason found on top of a
     failure is added to it; a warning stays a warning."""
     decision = _on_figures(figures, threshold, expected_bound, model, first_utilization)
     if decision.warning or decision.confirm:
@@ -144,9 +145,11 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
     if memory is not None and not memory.ok and not decision.warning:
         decision = (replace(decision, reason=f"{decision.reason}; {memory.reason}") if decision.fails
                     else replace(decision, verdict="over-memory", reason=memory.reason))
-    if ops is not None and not ops.ok and not decision.warning:
-        decision = (replace(decision, reason=f"{decision.reason}; {ops.reason}") if decision.fails
-                    else replace(decision, verdict="over-ops", reason=ops.reason))
+    limits: tuple[tuple[CensusCheck | ExposedCheck | None, Verdict], ...] = ((ops, "over-ops"), (exposed, "exposed"))
+    for check, verdict in limits:
+        if check is not None and not check.ok and not decision.warning:
+            decision = (replace(decision, reason=f"{decision.reason}; {check.reason}") if decision.fails
+                        else replace(decision, verdict=verdict, reason=check.reason))
     return decision
 
 

@@ -13,6 +13,7 @@ from ..analysis.cache_state import CacheState
 from ..analysis.ceilings import CeilingUse
 from ..analysis.census import Census
 from ..analysis.check import OpsCheck
+from ..analysis.exposed import Exposure
 from ..analysis.first_touch import FirstTouch
 from ..analysis.idle import IdleTime
 from ..analysis.live import Live
@@ -70,6 +71,7 @@ class RecordedResult:
     processes: Processes | None = None  # a program that spans processes: their times and who decided
     idle: IdleTime | None = None  # the time in a run the device executed no op, and how much waited on the host
     census: Census | None = None  # device ops per run, and of which family
+    exposure: Exposure | None = None  # the collectives' time that no compute overlapped (None: no collective)
     utilization_at_clocks: float | None = None  # against the roofline at the clocks the runs met
     versions: Mapping[str, str] = field(default_factory=dict)
     ceilings_used: tuple[CeilingUse, ...] = ()
@@ -196,6 +198,7 @@ _COMPOSITE: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "processes": _maybe("processes", Processes.from_dict),
     "idle": _maybe("idle", IdleTime.from_dict),
     "census": _maybe("census", Census.from_dict),
+    "exposure": _maybe("exposure", Exposure.from_dict),
     "first_touch_text": lambda d: str((d.get("first_touch") or {}).get("text") or ""),
     "ops": lambda d: tuple(OpRow.from_dict(op) for op in d.get("ops") or ()),
     "ops_check": _maybe("ops_check", OpsCheck.from_dict),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.census import CensusCheck
+from ..analysis.exposed import ExposedCheck
 from ..analysis.memory import MemoryCheck
 from ..analysis.time_spent import TimeSpent
 from ..kinds import EXPECTED_BOUNDS, MODELS, VERDICTS, ExpectedBound, Model, Verdict, choose
@@ -66,6 +67,7 @@ class KernelRecord:
     not_judged: str = ""
     time_spent: TimeSpent | None = None  # where the wall time of measuring it went, phase by phase
     max_ops: CensusCheck | None = None  # its census against max_ops=, where one was set
+    max_exposed: ExposedCheck | None = None  # its exposed communication against max_exposed=, where one was set
 
     @property
     def kernel(self) -> str:
@@ -104,6 +106,8 @@ class KernelRecord:
             out["time_spent"] = self.time_spent.to_dict()
         if self.max_ops is not None:
             out["max_ops"] = self.max_ops.to_dict()
+        if self.max_exposed is not None:
+            out["max_exposed"] = self.max_exposed.to_dict()
         return out
 
     @classmethod
@@ -127,7 +131,8 @@ class KernelRecord:
             float(drop["value"]) if drop else None, str(drop.get("origin") or "") if drop else "",
             str(data.get("threshold_key") or ""), str(data.get("bound_key") or ""), str(data.get("not_judged") or ""),
             TimeSpent.from_dict(data["time_spent"]) if data.get("time_spent") else None,
-            CensusCheck.from_dict(data["max_ops"]) if data.get("max_ops") else None)
+            CensusCheck.from_dict(data["max_ops"]) if data.get("max_ops") else None,
+            ExposedCheck.from_dict(data["max_exposed"]) if data.get("max_exposed") else None)
 
 
 def series_key(nodeid: str, label: str, result: RecordedResult, model: Model) -> SeriesKey:

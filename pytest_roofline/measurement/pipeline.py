@@ -14,6 +14,7 @@ import jaxlib
 
 from ..analysis.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
 from ..analysis.check import ops_check
+from ..analysis.exposed import Exposure, exposure
 from ..analysis.first_touch import FirstTouch, first_touch
 from ..analysis.hints import hints
 from ..analysis.hlo import HloModule
@@ -139,7 +140,7 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     (timed, cache), clocks, processes = _run(program, settings, module, plan.beside, rule, (cache, check_cache),
                                              peers, topology, model)
     memory = _memory(program, footprint, before)
-    ops_model, idle = _per_op(model.rows, module, program, timed)
+    ops_model, idle, exposed = _per_op(model.rows, module, program, timed)
     if touch is not None:
         touch = replace(touch, counted_faults=timed.timing.median_faults)
     live, why = _live(plan, timed, spec)
@@ -172,6 +173,7 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
         clocks=clocks,
         processes=processes,
         idle=idle,
+        exposure=exposed,
     )
 
 
@@ -319,16 +321,18 @@ def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec) -> tuple[Live | Non
 
 
 def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
-            timed: Timed) -> tuple[OpsModel, IdleTime | None]:
-    """Op rows with their measured times, the check against the compiler, and the runs' idle time."""
-    idle = None
+            timed: Timed) -> tuple[OpsModel, IdleTime | None, Exposure | None]:
+    """Op rows with their measured times, the check against the compiler, the runs' idle time and exposed
+    communication."""
+    idle, exposed = None, None
     if timed.events is not None:
         found = timed.events
         rows = attach_times(rows, found.op_events, found.run_of_event, timed.timing.runs)
         containers = frozenset(i.name for c in module.computations.values() for i in c.instructions
                                if i.opcode in CONTAINER_OPS)
         idle = idle_time(found, program.platform, containers, timed.timing.runs)
-    return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle
+        exposed = exposure(found, rows, program.platform, timed.timing.runs, containers)
+    return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle, exposed
 
 
 def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, timed: Timed,

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from ..analysis.census import CensusCheck, OpsLimit, check_ops, parse_max_ops
+from ..analysis.exposed import ExposedCheck, check_exposed, parse_max_exposed
 from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
 from ..analysis.time_spent import Stopwatch, phase
 from ..analysis.verdict import Decision, decide
@@ -31,7 +32,7 @@ from .settings import ConfigError, Threshold, ThresholdSetting, parse_model, par
 __all__ = ["RooflineFixture", "FIXTURE_SETTINGS"]
 
 # The keywords roofline(...) takes for itself; any other goes to the kernel.
-FIXTURE_SETTINGS = ("min", "bound", "model", "max_memory", "max_ops", *MEASURE_OPTIONS)
+FIXTURE_SETTINGS = ("min", "bound", "model", "max_memory", "max_ops", "max_exposed", *MEASURE_OPTIONS)
 
 
 class RooflineFixture:
@@ -67,16 +68,18 @@ class RooflineFixture:
         label = self._label(fn, kwargs.pop("name", None))
         limit = self._memory_limit(kwargs.pop("max_memory", None))
         ops_limit = self._ops_limit(kwargs.pop("max_ops", None))
+        exposed_limit = self._exposed_limit(kwargs.pop("max_exposed", None))
         result = self._measure(label, call, kwargs)
         decision = decide(result.figures, None)
         memory = self._memory_check(label, result, limit)
         ops = check_ops(result.ops, ops_limit) if ops_limit is not None else None
+        exposed = check_exposed(result.exposure, *exposed_limit) if exposed_limit is not None else None
         recorded = RecordedResult.of(result)
         record = self._record(label, result, recorded, None, decision, "program",
-                              check=self._check(label, recorded, "program"), memory=memory, ops=ops)
+                              check=self._check(label, recorded, "program"), memory=memory, ops=ops, exposed=exposed)
         if decision.warning:  # an impossible result is never a silent pass
             self._warn(failure_message(record, decision.reason))
-        for over in (memory, ops):
+        for over in (memory, ops, exposed):
             if over is not None and not over.ok:
                 self._warn(failure_message(record, over.reason))
         return result
@@ -95,6 +98,7 @@ class RooflineFixture:
                                                                  kwargs.pop("model", None))
         memory_limit = self._memory_limit(kwargs.pop("max_memory", None))
         ops_limit = self._ops_limit(kwargs.pop("max_ops", None))
+        exposed_limit = self._exposed_limit(kwargs.pop("max_exposed", None))
         # Sampling goes on while the interval of the program-level utilization straddles the threshold.
         hint = None if self._session.once else self._sampling_threshold(min_setting)
         if hint is not None and chosen == "program":
@@ -121,9 +125,11 @@ class RooflineFixture:
             check = self._check(label, recorded, chosen)
         memory = self._memory_check(label, result, memory_limit)
         ops = check_ops(result.ops, ops_limit) if ops_limit is not None else None
+        exposed = check_exposed(result.exposure, *exposed_limit) if exposed_limit is not None else None
         decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
-                          baseline=check, memory=memory, ops=ops)
-        record = self._record(label, result, recorded, threshold, decision, chosen, bound, first, check, memory, ops)
+                          baseline=check, memory=memory, ops=ops, exposed=exposed)
+        record = self._record(label, result, recorded, threshold, decision, chosen, bound, first, check, memory, ops,
+                              exposed)
         disagreement = self._session.agree(label, decision.verdict) if result.processes is not None else ""
         if disagreement:
             self._fail(disagreement)
@@ -221,6 +227,18 @@ class RooflineFixture:
             problem = f"roofline: {exc}"
         self._fail(problem)  # outside the except block: the failure shows no chained traceback
 
+    def _exposed_limit(self, raw: Any) -> tuple[float, str] | None:
+        """``max_exposed`` of the call, else of the marker, with where it came from."""
+        if raw is None:
+            marked = self._marker.max_exposed if self._marker else None
+            return (marked, f"max_exposed in the marker of {self._nodeid}") if marked is not None else None
+        try:
+            return (parse_max_exposed(raw, f"roofline(...) in {self._nodeid}", ConfigError),
+                    f"max_exposed= in the roofline() call of {self._nodeid}")
+        except ConfigError as exc:
+            problem = f"roofline: {exc}"
+        self._fail(problem)  # outside the except block: the failure shows no chained traceback
+
     def _split(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any],
                where: str) -> tuple[KernelCall, dict[str, Any]]:
         """The kernel's call and this call's settings (:mod:`pytest_roofline.calls`); a clash fails the test."""
@@ -252,7 +270,8 @@ class RooflineFixture:
     def _record(self, label: str, result: Result, recorded: RecordedResult, threshold: Picked[float] | None,
                 decision: Decision, model: Model, bound: Picked[ExpectedBound] | None = None,
                 first_utilization: float | None = None, check: BaselineCheck | NoBaseline | None = None,
-                memory: MemoryCheck | None = None, ops: CensusCheck | None = None) -> KernelRecord:
+                memory: MemoryCheck | None = None, ops: CensusCheck | None = None,
+                exposed: ExposedCheck | None = None) -> KernelRecord:
         settings = self._session.settings
         saved = None
         if (decision.fails and not self._session.once) or settings.trace_all:
@@ -268,7 +287,7 @@ class RooflineFixture:
                               bound.value if bound else None, first_utilization, settings.warn_only, check, memory,
                               saved, drop.value if drop else None, drop.origin if drop else "",
                               threshold.key if threshold else "", bound.key if bound else "", unnamed,
-                              self._watch.spent(rest="everything else"), ops)
+                              self._watch.spent(rest="everything else"), ops, exposed)
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"

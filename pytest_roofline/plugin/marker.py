@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.census import OpsLimit, parse_max_ops
+from ..analysis.exposed import parse_max_exposed
 from ..analysis.memory import MemoryLimit, parse_max_memory
 from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick_setting
 from ..kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
@@ -19,7 +20,7 @@ __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpe
 MARKER_SIGNATURE = (
     f"roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, "
     f"ceilings=None, first_touch=None, cache=None, max_drop=None, max_memory=None, max_ops=None, "
-    f"{timing_defaults_text()}): measure this "
+    f"max_exposed=None, {timing_defaults_text()}): measure this "
     "test's kernels "
     "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
     "'memory', when a kernel is bound by the other (min and bound may be mappings by platform or hardware name: "
@@ -33,7 +34,8 @@ MARKER_SIGNATURE = (
     "smallest drop from the --roofline-baseline that fails; max_memory (bytes, '2 GiB', or a fraction of the "
     "device's memory such as 0.5 or '50%') fails a kernel whose compiled program needs more; max_ops (device ops "
     "per run, or a mapping of 'total' or a family such as 'copy' or 'cuBLAS' to them) fails a kernel whose run "
-    "executes more; the rest tune "
+    "executes more; max_exposed (a fraction of the run) fails a kernel whose collectives leave more of a run "
+    "overlapped by no compute; the rest tune "
     "the measurement (see pytest_roofline.measure)."
 )
 
@@ -59,7 +61,7 @@ def pick_bound(setting: BoundSetting | None, origin: str, hardware: str, platfor
 # which the marker spells min.
 MEASURE_KEYWORDS = tuple(key for key in OPTION_CHECKS if key != "threshold")
 assert set(TIMING_KEYWORDS) <= set(MEASURE_KEYWORDS)
-MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", "max_ops", *MEASURE_KEYWORDS)
+MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", "max_ops", "max_exposed", *MEASURE_KEYWORDS)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class MarkerSpec:
     max_drop: Threshold | None = None
     max_memory: MemoryLimit | None = None
     max_ops: OpsLimit | None = None
+    max_exposed: float | None = None
 
 
 def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
@@ -103,6 +106,7 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
         max_memory = parse_max_memory(values["max_memory"], where, f"max_memory in the marker of {test}", ConfigError)
     max_ops = (parse_max_ops(values["max_ops"], where, f"max_ops in the marker of {test}", ConfigError)
                if "max_ops" in values else None)
+    max_exposed = parse_max_exposed(values["max_exposed"], where, ConfigError) if "max_exposed" in values else None
     bound = (parse_bound_setting(values["bound"], f"{where}: bound={values['bound']!r}", f"marker of {test}", names)
              if "bound" in values else None)
     try:
@@ -110,4 +114,4 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
                                 lambda key, value: f"{where}: {key}={value!r}:")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return MarkerSpec(threshold, bound, checked, model, max_drop, max_memory, max_ops)
+    return MarkerSpec(threshold, bound, checked, model, max_drop, max_memory, max_ops, max_exposed)

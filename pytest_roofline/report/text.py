@@ -149,9 +149,15 @@ def failure_message(record: KernelRecord, reason: str) -> str:
         lines.append(f"  idle          {r.idle.text()} ({r.idle.basis})")
     if r.census is not None:
         over = record.max_ops
-        limit = f"; max_ops {', '.join(f'{k} {v:.4g}' for k, v in over.limit.limits)} ({over.limit.origin}): " \
+        limit = f"; max_ops {', '.join(f'{k} {v:.0f}' for k, v in over.limit.limits)} ({over.limit.origin}): " \
             f"{'within' if over.ok else 'OVER'}" if over is not None else ""
         lines.append(f"  census        {r.census.text()}{limit}")
+    if r.exposure is not None:
+        check = record.max_exposed
+        limit = (f" vs max_exposed {check.limit:.0%} ({check.origin}): {'within' if check.ok else 'OVER'}"
+                 if check is not None else "")
+        lines.append(f"  exposed       collectives {r.exposure.exposed_fraction:.0%} of the run{limit}:")
+        lines += [f"                {line}" for line in r.exposure.lines()]
     lines += _judgement_lines(record)
     lines += _model_lines(record)
     lines += [f"  hint          {hint}" for hint in r.hints]
