@@ -144,3 +144,13 @@ def test_real_cpu_two_device_psum_is_fully_exposed_and_says_why() -> None:
     (reduce,) = found.collectives
     assert reduce.opcode == "all-reduce" and reduce.time_s > 0
     assert reduce.exposed_s == pytest.approx(reduce.time_s, rel=0.05)
+
+
+def test_fake_gpu_start_without_a_done_event_is_its_own_span() -> None:
+    """A fake GPU run where the collective's work is the -start op's own kernel (NCCL, 0-20 us) and no -done event
+    was traced; a fusion computes 5-15 us beside it on another stream: 10 of its 20 us exposed."""
+    ops = (_ev("all-reduce-start.1", 0, 20), _ev("fusion.2", 5, 15))
+    runs = RunTimes((20e-6,), "constructed", ops, {0: 0, 1: 0})
+    found = exposure(runs, ROWS, "gpu")
+    assert found is not None
+    assert (found.collectives[0].time_s, found.collectives[0].exposed_s) == pytest.approx((20e-6, 10e-6))

@@ -2,7 +2,8 @@
 trace. Pure: reads a program's runs (:class:`~.trace.RunTimes`) and its op rows (:class:`~.ops.OpRow`).
 
 A collective's time is its span on one device: from its ``-start`` event's start to its ``-done`` event's end where
-XLA emits an async pair (paired in order per device and run), else its own event. The compute that may hide it is
+XLA emits an async pair (paired in order per device and run; a ``-start`` without a ``-done`` event, as a GPU's NCCL
+kernel may be, is its own event), else its own event. The compute that may hide it is
 every other op event of that device in that run, except collectives and async ``-start``/``-done`` markers. What
 no compute overlaps is exposed. Per collective: its time and exposed time per run (its instances in a run added,
 the device that exposed most, median over runs), and its roofline time on the link (the ring model of
@@ -99,7 +100,7 @@ def _spans(runs: RunTimes, by_name: Mapping[str, OpRow], counted: int | None,
     """Per run and device: the collectives' spans (async pairs joined in order) and the compute intervals."""
     spans: dict[Key, list[Span]] = {}
     compute: dict[Key, list[tuple[float, float]]] = {}
-    waiting: dict[tuple[Key, str], list[tuple[str, float]]] = {}
+    waiting: dict[tuple[Key, str], list[int]] = {}  # the spans of -start events not yet joined to their -done
     order = sorted(range(len(runs.op_events)), key=lambda i: runs.op_events[i].start_ns)
     for index in order:
         ev, run = runs.op_events[index], runs.run_of_event.get(index)
@@ -109,12 +110,14 @@ def _spans(runs: RunTimes, by_name: Mapping[str, OpRow], counted: int | None,
             continue
         key = (run, ev.stats.get("device_ordinal", ev.plane))
         if row.opcode.endswith("-start") and row.family == "collective":
-            waiting.setdefault((key, _base(row.opcode)), []).append((name, ev.start_ns))
+            # its own span (on a GPU the NCCL kernel itself), extended to its -done's end where one follows
+            spans.setdefault(key, []).append((name, ev.start_ns, ev.end_ns))
+            waiting.setdefault((key, _base(row.opcode)), []).append(len(spans[key]) - 1)
         elif row.opcode.endswith("-done") and _base(row.opcode) in _COLLECTIVE_BASES:
             queue = waiting.get((key, _base(row.opcode)))
             if queue:
-                started, at = queue.pop(0)
-                spans.setdefault(key, []).append((started, at, ev.end_ns))
+                started, at, end = spans[key][queue[0]]
+                spans[key][queue.pop(0)] = (started, at, max(end, ev.end_ns))
         elif row.family == "collective":
             spans.setdefault(key, []).append((name, ev.start_ns, ev.end_ns))
         elif not row.opcode.endswith(("-start", "-done")):

@@ -124,9 +124,13 @@ class OpDiff:
 
     @property
     def census_change(self) -> str:
-        """How the kernel census moved (``device ops per run 12 -> 14: +2 copy``); "" where it did not."""
-        return census_change(census([c.base for c in self.changes if c.base is not None]),
-                             census([c.head for c in self.changes if c.head is not None]))
+        """How the kernel census moved (``device ops per run 12 -> 14: +2 copy``); "" where it did not, or where a
+        side's rows predate op families (a report of an older version)."""
+        base = [c.base for c in self.changes if c.base is not None]
+        head = [c.head for c in self.changes if c.head is not None]
+        if not all(r.family for r in (*base, *head)):
+            return ""
+        return census_change(census(base), census(head))
 
     @property
     def noise_s(self) -> float:
