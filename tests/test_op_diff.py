@@ -129,7 +129,8 @@ def test_small_added_ops_are_named_at_no_cost_after_those_that_moved() -> None:
 
 def test_real_programs_a_second_pass_is_the_op_added() -> None:
     """Two compiled programs (CPU): a row sum, and the same sum with a transposed copy of the input returned
-    beside it. The sum matches by structure, the new fusion is added (no times: only the matching)."""
+    beside it. Every op of the sum is matched to one of the same shape, and what the head adds writes the copy
+    (no times: only the matching; how XLA fuses the sum differs between jax versions)."""
     jax = pytest.importorskip("jax")
     from pytest_roofline.analysis.hlo import parse_hlo
     from pytest_roofline.analysis.ops import op_rows
@@ -143,8 +144,9 @@ def test_real_programs_a_second_pass_is_the_op_added() -> None:
     pairs = match_ops(base, head)
     matched = [(b, h) for b, h, how in pairs if b is not None and h is not None]
     added = [h for b, h, _ in pairs if b is None]
-    assert len(matched) == len(base) and all(b.shape == h.shape == "f32[256]" for b, h in matched)
-    assert added and all(h is not None and h.shape == "f32[256,256]" for h in added)
+    assert len(matched) == len(base) and all(b.shape == h.shape for b, h in matched)
+    assert any(h.shape == "f32[256]" for _, h in matched)  # the sum
+    assert added and all(h is not None and h.shape == "f32[256,256]" for h in added)  # the copy
 
 
 def test_no_census_change_against_rows_without_families() -> None:
