@@ -15,7 +15,9 @@ from fakes import fake_result
 
 from pytest_roofline.analysis.exposed import (
     CPU_NOTE,
+    CollectiveTime,
     ExposedCheck,
+    ExposedLimit,
     Exposure,
     check_exposed,
     exposure,
@@ -71,17 +73,17 @@ def test_fake_compute_on_another_device_hides_nothing() -> None:
 def test_no_collective_no_exposure() -> None:
     runs = RunTimes((30e-6,), "constructed", (_ev("fusion.2", 10, 30),), {0: 0})
     assert exposure(runs, ROWS, "gpu") is None
-    assert check_exposed(None, 0.0, "here").ok
+    assert check_exposed(None, ExposedLimit(0.0, "here")).ok
 
 
 def test_max_exposed_is_a_fraction_and_a_failure_names_the_collective() -> None:
     for bad in (True, -0.1, 1.5, "10%"):
         with pytest.raises(ValueError, match=r"marker of t: max_exposed must be a fraction of the run in \[0, 1\]"):
-            parse_max_exposed(bad, "marker of t")
+            parse_max_exposed(bad, "marker of t", "origin")
     found = Exposure((), 1.0)
-    assert check_exposed(found, 0.1, "o").ok
+    assert check_exposed(found, parse_max_exposed(0.1, "w", "o")).ok
     runs = RunTimes((10e-6,), "constructed", (_ev("all-gather.3", 0, 10),), {0: 0})
-    over = check_exposed(exposure(runs, ROWS, "gpu"), 0.25, "max_exposed in the marker of t")
+    over = check_exposed(exposure(runs, ROWS, "gpu"), parse_max_exposed(0.25, "w", "max_exposed in the marker of t"))
     assert over.reason.startswith("collectives left 100% of the run exposed, over max_exposed 25% (max_exposed in "
                                   "the marker of t): all-gather.3 (all-gather): 10 us per run, 10 us exposed")
     assert ExposedCheck.from_dict(over.to_dict()) == over
@@ -154,3 +156,25 @@ def test_fake_gpu_start_without_a_done_event_is_its_own_span() -> None:
     found = exposure(runs, ROWS, "gpu")
     assert found is not None
     assert (found.collectives[0].time_s, found.collectives[0].exposed_s) == pytest.approx((20e-6, 10e-6))
+
+
+def test_the_marker_fails_a_kernel_whose_collectives_are_exposed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake results (tests/fakes.py) given a made-up exposure of 40% of the run: max_exposed=0.25 in the marker
+    fails them as "exposed" naming the collective; a call's max_exposed=0.5 passes."""
+    from dataclasses import replace
+
+    import fakes
+    from test_fixture import Failed, Harness
+
+    made = fakes.fake_result
+    exposed = Exposure((CollectiveTime("all-reduce.1", "all-reduce", 0.5e-3, 0.4e-3, 0.1e-3),), 1e-3)
+    monkeypatch.setattr(fakes, "fake_result", lambda *a, **k: replace(made(*a, **k), exposure=exposed))
+    h = Harness(0.9, 0.9, marker={"min": 0.5, "max_exposed": 0.25})
+    with pytest.raises(Failed) as info:
+        h.fixture(lambda x: x, 1)
+    assert ("collectives left 40% of the run exposed, over max_exposed 25% (max_exposed in the marker of "
+            "test_k.py::test_a): all-reduce.1 (all-reduce): 500 us per run, 400 us exposed") in str(info.value)
+    assert "  exposed       collectives 40% of the run vs max_exposed 25%" in str(info.value)
+    assert h.records[0].verdict == "exposed"
+    h.fixture(lambda x: x, 1, max_exposed=0.5)
+    assert h.records[1].verdict == "pass" and h.records[1].max_exposed is not None

@@ -23,7 +23,8 @@ from .ops import OpRow
 from .timeline import union_ns
 from .trace import RunTimes
 
-__all__ = ["CollectiveTime", "Exposure", "exposure", "CPU_NOTE", "parse_max_exposed", "ExposedCheck", "check_exposed"]
+__all__ = ["CollectiveTime", "Exposure", "exposure", "CPU_NOTE", "ExposedLimit", "parse_max_exposed", "ExposedCheck",
+           "check_exposed"]
 
 CPU_NOTE = ("a CPU's collectives between forced host devices run on the host's own threads, with no link to "
             "overlap: all of their time is exposed")
@@ -158,11 +159,19 @@ def exposure(runs: RunTimes, rows: Sequence[OpRow], platform: str, counted: int 
     return Exposure(tuple(out), run_s, CPU_NOTE if platform == "cpu" else "")
 
 
-def parse_max_exposed(raw: Any, where: str, error: type[Exception] = ValueError) -> float:
-    """``max_exposed=``: the largest share of a run that collectives may leave exposed, a fraction in [0, 1]."""
+@dataclass(frozen=True)
+class ExposedLimit:
+    """``max_exposed=``: the largest share of a run that collectives may leave exposed, and where it was given."""
+
+    value: float
+    origin: str
+
+
+def parse_max_exposed(raw: Any, where: str, origin: str, error: type[Exception] = ValueError) -> ExposedLimit:
+    """A fraction of the run in [0, 1]."""
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
         raise error(f"{where}: max_exposed must be a fraction of the run in [0, 1] (e.g. 0.1), got {raw!r}")
-    return float(raw)
+    return ExposedLimit(float(raw), origin)
 
 
 @dataclass(frozen=True)
@@ -185,9 +194,10 @@ class ExposedCheck:
         return cls(float(data["limit"]), str(data.get("origin") or ""), str(data.get("reason") or ""))
 
 
-def check_exposed(found: Exposure | None, limit: float, origin: str) -> ExposedCheck:
-    """The program's exposed communication against ``limit`` (a fraction of the run); a failure names the most
+def check_exposed(found: Exposure | None, given: ExposedLimit) -> ExposedCheck:
+    """The program's exposed communication against ``given`` (a fraction of the run); a failure names the most
     exposed collectives. A program without collectives exposes none."""
+    limit, origin = given.value, given.origin
     if found is None or found.exposed_fraction <= limit:
         return ExposedCheck(limit, origin, "")
     worst = "; ".join(found.lines()[:min(3, len(found.collectives))])

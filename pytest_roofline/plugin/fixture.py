@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar, cast
 
-from ..analysis.census import CensusCheck, OpsLimit, check_ops, parse_max_ops
+from ..analysis.census import CensusCheck, check_ops, parse_max_ops
 from ..analysis.exposed import ExposedCheck, check_exposed, parse_max_exposed
 from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
 from ..analysis.time_spent import Stopwatch, phase
@@ -32,6 +32,8 @@ from .settings import ConfigError, Threshold, ThresholdSetting, parse_model, par
 __all__ = ["RooflineFixture", "FIXTURE_SETTINGS"]
 
 # The keywords roofline(...) takes for itself; any other goes to the kernel.
+LimitT = TypeVar("LimitT")
+
 FIXTURE_SETTINGS = ("min", "bound", "model", "max_memory", "max_ops", "max_exposed", *MEASURE_OPTIONS)
 
 
@@ -66,14 +68,14 @@ class RooflineFixture:
             self._fail(f"roofline: roofline.measure(...) in {self._nodeid} only records: {judging[0]}= belongs to "
                        f"roofline(...), which judges")
         label = self._label(fn, kwargs.pop("name", None))
-        limit = self._memory_limit(kwargs.pop("max_memory", None))
-        ops_limit = self._ops_limit(kwargs.pop("max_ops", None))
-        exposed_limit = self._exposed_limit(kwargs.pop("max_exposed", None))
+        limit = self._limit("max_memory", kwargs.pop("max_memory", None), parse_max_memory)
+        ops_limit = self._limit("max_ops", kwargs.pop("max_ops", None), parse_max_ops)
+        exposed_limit = self._limit("max_exposed", kwargs.pop("max_exposed", None), parse_max_exposed)
         result = self._measure(label, call, kwargs)
         decision = decide(result.figures, None)
         memory = self._memory_check(label, result, limit)
         ops = check_ops(result.ops, ops_limit) if ops_limit is not None else None
-        exposed = check_exposed(result.exposure, *exposed_limit) if exposed_limit is not None else None
+        exposed = check_exposed(result.exposure, exposed_limit) if exposed_limit is not None else None
         recorded = RecordedResult.of(result)
         record = self._record(label, result, recorded, None, decision, "program",
                               check=self._check(label, recorded, "program"), memory=memory, ops=ops, exposed=exposed)
@@ -96,9 +98,9 @@ class RooflineFixture:
         label = self._label(fn, kwargs.pop("name", None))
         min_setting, bound_setting, chosen = self._call_settings(kwargs.pop("min", None), kwargs.pop("bound", None),
                                                                  kwargs.pop("model", None))
-        memory_limit = self._memory_limit(kwargs.pop("max_memory", None))
-        ops_limit = self._ops_limit(kwargs.pop("max_ops", None))
-        exposed_limit = self._exposed_limit(kwargs.pop("max_exposed", None))
+        memory_limit = self._limit("max_memory", kwargs.pop("max_memory", None), parse_max_memory)
+        ops_limit = self._limit("max_ops", kwargs.pop("max_ops", None), parse_max_ops)
+        exposed_limit = self._limit("max_exposed", kwargs.pop("max_exposed", None), parse_max_exposed)
         # Sampling goes on while the interval of the program-level utilization straddles the threshold.
         hint = None if self._session.once else self._sampling_threshold(min_setting)
         if hint is not None and chosen == "program":
@@ -125,7 +127,7 @@ class RooflineFixture:
             check = self._check(label, recorded, chosen)
         memory = self._memory_check(label, result, memory_limit)
         ops = check_ops(result.ops, ops_limit) if ops_limit is not None else None
-        exposed = check_exposed(result.exposure, *exposed_limit) if exposed_limit is not None else None
+        exposed = check_exposed(result.exposure, exposed_limit) if exposed_limit is not None else None
         decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
                           baseline=check, memory=memory, ops=ops, exposed=exposed)
         record = self._record(label, result, recorded, threshold, decision, chosen, bound, first, check, memory, ops,
@@ -205,36 +207,14 @@ class RooflineFixture:
             self._fail(f"roofline: kernel {label!r} of {self._nodeid}: {check.reason}")
         return check
 
-    def _memory_limit(self, raw: Any) -> MemoryLimit | None:
-        """``max_memory`` of the call, else of the marker."""
+    def _limit(self, name: str, raw: Any, parse: Callable[[Any, str, str, type[Exception]], LimitT]) -> LimitT | None:
+        """The limit ``name`` (max_memory, max_ops, max_exposed) of the call, else of the marker; a bad value fails
+        the test."""
         if raw is None:
-            return self._marker.max_memory if self._marker else None
+            return cast("LimitT | None", getattr(self._marker, name)) if self._marker else None
         try:
-            return parse_max_memory(raw, f"roofline(...) in {self._nodeid}",
-                                    f"max_memory= in the roofline() call of {self._nodeid}", ConfigError)
-        except ConfigError as exc:
-            problem = f"roofline: {exc}"
-        self._fail(problem)  # outside the except block: the failure shows no chained traceback
-
-    def _ops_limit(self, raw: Any) -> OpsLimit | None:
-        """``max_ops`` of the call, else of the marker."""
-        if raw is None:
-            return self._marker.max_ops if self._marker else None
-        try:
-            return parse_max_ops(raw, f"roofline(...) in {self._nodeid}",
-                                 f"max_ops= in the roofline() call of {self._nodeid}", ConfigError)
-        except ConfigError as exc:
-            problem = f"roofline: {exc}"
-        self._fail(problem)  # outside the except block: the failure shows no chained traceback
-
-    def _exposed_limit(self, raw: Any) -> tuple[float, str] | None:
-        """``max_exposed`` of the call, else of the marker, with where it came from."""
-        if raw is None:
-            marked = self._marker.max_exposed if self._marker else None
-            return (marked, f"max_exposed in the marker of {self._nodeid}") if marked is not None else None
-        try:
-            return (parse_max_exposed(raw, f"roofline(...) in {self._nodeid}", ConfigError),
-                    f"max_exposed= in the roofline() call of {self._nodeid}")
+            return parse(raw, f"roofline(...) in {self._nodeid}", f"{name}= in the roofline() call of {self._nodeid}",
+                         ConfigError)
         except ConfigError as exc:
             problem = f"roofline: {exc}"
         self._fail(problem)  # outside the except block: the failure shows no chained traceback

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.census import OpsLimit, parse_max_ops
-from ..analysis.exposed import parse_max_exposed
+from ..analysis.exposed import ExposedLimit, parse_max_exposed
 from ..analysis.memory import MemoryLimit, parse_max_memory
 from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick_setting
 from ..kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
@@ -73,7 +73,7 @@ class MarkerSpec:
     max_drop: Threshold | None = None
     max_memory: MemoryLimit | None = None
     max_ops: OpsLimit | None = None
-    max_exposed: float | None = None
+    max_exposed: ExposedLimit | None = None
 
 
 def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
@@ -106,7 +106,8 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
         max_memory = parse_max_memory(values["max_memory"], where, f"max_memory in the marker of {test}", ConfigError)
     max_ops = (parse_max_ops(values["max_ops"], where, f"max_ops in the marker of {test}", ConfigError)
                if "max_ops" in values else None)
-    max_exposed = parse_max_exposed(values["max_exposed"], where, ConfigError) if "max_exposed" in values else None
+    max_exposed = (parse_max_exposed(values["max_exposed"], where, f"max_exposed in the marker of {test}", ConfigError)
+                   if "max_exposed" in values else None)
     bound = (parse_bound_setting(values["bound"], f"{where}: bound={values['bound']!r}", f"marker of {test}", names)
              if "bound" in values else None)
     try:
