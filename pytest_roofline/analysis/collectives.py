@@ -8,12 +8,21 @@ from __future__ import annotations
 
 from .hlo import Computation, Instruction
 
-__all__ = ["COLLECTIVE_OPS", "collective_bytes"]
+__all__ = ["COLLECTIVE_OPS", "COLLECTIVE_KINDS", "collective_kind", "collective_bytes"]
 
 COLLECTIVE_OPS = frozenset({
     "all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter", "all-to-all",
     "collective-permute", "collective-permute-start",
 })
+# The collectives themselves, without their async suffixes
+COLLECTIVE_KINDS = frozenset(c.removesuffix("-start") for c in COLLECTIVE_OPS)
+
+
+def collective_kind(opcode: str) -> str | None:
+    """The collective an opcode is, its async ``-start`` and ``-done`` halves included (``all-reduce-done`` ->
+    ``all-reduce``); None for any other op."""
+    kind = opcode.removesuffix("-start").removesuffix("-done")
+    return kind if kind in COLLECTIVE_KINDS else None
 
 
 def _group_size(inst: Instruction, default: int) -> int:
@@ -33,7 +42,7 @@ def collective_bytes(comp: Computation, inst: Instruction, devices: int = 1) -> 
     """Bytes one device sends over the interconnect, ring model: all-reduce 2(n-1)/n of its buffer,
     all-gather / reduce-scatter / all-to-all (n-1)/n of the full buffer, collective-permute the buffer."""
     op = inst.opcode.removesuffix("-start")
-    if op not in {c.removesuffix("-start") for c in COLLECTIVE_OPS}:
+    if op not in COLLECTIVE_KINDS:
         return 0.0
     n = _group_size(inst, devices)
     first = comp.by_name.get(inst.operands[0]) if inst.operands else None

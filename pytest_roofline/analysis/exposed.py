@@ -19,9 +19,10 @@ from statistics import median
 from typing import Any
 
 from ..units import format_seconds
+from .collectives import collective_kind
 from .ops import OpRow
 from .timeline import union_ns
-from .trace import RunTimes
+from .trace import RunTimes, device_of
 
 __all__ = ["CollectiveTime", "Exposure", "exposure", "CPU_NOTE", "ExposedLimit", "parse_max_exposed", "ExposedCheck",
            "check_exposed"]
@@ -88,8 +89,8 @@ class Exposure:
                    str(data.get("note") or ""))
 
 
-def _base(opcode: str) -> str:
-    return opcode.removesuffix("-start").removesuffix("-done")
+def _kind(row: OpRow) -> str:
+    return collective_kind(row.opcode) or row.opcode
 
 
 Span = tuple[str, float, float]  # (collective op name, start, end)
@@ -109,13 +110,13 @@ def _spans(runs: RunTimes, by_name: Mapping[str, OpRow], counted: int | None,
         row = by_name.get(name)
         if run is None or row is None or name in containers or (counted is not None and run >= counted):
             continue
-        key = (run, ev.stats.get("device_ordinal", ev.plane))
+        key = (run, device_of(ev))
         if row.opcode.endswith("-start") and row.family == "collective":
             # its own span (on a GPU the NCCL kernel itself), extended to its -done's end where one follows
             spans.setdefault(key, []).append((name, ev.start_ns, ev.end_ns))
-            waiting.setdefault((key, _base(row.opcode)), []).append(len(spans[key]) - 1)
-        elif row.opcode.endswith("-done") and _base(row.opcode) in _COLLECTIVE_BASES:
-            queue = waiting.get((key, _base(row.opcode)))
+            waiting.setdefault((key, _kind(row)), []).append(len(spans[key]) - 1)
+        elif row.opcode.endswith("-done") and collective_kind(row.opcode) is not None:
+            queue = waiting.get((key, _kind(row)))
             if queue:
                 started, at, end = spans[key][queue[0]]
                 spans[key][queue.pop(0)] = (started, at, max(end, ev.end_ns))
@@ -126,9 +127,6 @@ def _spans(runs: RunTimes, by_name: Mapping[str, OpRow], counted: int | None,
     return spans, compute
 
 
-_COLLECTIVE_BASES = frozenset({"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"})
-
-
 def _overlap_ns(start: float, end: float, intervals: Sequence[tuple[float, float]]) -> float:
     return union_ns((max(s, start), min(e, end)) for s, e in intervals if s < end and e > start)
 
@@ -137,6 +135,8 @@ def exposure(runs: RunTimes, rows: Sequence[OpRow], platform: str, counted: int 
              containers: frozenset[str] = frozenset()) -> Exposure | None:
     """The program's collectives and how much of each no compute overlaps; None where it runs none (or the trace
     shows none of their events)."""
+    if not any(r.family == "collective" for r in rows):
+        return None  # nothing to look for: no pass over the events (a loop's trace may hold hundreds of thousands)
     by_name = {r.name: r for r in rows}
     spans, compute = _spans(runs, by_name, counted, containers)
     if not spans:
@@ -152,7 +152,7 @@ def exposure(runs: RunTimes, rows: Sequence[OpRow], platform: str, counted: int 
     for name in dict.fromkeys(n for n, _ in per):
         worst = [max(devices.values(), key=lambda f: f[1]) for (n, _), devices in per.items() if n == name]
         row = by_name[name]
-        out.append(CollectiveTime(name, _base(row.opcode), median(w[0] for w in worst) / 1e9,
+        out.append(CollectiveTime(name, _kind(row), median(w[0] for w in worst) / 1e9,
                                   median(w[1] for w in worst) / 1e9, row.comms_time_s))
     out.sort(key=lambda c: -c.exposed_s)
     run_s = median(runs.per_run_s[:counted]) if runs.per_run_s[:counted] else 0.0

@@ -25,7 +25,7 @@ from statistics import median
 from typing import Any
 
 from ..units import format_seconds
-from .trace import RunTimes, TraceEvent
+from .trace import RunTimes, device_of
 
 __all__ = ["IdleTime", "idle_time", "IDLE_HINT"]
 
@@ -84,10 +84,6 @@ class IdleTime:
                    float(data.get("gaps") or 0.0))
 
 
-def _device(e: TraceEvent) -> Any:
-    return e.stats.get("device_ordinal", e.plane)
-
-
 def _segments(intervals: list[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
     """The union of ``(start, end, event index)`` intervals as segments, each with the event that opened it."""
     out: list[tuple[float, float, int]] = []
@@ -122,7 +118,7 @@ def idle_time(runs: RunTimes, platform: str, containers: frozenset[str] = frozen
         run = runs.run_of_event.get(index)
         if run is None or "hlo_op" not in ev.stats or str(ev.stats["hlo_op"]) in containers:
             continue
-        per_run.setdefault((run, _device(ev)), []).append((ev.start_ns, ev.end_ns, index))
+        per_run.setdefault((run, device_of(ev)), []).append((ev.start_ns, ev.end_ns, index))
     if not per_run:
         return None
     figures = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .collectives import COLLECTIVE_OPS
+from .collectives import collective_kind
 from .hlo import Instruction
 from .kernels import pallas_backend
 
@@ -34,8 +34,7 @@ def op_family(inst: Instruction) -> str:
         if kind.startswith("__cudnn"):
             return "cuDNN"
         return "XLA fusion"
-    base = inst.opcode.removesuffix("-start").removesuffix("-done")
-    if inst.opcode in COLLECTIVE_OPS or base in COLLECTIVE_OPS:
+    if collective_kind(inst.opcode) is not None:
         return "collective"
     if inst.opcode in _LAYOUT:
         return "copy"

@@ -19,7 +19,7 @@ from .collectives import collective_bytes
 from .costs import compute_class, instruction_cost, source_dtype
 from .hlo import HloModule
 from .op_family import op_family
-from .trace import TraceEvent
+from .trace import TraceEvent, device_of
 from .walk import executed
 
 __all__ = ["OpRow", "OpsModel", "op_rows", "attach_times"]
@@ -134,7 +134,7 @@ def attach_times(rows: Sequence[OpRow], events: Sequence[TraceEvent], run_of_eve
         run = run_of_event.get(index)
         if op is None or run is None or run >= runs:
             continue
-        device = ev.stats.get("device_ordinal", ev.plane)
+        device = device_of(ev)
         key = (str(op), run, device)
         per_device[key] = per_device.get(key, 0.0) + (ev.end_ns - ev.start_ns) / 1e9
         counts[(str(op), device)] = counts.get((str(op), device), 0) + 1

@@ -85,6 +85,12 @@ class RunTimes:
         return max(len(self.per_device_s), 1)
 
 
+def device_of(event: TraceEvent) -> Any:
+    """The device an op event ran on: its ``device_ordinal`` stat where it has one (a CPU's forced host devices
+    share one plane), else its plane."""
+    return event.stats.get("device_ordinal", event.plane)
+
+
 def device_plane_prefix(platform: str) -> str:
     return {"cpu": "/host:CPU", "gpu": "/device:GPU:", "tpu": "/device:TPU:"}.get(platform, f"/device:{platform.upper()}:")
 
