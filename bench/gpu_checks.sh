@@ -1,39 +1,67 @@
 #!/usr/bin/env bash
-# Every check of docs/gpu.md that a one-GPU host can run, one after the other, each output in DIR:
+# The checks of docs/gpu.md that a one-GPU host can run, one after the other, each output in DIR:
 #
-#     bash bench/gpu_checks.sh DIR
+#     bash bench/gpu_checks.sh DIR [CHECK ...]      (no CHECK: all of them, in this order)
 #
 # Assumes pytest-roofline is importable (pip install -e .) and `pytest-roofline` is on the PATH. Each check's
-# output starts with the command; a failing check does not stop the others. Outputs:
-#   DIR/live.txt        bench/gpu_live_check.py (datasheet, calibrated and live ceilings; the cuBLAS gemm's counts)
-#   DIR/suite.txt       the example suite with --roofline-report/--roofline-html/--roofline-trace-all, then
-#                       `pytest-roofline analyze` on one saved trace, tests/test_pallas.py, the cache states
-#   DIR/gpu.json        the example suite's JSON report (memory, clocks)
-#   DIR/gpu.html        its HTML report
-#   DIR/timing.txt      bench/independent_timing.py, then bench/ab_demo.py
+# output starts with the command and the time; a failing check does not stop the others; each has a time limit.
+# Checks and their outputs:
+#   suite      DIR/suite.txt: the example suite with --roofline-report/--roofline-html/--roofline-trace-all
+#              (its warnings summary shows whether a line names pytest_roofline); DIR/gpu.json, DIR/gpu.html
+#   analyze    DIR/suite.txt: `pytest-roofline analyze` on one trace the suite saved (needs `suite` first)
+#   idle       DIR/suite.txt: the row-by-row softmax with --runxfail (its failure's `idle` and `census` lines)
+#   pallas     DIR/suite.txt: tests/test_pallas.py
+#   cache      DIR/suite.txt: the donated kernels with --roofline-cache=cold and =warm
+#   timing     DIR/timing.txt: bench/independent_timing.py --repeats 200 (the profiled loop's split)
+#   live       DIR/live.txt: bench/gpu_live_check.py (datasheet, calibrated and live ceilings)
+#   cost       DIR/cost.txt: bench/measure_cost.py (where a suite's wall time goes)
+#   ab         DIR/ab.txt: bench/ab_demo.py --rounds 6 (a regression explained op by op)
+#   longlived  DIR/ab.txt: `pytest-roofline ab --base HEAD --long-lived --rounds 12` on two example kernels, in a
+#              git copy of this tree (identical code on both sides)
 set -u
-out=${1:?usage: gpu_checks.sh DIR}
+out=${1:?usage: gpu_checks.sh DIR [CHECK ...]}
+shift
+checks=${*:-suite analyze idle pallas cache timing live cost ab longlived}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 py=${PYTHON:-python3}
 export PATH="$("$py" -c "import os, sys; print(os.path.dirname(sys.executable))"):$PATH"  # its pytest-roofline
-run() {  # run LOG CMD...: append the command and its output to LOG
-    local log=$1; shift
-    { echo; echo "\$ $*"; echo "[$(date -u '+%Y-%m-%d %H:%M:%S') UTC]"; } >>"$log"
-    "$@" >>"$log" 2>&1
-    echo "[exit $?]" >>"$log"
+root=$(pwd)
+run() {  # run LOG SECONDS CMD...: append the command and its output to LOG, stopped after SECONDS
+    local log=$1 limit=$2; shift 2
+    { echo; echo "\$ $*"; echo "[$(date -u '+%Y-%m-%d %H:%M:%S') UTC, limit ${limit} s]"; } >>"$log"
+    timeout "$limit" "$@" >>"$log" 2>&1
+    echo "[exit $? at $(date -u '+%H:%M:%S')]" >>"$log"
 }
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; "$py" -c 'import jax; print(jax.__version__, jax.devices())'; } >"$out/suite.txt" 2>&1
-cp "$out/suite.txt" "$out/timing.txt"
-run "$out/suite.txt" "$py" -m pytest example_suite -v -p no:cacheprovider --roofline-report="$out/gpu.json" \
-    --roofline-html="$out/gpu.html" --roofline-trace-all --roofline-trace-dir=/tmp/traces
-run "$out/suite.txt" ls /tmp/traces
-first=$(ls -d /tmp/traces/*/ 2>/dev/null | head -1)
-[ -n "$first" ] && run "$out/suite.txt" pytest-roofline analyze "$first"
-run "$out/suite.txt" "$py" -m pytest tests/test_pallas.py -v -p no:cacheprovider
-for state in cold warm; do
-    run "$out/suite.txt" "$py" -m pytest example_suite -k donat -v -p no:cacheprovider --roofline-cache=$state
+header() { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+           "$py" -c 'import jax; print(jax.__version__, jax.devices())'; }
+for check in $checks; do
+    case $check in
+        suite) header >"$out/suite.txt" 2>&1
+               run "$out/suite.txt" 240 "$py" -m pytest example_suite -v -p no:cacheprovider \
+                   --roofline-report="$out/gpu.json" --roofline-html="$out/gpu.html" --roofline-trace-all \
+                   --roofline-trace-dir=/tmp/traces ;;
+        analyze) first=$(ls -d /tmp/traces/*/ 2>/dev/null | grep -m1 donated)
+                 [ -n "$first" ] && run "$out/suite.txt" 60 pytest-roofline analyze "$first" ;;
+        idle) run "$out/suite.txt" 90 "$py" -m pytest example_suite -k row_by_row --runxfail -p no:cacheprovider ;;
+        pallas) run "$out/suite.txt" 60 "$py" -m pytest tests/test_pallas.py -v -p no:cacheprovider ;;
+        cache) for state in cold warm; do
+                   run "$out/suite.txt" 60 "$py" -m pytest example_suite -k donat -v -p no:cacheprovider \
+                       --roofline-cache=$state
+               done ;;
+        timing) header >>"$out/timing.txt" 2>&1
+                run "$out/timing.txt" 90 "$py" bench/independent_timing.py --repeats 200 ;;
+        live) run "$out/live.txt" 180 "$py" bench/gpu_live_check.py --save "$out/live" ;;
+        cost) header >>"$out/cost.txt" 2>&1
+              run "$out/cost.txt" 150 "$py" bench/measure_cost.py ;;
+        ab) header >>"$out/ab.txt" 2>&1
+            run "$out/ab.txt" 240 "$py" bench/ab_demo.py --rounds 6 ;;
+        longlived) copy=$(mktemp -d)/repo
+                   cp -r "$root" "$copy" && rm -rf "$copy/.git" && cd "$copy" && git init -q \
+                       && git add -A >/dev/null && git -c user.name=check -c user.email=check@localhost commit -qm tree
+                   run "$out/ab.txt" 180 pytest-roofline ab --base HEAD --long-lived --rounds 12 \
+                       --json "$out/longlived.json" -- example_suite -q -k "rms_norm or matmul"
+                   cd "$root" ;;
+        *) echo "unknown check: $check (see the top of $0)" >&2; exit 2 ;;
+    esac
 done
-run "$out/timing.txt" "$py" bench/independent_timing.py
-run "$out/live.txt" "$py" bench/gpu_live_check.py --save "$out/live"
-run "$out/timing.txt" timeout 240 "$py" bench/ab_demo.py
