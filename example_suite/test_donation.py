@@ -20,8 +20,8 @@ def scale(x):
 
 
 # Donated: the output reuses the input's pages: a stream, roofline reachable (medians 81% Xeon, 94% Zen 4, 90%
-# H100; thresholds are half the lower median, see test_matmul.py).
-@pytest.mark.roofline(min={"cpu": 0.4, "gpu": 0.45}, bound="memory")
+# H100 and H200; thresholds are half the lower median, see test_matmul.py).
+@pytest.mark.roofline(min={"cpu": 0.4, "gpu": 0.44}, bound="memory")
 def test_donated_update(roofline):
     roofline(jax.jit(scale, donate_argnums=0), jnp.ones((N,), jnp.float32), name="scale_donated")
 
@@ -29,7 +29,7 @@ def test_donated_update(roofline):
 # Not donated: a new 256 MiB output per call. The kernel zeroes every fresh page on its first write, about
 # 30 ms per 128 MiB, 6x the time of the traffic itself; with that first touch in the roofline a stream reaches
 # it (about 90% on Zen 4; 16-17% of the roofline without first touch on the Xeon). The failure message says what
-# donating would save. A GPU has no first touch to pay: 90% on an H100, like the donated one.
-@pytest.mark.roofline(min={"cpu": 0.45, "gpu": 0.45}, bound="memory")
+# donating would save. A GPU has no first touch to pay: 89-90% on an H100 and an H200, like the donated one.
+@pytest.mark.roofline(min={"cpu": 0.45, "gpu": 0.44}, bound="memory")
 def test_update_without_donation(roofline):
     roofline(jax.jit(scale), jnp.ones((N,), jnp.float32), name="scale_fresh_output")
