@@ -1,4 +1,4 @@
-"""Regression detection (pure): Welch's test, the noise, the gate, change points, and the alert rates README.md
+"""Regression detection (pure): Welch's test, the noise, the gate, change points, and the alert rates docs/ci.md
 states ("Regression detection"), which must be exactly what bench/detection_rates.py prints: its seeds are
 fixed, so every rate is reproducible to the 0.1% it is stated to.
 """
@@ -58,12 +58,12 @@ def test_one_slow_run_after_six_steady_ones_is_flagged_by_the_gate() -> None:
 
 
 @pytest.mark.slow  # 24 cells of 1000 series: about 5 s
-def test_readme_rates_are_exactly_what_the_bench_prints() -> None:
+def test_the_guides_rates_are_exactly_what_the_bench_prints() -> None:
     spec = importlib.util.spec_from_file_location("detection_rates", ROOT / "bench" / "detection_rates.py")
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "ci.md").read_text()
     start = readme.index("case                                noise 2%")
     stated = readme[start:readme.index("```", start)].rstrip("\n").split("\n")
     assert len(stated) == 13  # the header and 12 cases, 24 rates

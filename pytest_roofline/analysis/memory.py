@@ -189,7 +189,7 @@ def check_memory(footprint: MemoryFootprint | None, limit: MemoryLimit, capacity
         if capacity is None:
             return MemoryCheck(limit, None, peak, (
                 f"max_memory={limit.value:g} is a fraction of the device's memory, but {device} has no memory "
-                f"capacity in the hardware table: add memory_capacity_gb to its entry (see README, Hardware) or "
+                f"capacity in the hardware table: add memory_capacity_gb to its entry (see docs/hardware.md) or "
                 f"give max_memory in bytes"))
         limit_bytes = limit.value * capacity.value
         of = f" ({format_fraction(limit.value)} of {format_bytes(capacity.value)}, {capacity.describe()})"

@@ -1,4 +1,4 @@
-"""Which peak FLOPs of one compute class meet on a device (rules in README.md, "Which peak"). Pure."""
+"""Which peak FLOPs of one compute class meet on a device (rules in docs/hardware.md, "Which peak"). Pure."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ __all__ = ["peak_for_class"]
 def peak_for_class(spec: HardwareSpec, compute_class: str, precision: str = "default") -> tuple[str, Ceiling, str]:
     """The peak that FLOPs of one compute class meet on this hardware.
 
-    Returns ``(key used, ceiling, note)``. Rules (documented in README.md, "Which peak"):
+    Returns ``(key used, ceiling, note)``. Rules (documented in docs/hardware.md, "Which peak"):
 
     * ``vector``: the vector peak; without one (CPU, most TPUs) the f32 peak on CPU, else the fastest
       matrix peak (a lower bound on time, so utilization can only be understated).
