@@ -1,4 +1,4 @@
-"""Alert rates of the regression detection (pytest_roofline.history.detect) on synthetic nightly series.
+"""Alert rates of the regression detection (pytest_roofline.analysis.verdict.regressions) on synthetic nightly series.
 
 A series is a utilization of 60% with Gaussian noise of 2% or 5% (relative). Pure noise: 7 or 30 nights.
 An outlier: 30 nights, night 15 is 30% slow. A step: 20 steady nights, then the level lowered by 10/20/30%
@@ -13,7 +13,7 @@ import random
 import sys
 from collections.abc import Callable
 
-from pytest_roofline.history.detect import judge_series
+from pytest_roofline.analysis.verdict.regressions import judge_series
 
 
 def series(rng: random.Random, before: int, after: int, step: float, noise: float) -> list[float]:

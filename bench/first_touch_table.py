@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from pytest_roofline import measure
-from pytest_roofline.units import format_quantity, format_seconds
+from pytest_roofline.base.units import format_quantity, format_seconds
 
 
 def kernels() -> list[tuple[str, Any, tuple[Any, ...]]]:

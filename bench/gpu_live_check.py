@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from pytest_roofline import MeasureError, Result, measure
-from pytest_roofline.units import format_quantity
+from pytest_roofline.base.units import format_quantity
 
 MODES = ("datasheet", "calibrated", "live")
 

@@ -8,7 +8,7 @@ For a bf16 matmul and a 1 GiB copy:
 1. ``measure()`` gives the device time per run from the trace (its short runs, with pauses between them).
 2. The same jitted function is enqueued R times back to back, 5 times: the wall clock from the first call to the
    last result, divided by R (with the queue full, launch overhead overlaps the device work).
-3. One more loop of R calls runs under the profiler, and its trace is split (analysis/timeline.py): the
+3. One more loop of R calls runs under the profiler, and its trace is split (analysis/runs/timeline.py): the
    program's own device time per call in the loop, any other device work the trace reader does not count (a
    kernel, copy or memset of no program), and the device's idle time between calls; beside it, the loop's wall
    clock. On a GPU the profiler's device records come from CUPTI, the same source as CUDA-event timing without its
@@ -33,11 +33,11 @@ import jax
 import jax.numpy as jnp
 
 from pytest_roofline import measure
-from pytest_roofline.analysis.timeline import device_timeline
-from pytest_roofline.analysis.trace import flatten, programs
-from pytest_roofline.analysis.trace_runs import run_times
-from pytest_roofline.analysis.xspace import read_xspace
-from pytest_roofline.measurement.gpu_clocks import ClockWatch
+from pytest_roofline.analysis.runs.program_runs import run_times
+from pytest_roofline.analysis.runs.timeline import device_timeline
+from pytest_roofline.analysis.runs.trace_events import flatten, programs
+from pytest_roofline.analysis.runs.xspace import read_xspace
+from pytest_roofline.measurement.machine.device_clocks import ClockWatch
 from pytest_roofline.measurement.profiler import ProfilerSession
 
 

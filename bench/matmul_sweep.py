@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from pytest_roofline import measure
-from pytest_roofline.analysis.roofline import IMPOSSIBLE_ABOVE
+from pytest_roofline.analysis.model.roofline import IMPOSSIBLE_ABOVE
 
 SHAPES = [(n, n, n) for n in (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)] + [(1024, 4096, 1024),
                                                                                      (256, 4096, 8192)]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from pytest_roofline.analysis.time_spent import PHASES  # noqa: E402
+from pytest_roofline.analysis.runs.time_spent import PHASES  # noqa: E402
 
 SHORT = {"compile": "compile", "inputs": "inputs", "hardware": "hw", "warm-up": "warm", "timed runs": "timed", "between runs": "loop",
          "references": "refs", "profiler": "prof", "trace reading": "trace", "cache state": "cache", "model": "model",

@@ -3,18 +3,27 @@
 ``measure(fn, *args, **kwargs)`` is the public entry point. Importing this package does not import JAX:
 JAX is imported the first time something is measured.
 
-Layout (each folder with one rule about what it may import, checked by ``tests/test_layers.py``):
-``analysis/`` pure analysis, ``hardware/`` ceilings, ``measurement/`` the only JAX, ``report/`` text and JSON,
-``plugin/`` the only pytest; ``kinds``, ``errors``, ``files``, ``units`` and ``dependencies`` are shared by all.
+Layout: each folder is a layer with one rule about what it may import (checked by ``tests/test_layers.py``).
+
+- ``base/``: kinds, errors, files, units, quantiles, labels, call checks, dependency floors; shared by all.
+- ``hardware/``: the hardware table, peaks, the CPU's description, the calibration cache, NVML.
+- ``analysis/``: pure analysis. ``program/`` counts a compiled program from its HLO; ``runs/`` reads traces into
+  runs (per process, idle, exposed time); ``model/`` is the roofline model (ceilings, live and first-touch terms,
+  cache state, per op); ``verdict/`` holds the pass/fail rule, hints, the census, the op diff, regression tests.
+- ``result/``: the Result of one measurement and its paragraph in words.
+- ``records/``: the current run's records (a kernel's record, a result as a report records it, a baseline check).
+- ``history/``: runs over time, baselines, paired revisions. ``report/``: text, JSON and HTML.
+- ``measurement/``: the only JAX (``machine/``: device, calibration, references, eviction, clocks;
+  ``processes/``: programs that span processes). ``plugin/``: the only pytest. ``cli/``: ``pytest-roofline``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import MeasureError
+from .base.errors import MeasureError
 from .hardware.spec import Ceiling, HardwareError, HardwareSpec, UnknownDeviceError
-from .result import Result
+from .result.result import Result
 
 __all__ = ["measure", "Result", "HardwareSpec", "Ceiling", "HardwareError", "UnknownDeviceError", "MeasureError"]
 __version__ = "0.1.0"
@@ -22,7 +31,7 @@ __version__ = "0.1.0"
 
 def measure(fn: Any, *args: Any, **kwargs: Any) -> Result:
     """Measure a JAX kernel against its roofline; see :func:`pytest_roofline.measurement.pipeline.measure`."""
-    from .dependencies import too_old
+    from .base.dependencies import too_old
 
     if problem := too_old(need=("jax", "jaxlib", "numpy")):
         raise MeasureError(problem)

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.calls import split_call
+from pytest_roofline.base.calls import split_call
+from pytest_roofline.base.labels import kernel_name
 from pytest_roofline.hardware.spec import HardwareSpec
 from pytest_roofline.hardware.table import load_shipped_table
-from pytest_roofline.labels import kernel_name
 from pytest_roofline.measurement.options import GivenCounts
 from pytest_roofline.plugin.fixture import FIXTURE_SETTINGS
 from pytest_roofline.plugin.marker import parse_bound_setting, parse_marker, pick_bound

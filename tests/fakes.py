@@ -6,18 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_roofline.analysis.ceilings import CeilingUse
-from pytest_roofline.analysis.counts import Work
-from pytest_roofline.analysis.memory import MemoryFootprint
-from pytest_roofline.analysis.ops import OpsModel
-from pytest_roofline.analysis.roofline import RooflineEstimate
-from pytest_roofline.analysis.timed_runs import Timing
-from pytest_roofline.errors import MeasureError
+from pytest_roofline.analysis.model.ceilings import CeilingUse
+from pytest_roofline.analysis.model.per_op import OpsModel
+from pytest_roofline.analysis.model.roofline import RooflineEstimate
+from pytest_roofline.analysis.program.counts import Work
+from pytest_roofline.analysis.program.memory import MemoryFootprint
+from pytest_roofline.analysis.runs.run_stats import Timing
+from pytest_roofline.base.errors import MeasureError
+from pytest_roofline.base.kinds import Bound, CeilingsUsed, Verdict
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
-from pytest_roofline.history.recorded import RecordedResult
-from pytest_roofline.history.records import KernelRecord
-from pytest_roofline.kinds import Bound, CeilingsUsed, Verdict
-from pytest_roofline.result import ProgramInfo, Result
+from pytest_roofline.records.kernel_record import KernelRecord
+from pytest_roofline.records.recorded_result import RecordedResult
+from pytest_roofline.result.result import ProgramInfo, Result
 
 FAKE_CPU = HardwareSpec("fake CPU", "cpu", {"f32": Ceiling(1e11, "calibration", "fake", "2026-11-22")},
                         Ceiling(1e10, "calibration", "fake", "2026-11-22"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pytest_roofline.analysis.counts import Counts, program_counts
-from pytest_roofline.analysis.hlo import HloModule, parse_hlo
+from pytest_roofline.analysis.program.counts import Counts, program_counts
+from pytest_roofline.analysis.program.hlo import HloModule, parse_hlo
 
 
 def compile_counts(fn: Callable[..., Any], *args: Any) -> tuple[Counts, HloModule, Any]:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.hardware import calibration, cpu
+from pytest_roofline.hardware import calibration_cache as calibration
+from pytest_roofline.hardware import cpu
 from pytest_roofline.hardware.table import load_shipped_table
 
 ZEN4_CPUINFO = """processor\t: 0
@@ -106,8 +107,8 @@ def test_a_ceiling_is_a_robust_high_quantile_not_the_best_run() -> None:
 def test_real_calibration_on_this_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("jax")
-    from pytest_roofline.measurement.calibrate import cpu_spec
-    from pytest_roofline.measurement.references import REFERENCE_KEYS
+    from pytest_roofline.measurement.machine.calibration_kernels import cpu_spec
+    from pytest_roofline.measurement.machine.reference_kernels import REFERENCE_KEYS
 
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     spec = cpu_spec(refresh="replace")
@@ -171,7 +172,7 @@ def test_a_contended_calibration_does_not_replace_a_quiet_one(tmp_path: Path, mo
 def test_bf16_converted_around_the_dot_meets_the_f32_ceiling() -> None:
     """Made-up figures: where XLA converted bf16 to f32 around the dot, the bf16 ceiling is the faster one."""
     pytest.importorskip("jax")
-    from pytest_roofline.measurement.calibrate import _converted_bf16, _Figures
+    from pytest_roofline.measurement.machine.calibration_kernels import _converted_bf16, _Figures
 
     figures = _Figures("cpu")
     figures.data["peaks"] = {"f32": 2e11, "bf16": 1.5e11}
@@ -191,9 +192,9 @@ def test_a_fresh_reference_that_faulted_nothing_is_measured_again(monkeypatch: p
     A fake of the timing (named so) faults nothing the first time and every page the second: the calibration
     measures again instead of failing."""
     pytest.importorskip("jax")
-    from pytest_roofline.analysis.timed_runs import Timing
-    from pytest_roofline.measurement import calibrate
-    from pytest_roofline.measurement.references import reference
+    from pytest_roofline.analysis.runs.run_stats import Timing
+    from pytest_roofline.measurement.machine import calibration_kernels as calibrate
+    from pytest_roofline.measurement.machine.reference_kernels import reference
     from pytest_roofline.measurement.timing import Timed
 
     pages = reference("cpu", "stream-fresh").fresh_pages
@@ -221,8 +222,8 @@ def test_a_fresh_reference_that_never_faults_leaves_its_kernels_on_calibrated_ce
     notes say why, and a kernel it would pair with keeps the calibrated ceilings. A fake of the timing (named so)
     faults nothing every time."""
     pytest.importorskip("jax")
-    from pytest_roofline.analysis.timed_runs import Timing
-    from pytest_roofline.measurement import calibrate
+    from pytest_roofline.analysis.runs.run_stats import Timing
+    from pytest_roofline.measurement.machine import calibration_kernels as calibrate
     from pytest_roofline.measurement.timing import Timed
 
     calls: list[int] = []

@@ -1,4 +1,4 @@
-"""Kernel arguments and settings told apart (pytest_roofline.calls): the short form, the explicit form, and a
+"""Kernel arguments and settings told apart (pytest_roofline.base.calls): the short form, the explicit form, and a
 clash between a kernel parameter and a setting, which is an error, never a silent take. Pure: no JAX."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.calls import CallError, KernelCall, split_call
+from pytest_roofline.base.calls import CallError, KernelCall, split_call
 
 SETTINGS = ("name", "min", "warmup")
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from fakes import fake_result, record_of
 
-from pytest_roofline.history.records import Unmeasured
-from pytest_roofline.kinds import Verdict
+from pytest_roofline.base.kinds import Verdict
+from pytest_roofline.records.kernel_record import Unmeasured
 from pytest_roofline.report.document import report_document, session_block
 
 SCRIPT = Path(__file__).resolve().parent.parent / ".ci" / "check_report.py"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from fakes import fake_result, record_of
 
-from pytest_roofline.hardware.clocks import ClockReading, Clocks, clock_drop, nvml_clocks
-from pytest_roofline.measurement.gpu_clocks import ClockWatch, nvml_index
+from pytest_roofline.hardware.nvml import ClockReading, Clocks, clock_drop, nvml_clocks
+from pytest_roofline.measurement.machine.device_clocks import ClockWatch, nvml_index
 from pytest_roofline.report.text import failure_message, summary_lines
 
 
@@ -144,7 +144,7 @@ def test_the_nvml_device_follows_cuda_visible_devices_or_the_pci_bus() -> None:
 
 
 def test_the_html_row_carries_the_clocks_cache_and_compile_time() -> None:
-    from pytest_roofline.analysis.cache_state import plan_cache
+    from pytest_roofline.analysis.model.cache_state import plan_cache
     from pytest_roofline.report.html import _summary
 
     clocks = Clocks(None, ClockReading(1580, 2619, 1980, 2619, ("sw_power_cap",)))

@@ -12,8 +12,8 @@ jnp = jax.numpy
 
 from helpers import compile_counts  # noqa: E402
 
-from pytest_roofline.analysis.costs import OpCost  # noqa: E402
-from pytest_roofline.analysis.counts import CostAnalysisError, normalize_cost_analysis  # noqa: E402
+from pytest_roofline.analysis.program.counts import CostAnalysisError, normalize_cost_analysis  # noqa: E402
+from pytest_roofline.analysis.program.xla_costs import OpCost  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype,itemsize", [("float32", 4), ("bfloat16", 2)])
@@ -130,8 +130,8 @@ def test_normalize_rejects_nonsense_and_shows_it(raw: object, fragment: str) -> 
 
 
 def _model_vs_compiler(fn: Callable[..., Any], *args: Any) -> tuple[OpCost, dict[str, float]]:
-    from pytest_roofline.analysis.costs import computation_cost
-    from pytest_roofline.analysis.hlo import parse_hlo
+    from pytest_roofline.analysis.program.hlo import parse_hlo
+    from pytest_roofline.analysis.program.xla_costs import computation_cost
 
     compiled = jax.jit(fn).lower(*args).compile()
     module = parse_hlo(compiled.as_text())

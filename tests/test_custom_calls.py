@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.costs import computation_cost
-from pytest_roofline.analysis.counts import hlo_counts
-from pytest_roofline.analysis.hlo import parse_hlo
+from pytest_roofline.analysis.program.counts import hlo_counts
+from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.program.xla_costs import computation_cost
 from pytest_roofline.cli.main import main
 
 # Constructed, in the spelling of an XLA GPU dump.

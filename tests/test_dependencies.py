@@ -1,4 +1,4 @@
-"""The declared dependency floors: one list (pytest_roofline.dependencies.FLOORS) that setup.cfg and the oldest
+"""The declared dependency floors: one list (pytest_roofline.base.dependencies.FLOORS) that setup.cfg and the oldest
 versions CI installs (.ci/oldest.txt) agree with, and one clear line when an installed version is older."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline import dependencies
-from pytest_roofline.dependencies import FLOORS, release, too_old
+from pytest_roofline.base import dependencies
+from pytest_roofline.base.dependencies import FLOORS, release, too_old
 
 ROOT = Path(__file__).resolve().parent.parent
 

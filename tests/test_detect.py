@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.history.detect import FLOOR, MIN_WINDOW, change_points, gate, judge_series, relative_noise, welch_p
+from pytest_roofline.analysis.verdict.regressions import (
+    FLOOR,
+    MIN_WINDOW,
+    change_points,
+    gate,
+    judge_series,
+    relative_noise,
+    welch_p,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Exposed communication (analysis/exposed.py): on constructed traces (fakes: exact numbers) of an async collective
+"""Exposed communication (analysis/runs/exposed.py): on constructed traces (fakes: exact numbers) of an async collective
 half hidden behind compute and of a synchronous one with nothing beside it, on the real TPU v6e all-reduce (checked
 against a reading of the trace by hand), and on a real two-device psum on this CPU, reported as fully exposed."""
 
@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from fakes import fake_result
 
-from pytest_roofline.analysis.exposed import (
+from pytest_roofline.analysis.model.per_op import OpRow
+from pytest_roofline.analysis.runs.exposed import (
     CPU_NOTE,
     CollectiveTime,
     ExposedCheck,
@@ -23,9 +24,8 @@ from pytest_roofline.analysis.exposed import (
     exposure,
     parse_max_exposed,
 )
-from pytest_roofline.analysis.ops import OpRow
-from pytest_roofline.analysis.trace import RunTimes, TraceEvent
-from pytest_roofline.analysis.verdict import decide
+from pytest_roofline.analysis.runs.trace_events import RunTimes, TraceEvent
+from pytest_roofline.analysis.verdict.decide import decide
 
 US = 1e3  # ns
 
@@ -96,12 +96,12 @@ def test_real_tpu_all_reduce_has_no_compute_beside_it() -> None:
     (read by hand: the XLA Ops line of each chip holds that one event per run): all of it exposed, 80% of the
     153.1 ms run. Its link time: the ring model's 2(n-1)/n of the 5.37 GB buffer over the v6e entry's ICI."""
     pytest.importorskip("jax")
-    from pytest_roofline.analysis.hlo import parse_hlo
-    from pytest_roofline.analysis.ops import op_rows
-    from pytest_roofline.analysis.profile import hlo_key
-    from pytest_roofline.analysis.trace import flatten, programs
-    from pytest_roofline.analysis.trace_runs import run_times
-    from pytest_roofline.analysis.xspace import hlo_module_protos, read_xspace
+    from pytest_roofline.analysis.model.per_op import op_rows
+    from pytest_roofline.analysis.program.hlo import parse_hlo
+    from pytest_roofline.analysis.runs.program_runs import run_times
+    from pytest_roofline.analysis.runs.recorded_profile import hlo_key
+    from pytest_roofline.analysis.runs.trace_events import flatten, programs
+    from pytest_roofline.analysis.runs.xspace import hlo_module_protos, read_xspace
     from pytest_roofline.hardware.table import load_shipped_table
     from pytest_roofline.measurement.hlo_proto import hlo_text
 

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 from fakes import fake_result
 
-from pytest_roofline.analysis.ceilings import CACHE_SIDE_MAX, memory_level
-from pytest_roofline.analysis.first_touch import first_touch
-from pytest_roofline.analysis.live import MAX_PLAUSIBLE_DRIFT, implausible_drift, scaled_roofline_time
-from pytest_roofline.analysis.roofline import estimate
+from pytest_roofline.analysis.model.ceilings import CACHE_SIDE_MAX, memory_level
+from pytest_roofline.analysis.model.first_touch import first_touch
+from pytest_roofline.analysis.model.live import MAX_PLAUSIBLE_DRIFT, implausible_drift, scaled_roofline_time
+from pytest_roofline.analysis.model.roofline import estimate
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 
 MIB = 2**20
@@ -120,7 +120,7 @@ def test_per_op_rows_meet_the_same_bandwidth_as_the_program() -> None:
     import jax.numpy as jnp
     from helpers import compile_counts
 
-    from pytest_roofline.analysis.model import program_model
+    from pytest_roofline.analysis.model.program_model import program_model
 
     x = jnp.ones((MIB,), jnp.float32)  # 4 MiB in, 4 MiB out
     counts, module, _ = compile_counts(lambda v: v * 2.0 + 1.0, x)
@@ -136,7 +136,7 @@ def test_a_first_touch_cheaper_than_calibrated_is_said_not_failed() -> None:
     # Made-up result (fakes): the calibrated page faults (about 33.6 ms for 128 MiB at 4 GB/s) against 25 ms
     # measured reads 136% with the term, 2% without it. Page faults are a cost that moves with the host, not a
     # ceiling: the result passes with a note, and only traffic and compute above 105% stay impossible.
-    from pytest_roofline.analysis.verdict import decide
+    from pytest_roofline.analysis.verdict.decide import decide
 
     touch = first_touch(128 * MIB, 0, 0, TOUCH, 4096.0, 32768)
     assert touch is not None

@@ -11,14 +11,14 @@ from typing import Any, NoReturn
 import pytest
 from fakes import FAKE_CPU, FakeMeasure, fake_result
 
-from pytest_roofline.calls import KernelCall
+from pytest_roofline.base.calls import KernelCall
+from pytest_roofline.base.kinds import Bound, CeilingsUsed
 from pytest_roofline.hardware.spec import HardwareSpec
-from pytest_roofline.history.records import Artifacts, KernelRecord
-from pytest_roofline.kinds import Bound, CeilingsUsed
 from pytest_roofline.plugin.fixture import RooflineFixture
 from pytest_roofline.plugin.marker import parse_marker
 from pytest_roofline.plugin.session import RooflineSession, default_trace_root
 from pytest_roofline.plugin.settings import Settings, Threshold
+from pytest_roofline.records.kernel_record import Artifacts, KernelRecord
 
 NODE = "test_k.py::test_a"
 
@@ -190,7 +190,7 @@ def test_bad_call_keywords_fail_cleanly_before_measuring(keywords: dict[str, Any
 
 
 def test_a_kernel_that_cannot_be_measured_fails_naming_test_and_kernel() -> None:
-    from pytest_roofline.errors import MeasureError
+    from pytest_roofline.base.errors import MeasureError
 
     def broken(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise MeasureError("kernel: compilation failed: boom")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.hlo import HloParseError, parse_hlo, parse_shape
+from pytest_roofline.analysis.program.hlo import HloParseError, parse_hlo, parse_shape
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -119,7 +119,7 @@ def test_tuples_with_index_comments() -> None:
 
 
 def test_comments_inside_quoted_strings_are_kept() -> None:
-    from pytest_roofline.analysis.hlo_text import strip_comments
+    from pytest_roofline.analysis.program.hlo_scan import strip_comments
 
     line = '%c = f32[] custom-call(/*index=0*/%a), custom_call_target="x/*y*/z"'
     assert strip_comments(line) == '%c = f32[] custom-call(%a), custom_call_target="x/*y*/z"'

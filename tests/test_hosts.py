@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.analysis.hosts import (
+from pytest_roofline.analysis.runs.across_processes import Decider, MatchError, ProcessTimes, match_runs
+from pytest_roofline.analysis.runs.hosts import (
     CollectiveSplit,
     GroupsError,
     Topology,
@@ -14,7 +15,6 @@ from pytest_roofline.analysis.hosts import (
     permute_pairs,
     split_collective,
 )
-from pytest_roofline.analysis.process_runs import Decider, MatchError, ProcessTimes, match_runs
 
 TWO_BY_TWO = Topology((0, 0, 1, 1))  # constructed: 2 processes (hosts) x 2 devices
 FOUR_BY_FOUR = Topology(tuple(p for p in range(4) for _ in range(4)))  # constructed: 4 hosts x 4 chips
@@ -128,9 +128,9 @@ ENTRY %main (x: f32[256,1024]) -> f32[256,1024] {
 
 
 def test_the_model_splits_collectives_between_ici_and_dcn() -> None:
-    from pytest_roofline.analysis.counts import hlo_counts
-    from pytest_roofline.analysis.hlo import parse_hlo
-    from pytest_roofline.analysis.model import program_model
+    from pytest_roofline.analysis.model.program_model import program_model
+    from pytest_roofline.analysis.program.counts import hlo_counts
+    from pytest_roofline.analysis.program.hlo import parse_hlo
     from pytest_roofline.hardware.table import find_spec, load_shipped_table
 
     module = parse_hlo(CONSTRUCTED_ALL_REDUCES)
@@ -155,9 +155,9 @@ def test_the_model_splits_collectives_between_ici_and_dcn() -> None:
 
 
 def test_a_cpu_has_no_host_link_figure_so_the_term_is_a_lower_bound() -> None:
-    from pytest_roofline.analysis.counts import hlo_counts
-    from pytest_roofline.analysis.hlo import parse_hlo
-    from pytest_roofline.analysis.model import program_model
+    from pytest_roofline.analysis.model.program_model import program_model
+    from pytest_roofline.analysis.program.counts import hlo_counts
+    from pytest_roofline.analysis.program.hlo import parse_hlo
     from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 
     module = parse_hlo(CONSTRUCTED_ALL_REDUCES)

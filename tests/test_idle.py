@@ -1,4 +1,4 @@
-"""Idle time inside a program's runs (analysis/idle.py): on constructed GPU runs (fakes: exact numbers) whose gaps
+"""Idle time inside a program's runs (analysis/runs/idle.py): on constructed GPU runs (fakes: exact numbers) whose gaps
 waited on the host or not, on the real MI300X and TPU v6e profiles (checked against a reading by hand), and on a
 real CPU measurement: a loop of small ops against the same work fused."""
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.idle import IdleTime, idle_time
-from pytest_roofline.analysis.trace import RunTimes, TraceEvent, flatten, programs
-from pytest_roofline.analysis.trace_runs import run_times
-from pytest_roofline.analysis.xspace import read_xspace
+from pytest_roofline.analysis.runs.idle import IdleTime, idle_time
+from pytest_roofline.analysis.runs.program_runs import run_times
+from pytest_roofline.analysis.runs.trace_events import RunTimes, TraceEvent, flatten, programs
+from pytest_roofline.analysis.runs.xspace import read_xspace
 
 DATA = Path(__file__).parent / "data"
 US = 1e3  # ns

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from pytest_roofline.labels import kernel_name
+from pytest_roofline.base.labels import kernel_name
 
 
 def flash_attention(q: float, *, interpret: bool = False) -> float:

@@ -1,15 +1,20 @@
 """The package's layers and their import rules, read from the source (every import statement, also those
 inside functions), so that the layout cannot erode; and the sizes: no module over 400 lines, no function over 60.
 
-    base        kinds, errors, files, units, quantiles  imports nothing of the package but base
-    hardware/   table, peaks, CPU, calibration     base
-    analysis/   pure analysis                      base, hardware
-    result      the Result (result_text: in words)  base, hardware, analysis
-    history/    records, reports over time, regressions  base, hardware, analysis
-    report/     text, JSON and HTML                base, hardware, analysis, result, history
-    measurement/  the only JAX                     base, hardware, analysis, result
-    plugin/     the only pytest                    anything but JAX itself
-    cli/        the pytest-roofline command        anything but pytest (JAX only through measurement)
+    base/         kinds, errors, files, units, quantiles, labels, calls, dependencies   nothing of the package but base
+    hardware/     table, peaks, CPU, calibration cache, NVML             base
+    analysis/     pure analysis: program/ (HLO counts), runs/ (traces), model/ (the roofline), verdict/
+                                                                         base, hardware
+    result/       the Result and its text                                base, hardware, analysis
+    records/      the current run's records (a kernel's record, a recorded result, its baseline check)
+                                                                         base, hardware, analysis, result
+    history/      reports over time, regressions, paired revisions       base, hardware, analysis, records
+    report/       text, JSON and HTML                                    base, hardware, analysis, result, records, history
+    measurement/  the only JAX                                           base, hardware, analysis, result
+    plugin/       the only pytest                                        anything but JAX itself and cli
+    cli/          the pytest-roofline command                            anything but pytest (JAX only through measurement)
+
+No module lies loose at the package root but ``__init__`` and ``__main__``, and no folder holds more than 13 modules.
 """
 
 from __future__ import annotations
@@ -23,18 +28,18 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_roofline"
-BASE = {"kinds", "errors", "files", "units", "quantiles", "labels", "calls", "dependencies"}
 ALLOWED = {
     "base": {"base"},
     "hardware": {"base", "hardware"},
     "analysis": {"base", "hardware", "analysis"},
     "result": {"base", "hardware", "analysis", "result"},
-    "history": {"base", "hardware", "analysis", "history"},
-    "report": {"base", "hardware", "analysis", "result", "history", "report", "package"},  # package: __version__
+    "records": {"base", "hardware", "analysis", "result", "records"},
+    "history": {"base", "hardware", "analysis", "records", "history"},
+    "report": {"base", "hardware", "analysis", "result", "records", "history", "report", "package"},  # package: __version__
     "measurement": {"base", "hardware", "analysis", "result", "measurement"},
-    "plugin": {"base", "hardware", "analysis", "result", "history", "report", "measurement", "plugin"},
+    "plugin": {"base", "hardware", "analysis", "result", "records", "history", "report", "measurement", "plugin"},
     "package": {"base", "hardware", "analysis", "result", "measurement"},
-    "cli": {"base", "hardware", "analysis", "result", "history", "report", "measurement", "cli", "package"},
+    "cli": {"base", "hardware", "analysis", "result", "records", "history", "report", "measurement", "cli", "package"},
 }
 JAX = {"jax", "jaxlib"}
 PYTEST = {"pytest", "_pytest", "pluggy"}
@@ -53,12 +58,8 @@ def _layer(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "package"
-    if parts[1] in BASE:
-        return "base"
     if parts[1] == "__main__":
         return "cli"
-    if parts[1] == "result_text":
-        return "result"
     return parts[1]
 
 
@@ -111,6 +112,14 @@ def test_every_module_is_in_a_known_layer() -> None:
     assert {_layer(_name(p)) for p in _modules()} <= set(ALLOWED)
 
 
+def test_no_module_lies_loose_at_the_root_and_no_folder_is_crowded() -> None:
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py"], f"modules at the package root: {loose}: put each in its layer's folder"
+    crowded = {str(d.relative_to(PACKAGE)): n for d in [PACKAGE, *PACKAGE.rglob("*/")]
+               if d.is_dir() and (n := len([p for p in d.glob("*.py") if p.name != "__init__.py"])) > 13}
+    assert not crowded, f"folders over 13 modules: {crowded}: split them by what they hold"
+
+
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_import_rules(path: Path) -> None:
     module = _name(path)
@@ -140,7 +149,7 @@ def test_the_rules_catch_a_violation() -> None:
     assert _internal_layers(imported) - ALLOWED["analysis"] == {"plugin"}
 
 
-ENTRY_MODULES = ["pytest_roofline", "pytest_roofline.plugin.hooks", "pytest_roofline.result", "pytest_roofline.cli.main",
+ENTRY_MODULES = ["pytest_roofline", "pytest_roofline.plugin.hooks", "pytest_roofline.result.result", "pytest_roofline.cli.main",
                  "pytest_roofline.report.text", "pytest_roofline.plugin.fixture", "pytest_roofline.plugin.abort_watch"]
 
 

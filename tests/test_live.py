@@ -8,7 +8,7 @@ from statistics import median
 
 import pytest
 
-from pytest_roofline.analysis.live import (
+from pytest_roofline.analysis.model.live import (
     bracketing_times,
     drifts,
     median_interval,
@@ -18,7 +18,7 @@ from pytest_roofline.analysis.live import (
     uncertainty,
     usable_references,
 )
-from pytest_roofline.analysis.roofline import estimate
+from pytest_roofline.analysis.model.roofline import estimate
 
 
 def _coverage(n: int, k: int) -> float:
@@ -158,7 +158,7 @@ def test_a_result_measured_under_contention_says_so_and_carries_the_figure_witho
 
     from fakes import fake_result, record_of
 
-    from pytest_roofline.analysis.contention import on_cpu_utilization
+    from pytest_roofline.analysis.model.contention import on_cpu_utilization
     from pytest_roofline.report.text import summary_lines
 
     quiet = replace(fake_result(0.5), timing=replace(fake_result(0.5).timing, waiting_per_run=(0.01,) * 5))
@@ -185,7 +185,7 @@ def test_waiting_for_the_processes_own_threads_is_not_contention() -> None:
 
     from fakes import fake_result, record_of
 
-    from pytest_roofline.analysis.contention import contended
+    from pytest_roofline.analysis.model.contention import contended
     from pytest_roofline.report.text import failure_message
 
     assert contended(0.13, None) and contended(0.13, 0.45) and not contended(0.13, 0.01)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import pytest_roofline
-import pytest_roofline.calls
+import pytest_roofline.base.calls
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 
 jax = pytest.importorskip("jax")
@@ -198,7 +198,7 @@ def test_impossible_utilization_is_reported_with_its_suspect() -> None:
                         Ceiling(1e12, "override", "test fake", "2026-11-22"))
     a = jnp.ones((256, 256), jnp.float32)
     r = pytest_roofline.measure(lambda x: x @ x, a, hardware=fake, **FAST)
-    from pytest_roofline.analysis.verdict import decide
+    from pytest_roofline.analysis.verdict.decide import decide
 
     assert r.impossible and decide(r.figures, 0.5).verdict == "impossible"
     assert "compute peak is too low" in r.suspect and "IMPOSSIBLE" in str(r)
@@ -239,7 +239,7 @@ def test_a_kernel_keyword_named_like_a_setting_reaches_the_kernel_in_the_explici
         return out
 
     x = jnp.ones((1024,), jnp.float32)
-    with pytest.raises(pytest_roofline.calls.CallError, match="name= is both a setting"):
+    with pytest.raises(pytest_roofline.base.calls.CallError, match="name= is both a setting"):
         pytest_roofline.measure(repeat, x, name=3, **FAST)
     r = pytest_roofline.measure(repeat, args=(x,), kwargs={"name": 3}, name="label", **FAST)
     assert r.name == "label" and r.flops == 3 * 1024

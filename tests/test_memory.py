@@ -10,7 +10,7 @@ import pytest
 from fakes import FAKE_CPU, FAKE_FOOTPRINT
 from test_fixture import Failed, Harness, kernel
 
-from pytest_roofline.analysis.memory import (
+from pytest_roofline.analysis.program.memory import (
     MemoryFootprint,
     check_memory,
     device_peak,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.analysis.counts import hlo_counts
-from pytest_roofline.analysis.hlo import parse_hlo
-from pytest_roofline.analysis.roofline import critical_intensity, estimate, utilization
+from pytest_roofline.analysis.model.roofline import critical_intensity, estimate, utilization
+from pytest_roofline.analysis.program.counts import hlo_counts
+from pytest_roofline.analysis.program.hlo import parse_hlo
 from pytest_roofline.hardware.table import load_shipped_table
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.analysis.trace import TraceEvent
-from pytest_roofline.analysis.trace_runs import run_times
+from pytest_roofline.analysis.runs.program_runs import run_times
+from pytest_roofline.analysis.runs.trace_events import TraceEvent
 
 MODULE = "jit_step"
 DEVICES, RUNS = 8, 5

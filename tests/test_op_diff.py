@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_roofline.analysis.op_diff import diff_ops, match_ops
-from pytest_roofline.analysis.ops import OpRow
+from pytest_roofline.analysis.model.per_op import OpRow
+from pytest_roofline.analysis.verdict.op_diff import diff_ops, match_ops
 
 MIB = 2**20
 
@@ -132,8 +132,8 @@ def test_real_programs_a_second_pass_is_the_op_added() -> None:
     beside it. Every op of the sum is matched to one of the same shape, and what the head adds writes the copy
     (no times: only the matching; how XLA fuses the sum differs between jax versions)."""
     jax = pytest.importorskip("jax")
-    from pytest_roofline.analysis.hlo import parse_hlo
-    from pytest_roofline.analysis.ops import op_rows
+    from pytest_roofline.analysis.model.per_op import op_rows
+    from pytest_roofline.analysis.program.hlo import parse_hlo
 
     def rows(fn: object) -> list[OpRow]:
         text = jax.jit(fn).lower(jax.numpy.ones((256, 256))).compile().as_text()

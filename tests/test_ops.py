@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.check import ops_check
-from pytest_roofline.analysis.hints import hints
-from pytest_roofline.analysis.hlo import parse_hlo
-from pytest_roofline.analysis.idle import IdleTime
-from pytest_roofline.analysis.ops import OpRow, op_rows
+from pytest_roofline.analysis.model.counts_check import ops_check
+from pytest_roofline.analysis.model.per_op import OpRow, op_rows
+from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.runs.idle import IdleTime
+from pytest_roofline.analysis.verdict.hints import hints
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -144,9 +144,9 @@ COLLECTIVE_SCRIPT = r"""
 import json, os
 import jax, jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
-from pytest_roofline.analysis.hlo import parse_hlo
-from pytest_roofline.analysis.idle import IdleTime
-from pytest_roofline.analysis.ops import op_rows
+from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.runs.idle import IdleTime
+from pytest_roofline.analysis.model.per_op import op_rows
 mesh = Mesh(jax.devices(), ("x",))
 f = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
 x = jnp.ones((4 * 1024, 256), jnp.float32)

@@ -11,7 +11,7 @@ import statistics
 import pytest
 from fakes import fake_result, record_of
 
-from pytest_roofline.analysis.ops import OpRow
+from pytest_roofline.analysis.model.per_op import OpRow
 from pytest_roofline.history.paired import (
     DEFAULT_MAX_DROP,
     MIN_ROUNDS,
@@ -25,7 +25,7 @@ from pytest_roofline.history.paired import (
     schedule,
     settled,
 )
-from pytest_roofline.history.records import KernelRecord, Unmeasured
+from pytest_roofline.records.kernel_record import KernelRecord, Unmeasured
 from pytest_roofline.report.ab_report import ab_document, ab_html, ab_lines
 
 KEY = ("t.py::test_k", "k")

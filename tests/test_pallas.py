@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from fakes import FAKE_CPU
 
-from pytest_roofline.analysis.counts import hlo_counts
-from pytest_roofline.analysis.hlo import parse_hlo
-from pytest_roofline.analysis.interpret import interpret_counts
-from pytest_roofline.analysis.kernels import KernelEstimate, TracedKernel, assign_estimates
+from pytest_roofline.analysis.program.counts import hlo_counts
+from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.program.interpreted import interpret_counts
+from pytest_roofline.analysis.program.pallas_costs import KernelEstimate, TracedKernel, assign_estimates
 from pytest_roofline.cli.main import main
 
 jax = pytest.importorskip("jax")
@@ -68,7 +68,7 @@ def test_tpu_custom_call_carries_the_estimate_and_it_is_read_back_exactly() -> N
 def test_the_traced_program_tells_whether_a_kernels_flops_are_matrix_work() -> None:
     from dataclasses import replace
 
-    from pytest_roofline.measurement.pallas import traced_program
+    from pytest_roofline.measurement.pallas_calls import traced_program
 
     module = parse_hlo(tpu_hlo(add, X, X))
     assert hlo_counts(module).matrix_flops == {"f32": FLOPS}  # from the HLO alone: taken as matrix work
@@ -133,7 +133,7 @@ def test_constructed_gpu_calls_get_the_estimates_of_the_traced_kernels() -> None
 
 
 def test_interpret_mode_counts_are_the_estimates_times_their_runs() -> None:
-    from pytest_roofline.measurement.pallas import traced_program
+    from pytest_roofline.measurement.pallas_calls import traced_program
 
     def program(x: Any, y: Any) -> Any:
         out, _ = jax.lax.scan(lambda c, _: (matmul(c, y), None), x, None, length=3)

@@ -1,4 +1,4 @@
-"""Waiting for the other processes of a program (measurement/peers.py), on a fake of JAX's distributed key-value
+"""Waiting for the other processes of a program (measurement/processes/peers.py), on a fake of JAX's distributed key-value
 store and a fake clock: a busy process is waited for as long as it keeps saying what it does, a silent one
 until the timeout, a failed one not at all."""
 
@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_roofline.measurement import peers as peers_module
-from pytest_roofline.measurement.peers import PeerError, Peers
+from pytest_roofline.measurement.processes import peers as peers_module
+from pytest_roofline.measurement.processes.peers import PeerError, Peers
 
 
 class FakeKeyValueStore:
@@ -122,7 +122,7 @@ def test_a_busy_process_repeats_its_word(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_processes_started_reads_jax_distributed_state_without_importing_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import types
 
-    from pytest_roofline.measurement.peers import processes_started
+    from pytest_roofline.measurement.processes.peers import processes_started
 
     fake = types.SimpleNamespace(global_state=types.SimpleNamespace(client=None, num_processes=None, process_id=0))
     monkeypatch.setitem(sys.modules, "jax._src.distributed", fake)  # a fake of JAX's distributed module

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.hlo import parse_hlo
-from pytest_roofline.analysis.profile import hlo_key, summarize_program
-from pytest_roofline.analysis.trace import ProgramKey, flatten, platform_of, programs
-from pytest_roofline.analysis.trace_runs import run_times
-from pytest_roofline.analysis.xspace import hlo_module_protos, read_xspace
+from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.runs.program_runs import run_times
+from pytest_roofline.analysis.runs.recorded_profile import hlo_key, summarize_program
+from pytest_roofline.analysis.runs.trace_events import ProgramKey, flatten, platform_of, programs
+from pytest_roofline.analysis.runs.xspace import hlo_module_protos, read_xspace
 from pytest_roofline.cli.main import main
 from pytest_roofline.hardware.spec import UnknownDeviceError
 from pytest_roofline.hardware.table import find_spec_for_profile, load_shipped_table
@@ -114,7 +114,7 @@ def test_every_program_carries_its_hlo() -> None:
 
 
 def test_not_a_profile_is_a_clear_error() -> None:
-    from pytest_roofline.analysis.xspace import XSpaceError
+    from pytest_roofline.analysis.runs.xspace import XSpaceError
 
     with pytest.raises(XSpaceError, match="README.md is not a profiler XSpace"):
         read_xspace((DATA / "README.md").read_bytes(), "README.md")
@@ -131,7 +131,7 @@ def test_six_jit_dot_programs_are_told_apart_and_timed(program_id: int) -> None:
 
 
 def test_a_module_name_alone_is_ambiguous() -> None:
-    from pytest_roofline.analysis.trace import TraceError
+    from pytest_roofline.analysis.runs.trace_events import TraceError
 
     with pytest.raises(TraceError, match=r"6 different programs named 'jit_dot' ran \(program ids 5, 21, 34, 49, 64, 79\)"):
         run_times(_events(GEMM), "jit_dot", "gpu")

@@ -11,20 +11,20 @@ from typing import Any
 import pytest
 from fakes import FAKE_CPU, FAKE_FOOTPRINT, fake_result, record_of
 
-from pytest_roofline.analysis.cache_state import plan_cache
-from pytest_roofline.analysis.check import OpsCheck
-from pytest_roofline.analysis.first_touch import FirstTouch
-from pytest_roofline.analysis.live import Live
-from pytest_roofline.analysis.memory import MemoryLimit, check_memory
-from pytest_roofline.analysis.ops import OpRow, OpsModel
+from pytest_roofline.analysis.model.cache_state import plan_cache
+from pytest_roofline.analysis.model.counts_check import OpsCheck
+from pytest_roofline.analysis.model.first_touch import FirstTouch
+from pytest_roofline.analysis.model.live import Live
+from pytest_roofline.analysis.model.per_op import OpRow, OpsModel
+from pytest_roofline.analysis.program.memory import MemoryLimit, check_memory
+from pytest_roofline.analysis.verdict.regressions import gate
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
-from pytest_roofline.history.checks import BaselineCheck, NoBaseline
-from pytest_roofline.history.detect import gate
-from pytest_roofline.history.records import Artifacts, KernelRecord
 from pytest_roofline.history.reports import ReportError, load_run
+from pytest_roofline.records.baseline_check import BaselineCheck, NoBaseline
+from pytest_roofline.records.kernel_record import Artifacts, KernelRecord
 from pytest_roofline.report.document import report_document
 from pytest_roofline.report.text import failure_message, summary_lines
-from pytest_roofline.result import Result
+from pytest_roofline.result.result import Result
 
 RATE = Ceiling(4e9, "calibration", "made up", "2026-11-23")
 

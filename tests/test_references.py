@@ -9,10 +9,10 @@ from fakes import FAKE_CPU
 
 pytest.importorskip("jax")
 
-from pytest_roofline.analysis.timed_runs import Timing  # noqa: E402
+from pytest_roofline.analysis.runs.run_stats import Timing  # noqa: E402
 from pytest_roofline.hardware.cpu import page_size  # noqa: E402
+from pytest_roofline.measurement.machine.reference_kernels import reference  # noqa: E402
 from pytest_roofline.measurement.pipeline import _live, _LivePlan  # noqa: E402
-from pytest_roofline.measurement.references import reference  # noqa: E402
 from pytest_roofline.measurement.timing import Timed  # noqa: E402
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from fakes import fake_result, record_of
 
-from pytest_roofline.analysis.ops import OpRow, OpsModel
+from pytest_roofline.analysis.model.per_op import OpRow, OpsModel
 from pytest_roofline.cli.main import main
-from pytest_roofline.hardware.clocks import ClockReading, Clocks
+from pytest_roofline.hardware.nvml import ClockReading, Clocks
 from pytest_roofline.report.document import report_document, session_block
 
 

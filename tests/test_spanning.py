@@ -41,7 +41,7 @@ def _free_port() -> int:
 # session's cache, and compiles and runs a small program: what every pytest process below does before it measures.
 STARTUP = """
 import jax, jax.numpy as jnp
-from pytest_roofline.measurement.calibrate import cpu_spec
+from pytest_roofline.measurement.machine.calibration_kernels import cpu_spec
 cpu_spec(jax.devices()[0].device_kind)
 jax.jit(lambda a: a @ a)(jnp.ones((256, 256))).block_until_ready()
 """

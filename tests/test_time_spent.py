@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pytest_roofline.analysis.time_spent import PHASES, Stopwatch, TimeSpent, phase, spend
+from pytest_roofline.analysis.runs.time_spent import PHASES, Stopwatch, TimeSpent, phase, spend
 
 
 def _busy(seconds: float) -> None:
@@ -89,7 +89,7 @@ def test_a_real_measurement_accounts_for_its_wall_time(cache: str) -> None:
 def test_a_record_keeps_its_time_spent_in_json() -> None:
     from fakes import fake_result, record_of
 
-    from pytest_roofline.history.records import KernelRecord
+    from pytest_roofline.records.kernel_record import KernelRecord
 
     spent = TimeSpent({"compile": 0.5, "timed runs": 1.25})
     record = record_of("t.py::test_k", "k", fake_result(0.8), "pass", time_spent=spent)

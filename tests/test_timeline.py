@@ -1,4 +1,4 @@
-"""Where a profiled loop's time went on the device (analysis/timeline.py): the program's own device time, other
+"""Where a profiled loop's time went on the device (analysis/runs/timeline.py): the program's own device time, other
 device work, idle time. On a constructed GPU trace (a fake: exact numbers) and on a real MI300X profile (its
 device activity checked against a second route through jax.profiler.ProfileData)."""
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.analysis.timeline import device_timeline, union_ns
-from pytest_roofline.analysis.trace import RunTimes, TraceEvent, flatten, programs
-from pytest_roofline.analysis.trace_runs import run_times
-from pytest_roofline.analysis.xspace import read_xspace
+from pytest_roofline.analysis.runs.program_runs import run_times
+from pytest_roofline.analysis.runs.timeline import device_timeline, union_ns
+from pytest_roofline.analysis.runs.trace_events import RunTimes, TraceEvent, flatten, programs
+from pytest_roofline.analysis.runs.xspace import read_xspace
 
 GEMM = Path(__file__).parent / "data" / "rocm_mi300x_jax08_gemm.xplane.pb"
 MS = 1e6  # ns

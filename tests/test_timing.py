@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.contention import CONTENDED_ABOVE, OTHERS_ABOVE
-from pytest_roofline.analysis.timed_runs import relative_iqr
+from pytest_roofline.analysis.model.contention import CONTENDED_ABOVE, OTHERS_ABOVE
+from pytest_roofline.analysis.runs.run_stats import relative_iqr
 from pytest_roofline.hardware.cpu import minor_page_faults, thread_times_ns
 from pytest_roofline.measurement import timing
 from pytest_roofline.measurement.options import TimingSettings
@@ -134,7 +134,7 @@ def test_a_run_beside_processes_that_hold_every_cpu_waits_for_one() -> None:
 def test_sampling_goes_on_while_the_interval_straddles_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     # A fake kernel alternating 9.5 ms and 10.5 ms runs: its utilization (roofline 10 ms) is 95% or 105%, median
     # 100%. A threshold of 50% is decided at once; one of 100% sits inside the interval until the budget ends.
-    from pytest_roofline.analysis.live import settled
+    from pytest_roofline.analysis.model.live import settled
 
     def rule(threshold: float) -> timing.Settled:
         return lambda walls, refs: settled([0.01 / w for w in walls], threshold, 0.02)

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.trace import (
+from pytest_roofline.analysis.runs.program_runs import run_times
+from pytest_roofline.analysis.runs.trace_events import (
     KERNEL_RUN_MARKER,
     REFERENCE_RUN_MARKER,
     TraceError,
     flatten,
 )
-from pytest_roofline.analysis.trace_runs import run_times
 
 
 # --- constructed traces: objects shaped like jax.profiler.ProfileData (planes -> lines -> events) ---
@@ -187,7 +187,7 @@ def test_constructed_cpu_end_event_stamped_after_its_run_is_not_its_time() -> No
 def test_real_cpu_trace() -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
-    from pytest_roofline.analysis.trace import KERNEL_RUN_MARKER
+    from pytest_roofline.analysis.runs.trace_events import KERNEL_RUN_MARKER
     from pytest_roofline.measurement.options import TimingSettings
     from pytest_roofline.measurement.timing import time_program
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_roofline.analysis.roofline import IMPOSSIBLE_ABOVE
-from pytest_roofline.analysis.verdict import Figures, decide
+from pytest_roofline.analysis.model.roofline import IMPOSSIBLE_ABOVE
+from pytest_roofline.analysis.verdict.decide import Figures, decide
 
 
 def figures(util: float = 0.5, ops: float | None = None, bound: str = "memory",
@@ -171,7 +171,7 @@ class _Gate:
 
 
 def test_one_rule_decides_a_regression_a_contended_drop_and_over_memory() -> None:
-    from pytest_roofline.analysis.memory import MemoryCheck, MemoryLimit
+    from pytest_roofline.analysis.program.memory import MemoryCheck, MemoryLimit
 
     quiet = Figures(0.3, 0.3, "memory", 1.0, 10.0)
     d = decide(quiet, None, baseline=_Gate(True), first_utilization=0.31)

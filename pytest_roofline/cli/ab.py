@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import write_text_atomic
+from ..base.files import write_text_atomic
 from ..history.paired import (
     MIN_ROUNDS,
     Comparison,

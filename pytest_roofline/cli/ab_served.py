@@ -34,7 +34,7 @@ from ..history.paired import (
     schedule,
     settled,
 )
-from ..history.records import KernelRecord, Unmeasured
+from ..records.kernel_record import KernelRecord, Unmeasured
 from .analyze import CliError
 
 __all__ = ["Server", "served_kernels", "OUT_OF_MEMORY", "ServedOutcome", "EXIT_NAMES", "problem_line", "PAIR_ROUNDS"]

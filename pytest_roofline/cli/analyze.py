@@ -7,14 +7,14 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from ..analysis.hlo import HloModule, HloParseError, parse_hlo
-from ..analysis.profile import ProgramSummary, counts_summary, hlo_key, summarize_program
-from ..analysis.trace import ProgramKey, TraceError, flatten, platform_of, programs
-from ..analysis.xspace import XSpace, XSpaceError, hlo_module_protos, read_xspace
+from ..analysis.program.hlo import HloModule, HloParseError, parse_hlo
+from ..analysis.runs.recorded_profile import ProgramSummary, counts_summary, hlo_key, summarize_program
+from ..analysis.runs.trace_events import ProgramKey, TraceError, flatten, platform_of, programs
+from ..analysis.runs.xspace import XSpace, XSpaceError, hlo_module_protos, read_xspace
+from ..base.units import format_quantity, format_seconds
 from ..hardware.spec import HardwareError, HardwareSpec, UnknownDeviceError
 from ..hardware.table import find_spec, find_spec_for_profile, load_shipped_table, merge_overrides
 from ..report.text import top_ops_lines
-from ..units import format_quantity, format_seconds
 
 __all__ = ["CliError", "analyze_profile", "analyze_hlo"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..files import write_text_atomic
+from ..base.files import write_text_atomic
 from ..history.baseline import build_series
 from ..history.reports import ReportError, load_history, load_run
 from ..report.html import HtmlUnavailable, html_report

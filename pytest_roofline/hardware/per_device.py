@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..kinds import PLATFORMS
+from ..base.kinds import PLATFORMS
 
 __all__ = ["DEFAULT_KEY", "PerDevice", "Picked", "parse_per_device", "pick", "pick_setting"]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kinds import Platform
+from ..base.kinds import Platform
 
 __all__ = ["Ceiling", "HardwareSpec", "HardwareError", "UnknownDeviceError", "PEAK_KEYS"]
 
@@ -74,11 +74,11 @@ class HardwareSpec:
     # max_memory= fractions are of. None where no source gives it.
     memory_capacity: Ceiling | None = None
     # A CPU's first touch of fresh pages, in bytes per second, and the bytes one page fault maps (calibrated;
-    # None on accelerators and where no cost was measurable): see analysis/first_touch.py.
+    # None on accelerators and where no cost was measurable): see analysis/model/first_touch.py.
     first_touch: Ceiling | None = None
     bytes_per_fault: float | None = None
     # The bandwidth a stream reaches in the last-level cache (calibrated on a CPU), and that cache's size as the
-    # system reports it: a working set that fits it is held to it (analysis/ceilings.py: memory_ceiling).
+    # system reports it: a working set that fits it is held to it (analysis/model/ceilings.py: memory_ceiling).
     cache_bandwidth: Ceiling | None = None
     cache_bytes: int | None = None
     # The link between hosts, in bytes/s leaving one host (DCN for a TPU slice, the network of a GPU node): what

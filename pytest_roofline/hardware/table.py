@@ -10,8 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..files import read_yaml_mapping
-from ..kinds import PLATFORMS, Platform
+from ..base.files import read_yaml_mapping
+from ..base.kinds import PLATFORMS, Platform
 from .spec import PEAK_KEYS, Ceiling, HardwareError, HardwareSpec, UnknownDeviceError
 
 __all__ = ["HARDWARE_FILE_ENV", "SHARED_TOP_LEVEL_KEYS", "load_table", "load_shipped_table", "merge_overrides",

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..kinds import Model
-from .checks import BaselineCheck, NoBaseline, SeriesKey
-from .detect import FLOOR, MIN_WINDOW, Z, gate, history_gate
-from .recorded import RecordedResult
-from .records import KernelRecord
+from ..analysis.verdict.regressions import FLOOR, MIN_WINDOW, Z, gate, history_gate
+from ..base.kinds import Model
+from ..records.baseline_check import BaselineCheck, NoBaseline, SeriesKey
+from ..records.kernel_record import KernelRecord
+from ..records.recorded_result import RecordedResult
 from .reports import ReportError, Run, load_history, load_run
 
 __all__ = ["SINGLE_RUN_FLOOR", "Series", "build_series", "BaselineCheck", "NoBaseline", "Baseline", "interval_noise"]

@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from statistics import geometric_mean, median
 from typing import Literal
 
-from ..analysis.live import median_interval
-from ..analysis.op_diff import OpDiff, diff_ops
-from ..analysis.ops import OpRow
-from .records import KernelRecord, Unmeasured
+from ..analysis.model.live import median_interval
+from ..analysis.model.per_op import OpRow
+from ..analysis.verdict.op_diff import OpDiff, diff_ops
+from ..records.kernel_record import KernelRecord, Unmeasured
 
 __all__ = ["Side", "schedule", "PairedVerdict", "Observation", "KernelRounds", "PairedKernel", "collect",
            "judge_kernel", "judge_pairs", "settled", "MIN_ROUNDS", "DEFAULT_ROUNDS", "DEFAULT_MAX_DROP", "CONFIDENCE"]

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..files import write_text_atomic
-from .records import KernelRecord, Unmeasured
+from ..base.files import write_text_atomic
+from ..records.kernel_record import KernelRecord, Unmeasured
 
 __all__ = ["ReportError", "SessionEnd", "Run", "load_report", "load_run", "run_from_document", "load_history",
            "history_name", "add_to_history", "HISTORY_GLOB"]

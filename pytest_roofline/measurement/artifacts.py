@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from ..files import write_directory_atomic
-from ..result import Result
+from ..base.files import write_directory_atomic
+from ..result.result import Result
 
 __all__ = ["save_artifacts"]
 

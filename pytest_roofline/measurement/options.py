@@ -8,8 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ..hardware.spec import HardwareSpec
-from ..kinds import (
+from ..base.kinds import (
     CACHE_MODES,
     CEILINGS_MODES,
     FIRST_TOUCH_MODES,
@@ -20,6 +19,7 @@ from ..kinds import (
     Timer,
     choose,
 )
+from ..hardware.spec import HardwareSpec
 
 __all__ = ["TimingSettings", "DEFAULT_TIMING", "TIMING_KEYWORDS", "MeasureOptions", "GivenCounts", "HardwareChoice",
            "MEASURE_OPTIONS", "OPTION_CHECKS", "check_options"]
@@ -213,6 +213,6 @@ class MeasureOptions:
                    k.get("cache", "auto"))
 
 
-# The keywords measure() takes for itself; any other goes to the kernel (see pytest_roofline.calls).
+# The keywords measure() takes for itself; any other goes to the kernel (see pytest_roofline.base.calls).
 MEASURE_OPTIONS = ("name", "flops", "bytes", "transcendentals", "hardware", "hardware_file", "ceilings",
                    "recalibrate", *TIMING_KEYWORDS, "threshold", "first_touch", "cache")

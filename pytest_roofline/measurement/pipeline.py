@@ -12,41 +12,41 @@ from typing import Any
 import jax
 import jaxlib
 
-from ..analysis.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
-from ..analysis.check import ops_check
-from ..analysis.exposed import Exposure, exposure
-from ..analysis.first_touch import FirstTouch, first_touch
-from ..analysis.hints import hints
-from ..analysis.hlo import HloModule
-from ..analysis.hosts import Topology
-from ..analysis.idle import IdleTime, idle_time
-from ..analysis.interpret import INTERPRET_NOTE, estimated_note
-from ..analysis.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
-from ..analysis.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
-from ..analysis.model import ProgramModel, program_model
-from ..analysis.ops import OpRow, OpsModel, attach_times
-from ..analysis.process_runs import Processes
-from ..analysis.roofline import RooflineEstimate
-from ..analysis.time_spent import phase
-from ..analysis.timed_runs import relative_iqr
-from ..analysis.walk import CONTAINER_OPS, does_no_work, executed_op_count
-from ..calls import KernelCall, split_call
-from ..hardware.calibration import refresh_mode
-from ..hardware.clocks import Clocks
+from ..analysis.model.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
+from ..analysis.model.counts_check import ops_check
+from ..analysis.model.first_touch import FirstTouch, first_touch
+from ..analysis.model.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
+from ..analysis.model.per_op import OpRow, OpsModel, attach_times
+from ..analysis.model.program_model import ProgramModel, program_model
+from ..analysis.model.roofline import RooflineEstimate
+from ..analysis.program.hlo import HloModule
+from ..analysis.program.interpreted import INTERPRET_NOTE, estimated_note
+from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
+from ..analysis.program.walk import CONTAINER_OPS, does_no_work, executed_op_count
+from ..analysis.runs.across_processes import Processes
+from ..analysis.runs.exposed import Exposure, exposure
+from ..analysis.runs.hosts import Topology
+from ..analysis.runs.idle import IdleTime, idle_time
+from ..analysis.runs.run_stats import relative_iqr
+from ..analysis.runs.time_spent import phase
+from ..analysis.verdict.hints import hints
+from ..base.calls import KernelCall, split_call
+from ..base.kinds import CeilingsUsed
+from ..base.labels import kernel_name
+from ..hardware.calibration_cache import refresh_mode
 from ..hardware.cpu import last_level_cache_bytes
+from ..hardware.nvml import Clocks
 from ..hardware.spec import HardwareSpec
-from ..kinds import CeilingsUsed
-from ..labels import kernel_name
-from ..result import ProgramInfo, Result
-from .device import resolve_hardware
-from .eviction import Evictor, cache_size
-from .gpu_clocks import ClockWatch
+from ..result.result import ProgramInfo, Result
+from .machine.device import resolve_hardware
+from .machine.device_clocks import ClockWatch
+from .machine.eviction import Evictor, cache_size
+from .machine.reference_kernels import Reference, reference, reference_key_for
 from .options import MEASURE_OPTIONS, HardwareChoice, MeasureOptions, TimingSettings
-from .peers import Peers, current_peers
 from .predict import read_program
+from .processes.peers import Peers, current_peers
+from .processes.spanning import agree_with, gather, start_together, topology_of
 from .program import CompiledProgram, allocator_stats, block_until_ready, compile_program, time_compiled
-from .references import Reference, reference, reference_key_for
-from .spanning import agree_with, gather, start_together, topology_of
 from .timing import Agree, Beside, CacheRuns, Settled, Timed
 
 __all__ = ["measure", "measure_call", "measure_keeping"]
@@ -62,7 +62,7 @@ def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
     ``fn`` is jitted if it is not already (a ``jax.jit`` function with static or donated arguments is
     used as it is; donated inputs get a fresh copy per run, outside the timing). Keywords other than the
     settings below go to ``fn``; a setting that is also a parameter of ``fn`` is an error (a
-    :class:`~pytest_roofline.calls.CallError`): then give the kernel's arguments as ``args=(...)`` and
+    :class:`~pytest_roofline.base.calls.CallError`): then give the kernel's arguments as ``args=(...)`` and
     ``kwargs={...}``, and every other keyword is a setting.
 
     Counting: ``flops``, ``bytes`` and ``transcendentals`` replace the compiler's counts (analytic model

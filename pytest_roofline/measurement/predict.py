@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..analysis.counts import CostAnalysisError, Counts, hlo_counts, program_counts
-from ..analysis.hlo import HloModule, HloParseError, parse_hlo
-from ..analysis.interpret import interpret_counts
-from ..analysis.kernels import assign_estimates
-from ..analysis.memory import MemoryFootprint, footprint_from_stats, working_set
-from ..analysis.model import ProgramModel, program_model
-from ..calls import KernelCall
-from ..errors import MeasureError
+from ..analysis.model.program_model import ProgramModel, program_model
+from ..analysis.program.counts import CostAnalysisError, Counts, hlo_counts, program_counts
+from ..analysis.program.hlo import HloModule, HloParseError, parse_hlo
+from ..analysis.program.interpreted import interpret_counts
+from ..analysis.program.memory import MemoryFootprint, footprint_from_stats, working_set
+from ..analysis.program.pallas_costs import assign_estimates
+from ..base.calls import KernelCall
+from ..base.errors import MeasureError
+from ..base.labels import kernel_name
 from ..hardware.spec import HardwareSpec
-from ..labels import kernel_name
 from .options import GivenCounts
 from .program import CompiledProgram, compile_program
 

@@ -11,10 +11,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..analysis.time_spent import phase
-from ..errors import MeasureError, exception_text
+from ..analysis.runs.time_spent import phase
+from ..base.errors import MeasureError, exception_text
 from .options import TimingSettings
-from .pallas import TracedProgram, traced_program
+from .pallas_calls import TracedProgram, traced_program
 from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_program
 
 __all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats", "block_until_ready"]

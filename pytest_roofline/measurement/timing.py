@@ -5,7 +5,7 @@ reference, kernel, reference, ..., reference. Runs stop adaptively: after ``min_
 soon as the ``settled`` rule says so (by default: the relative interquartile range of the wall-clock times is
 within ``target_spread``), or when ``budget_s`` of running (untimed input copies and references included) is
 spent, or at ``max_runs``. Device times then come
-from the trace (:mod:`pytest_roofline.analysis.trace`); the host wall clock around each call
+from the trace (:mod:`pytest_roofline.analysis.runs.trace_events`); the host wall clock around each call
 (``block_until_ready``) is kept beside them and is the fallback when the profiler cannot be used, with the
 reason recorded. Imports JAX only to open the profiler and read its trace.
 """
@@ -17,10 +17,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.time_spent import phase, spend
-from ..analysis.timed_runs import Timing, relative_iqr
-from ..analysis.trace import KERNEL_RUN_MARKER, REFERENCE_RUN_MARKER, WARM_RUN_MARKER, RunTimes, TraceError, flatten
-from ..analysis.trace_runs import run_times
+from ..analysis.runs.program_runs import run_times
+from ..analysis.runs.run_stats import Timing, relative_iqr
+from ..analysis.runs.time_spent import phase, spend
+from ..analysis.runs.trace_events import (
+    KERNEL_RUN_MARKER,
+    REFERENCE_RUN_MARKER,
+    WARM_RUN_MARKER,
+    RunTimes,
+    TraceError,
+    flatten,
+)
 from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns
 from .options import TimingSettings
 

@@ -27,10 +27,10 @@ from typing import IO, Any
 
 import pytest
 
-from ..analysis.time_spent import Stopwatch
-from ..errors import MeasureError
-from ..history.recorded import RecordedResult
-from ..history.records import KernelRecord, Unmeasured
+from ..analysis.runs.time_spent import Stopwatch
+from ..base.errors import MeasureError
+from ..records.kernel_record import KernelRecord, Unmeasured
+from ..records.recorded_result import RecordedResult
 from .hooks import SESSION_KEY
 
 __all__ = ["AbServer"]

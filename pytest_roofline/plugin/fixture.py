@@ -1,5 +1,5 @@
 """What the ``roofline`` fixture does, without importing pytest: measure, decide (with
-:func:`~pytest_roofline.analysis.verdict.decide`), record, and fail through the callback pytest hands in."""
+:func:`~pytest_roofline.analysis.verdict.decide.decide`), record, and fail through the callback pytest hands in."""
 
 from __future__ import annotations
 
@@ -7,24 +7,24 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NoReturn, TypeVar, cast
 
-from ..analysis.census import CensusCheck, check_ops, parse_max_ops
-from ..analysis.exposed import ExposedCheck, check_exposed, parse_max_exposed
-from ..analysis.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
-from ..analysis.time_spent import Stopwatch, phase
-from ..analysis.verdict import Decision, decide
-from ..calls import CallError, KernelCall, split_call
-from ..errors import MeasureError
+from ..analysis.program.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
+from ..analysis.runs.exposed import ExposedCheck, check_exposed, parse_max_exposed
+from ..analysis.runs.time_spent import Stopwatch, phase
+from ..analysis.verdict.census import CensusCheck, check_ops, parse_max_ops
+from ..analysis.verdict.decide import Decision, decide
+from ..base.calls import CallError, KernelCall, split_call
+from ..base.errors import MeasureError
+from ..base.kinds import ExpectedBound, Model
+from ..base.labels import kernel_name
 from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import interval_noise
-from ..history.checks import BaselineCheck, NoBaseline
-from ..history.recorded import RecordedResult
-from ..history.records import Artifacts, KernelRecord, Unmeasured, series_key
-from ..kinds import ExpectedBound, Model
-from ..labels import kernel_name
 from ..measurement.options import MEASURE_OPTIONS
+from ..records.baseline_check import BaselineCheck, NoBaseline
+from ..records.kernel_record import Artifacts, KernelRecord, Unmeasured, series_key
+from ..records.recorded_result import RecordedResult
 from ..report.text import failure_message
-from ..result import Result
+from ..result.result import Result
 from .marker import BoundSetting, MarkerSpec, parse_bound_setting, pick_bound
 from .session import RooflineSession
 from .settings import ConfigError, Threshold, ThresholdSetting, parse_model, parse_threshold_setting, pick_threshold
@@ -221,7 +221,7 @@ class RooflineFixture:
 
     def _split(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any],
                where: str) -> tuple[KernelCall, dict[str, Any]]:
-        """The kernel's call and this call's settings (:mod:`pytest_roofline.calls`); a clash fails the test."""
+        """The kernel's call and this call's settings (:mod:`pytest_roofline.base.calls`); a clash fails the test."""
         try:
             return split_call(fn, args, keywords, FIXTURE_SETTINGS, f"{where} in {self._nodeid}")
         except CallError as exc:

@@ -17,10 +17,10 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ..dependencies import too_old
+from ..base.dependencies import too_old
 from ..history.baseline import Baseline
-from ..history.records import KernelRecord, Unmeasured
 from ..history.reports import ReportError
+from ..records.kernel_record import KernelRecord, Unmeasured
 from ..report.document import build_report, session_block
 from ..report.html import plotly_missing
 from ..report.text import header_line, summary_lines
@@ -75,7 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[pinned.variable] = pinned.value
     if problem := too_old():
         raise pytest.UsageError(f"{problem} (or run pytest with -p no:roofline)")
-    from ..measurement.peers import set_notice  # imports no JAX
+    from ..measurement.processes.peers import set_notice
 
     watch = config.stash[WATCH_KEY] = AbortWatch(lambda: _past_capture(config))
     config.add_cleanup(watch.close)
@@ -141,7 +141,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    from ..measurement.peers import processes_started  # imports no JAX
+    from ..measurement.processes.peers import processes_started
 
     # A process of a multi-process program is watched from its first test (where pytest captures its output).
     if (started := processes_started()) is not None:

@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.census import OpsLimit, parse_max_ops
-from ..analysis.exposed import ExposedLimit, parse_max_exposed
-from ..analysis.memory import MemoryLimit, parse_max_memory
+from ..analysis.program.memory import MemoryLimit, parse_max_memory
+from ..analysis.runs.exposed import ExposedLimit, parse_max_exposed
+from ..analysis.verdict.census import OpsLimit, parse_max_ops
+from ..base.kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
 from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick_setting
-from ..kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
 from ..measurement.options import OPTION_CHECKS, TIMING_KEYWORDS, check_options, timing_defaults_text
 from .settings import ConfigError, Threshold, ThresholdSetting, parse_max_drop, parse_model, parse_threshold_setting
 

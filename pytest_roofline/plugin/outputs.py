@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..files import write_text_atomic
+from ..base.files import write_text_atomic
 from ..history.baseline import build_series
 from ..history.reports import ReportError, add_to_history, load_history, run_from_document
 from ..report.html import HtmlUnavailable, html_report

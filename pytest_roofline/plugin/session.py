@@ -10,11 +10,11 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, Protocol
 
-from ..calls import KernelCall
+from ..base.calls import KernelCall
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline
-from ..history.records import KernelRecord, Unmeasured
-from ..result import Result
+from ..records.kernel_record import KernelRecord, Unmeasured
+from ..result.result import Result
 from .lock import device_lock
 from .settings import Settings
 
@@ -42,7 +42,7 @@ def _jax_measure_keeping(key: str, fn: Callable[..., Any], *args: Any, **kwargs:
 
 
 def _jax_hardware(settings: Settings, recalibrate: bool) -> tuple[HardwareSpec, str]:
-    from ..measurement.device import detect_device, resolve_hardware
+    from ..measurement.machine.device import detect_device, resolve_hardware
 
     platform, device_kind = detect_device()
     return resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,
@@ -130,7 +130,7 @@ class RooflineSession:
     def agree(self, label: str, verdict: str) -> str:
         """Every process's verdict for ``label`` (a program that spans processes): "" when they agree, else the
         message that says which process decided what."""
-        from ..measurement.peers import agree_verdict
+        from ..measurement.processes.peers import agree_verdict
 
         return agree_verdict(label, verdict)
 

@@ -19,10 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..files import check_writable, read_yaml_mapping
-from ..hardware.spec import HardwareError
-from ..hardware.table import load_shipped_table, merge_overrides
-from ..kinds import (
+from ..base.files import check_writable, read_yaml_mapping
+from ..base.kinds import (
     CACHE_MODES,
     CEILINGS_MODES,
     FIRST_TOUCH_MODES,
@@ -33,6 +31,8 @@ from ..kinds import (
     Model,
     choose,
 )
+from ..hardware.spec import HardwareError
+from ..hardware.table import load_shipped_table, merge_overrides
 from .values import (
     ConfigError,
     Threshold,

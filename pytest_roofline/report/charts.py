@@ -8,11 +8,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..analysis.verdict.regressions import Finding
+from ..base.units import format_quantity, format_seconds
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Series
-from ..history.detect import Finding
-from ..history.records import KernelRecord
-from ..units import format_quantity, format_seconds
+from ..records.kernel_record import KernelRecord
 
 __all__ = ["VERDICT_COLOURS", "roofline_figure", "ops_figure", "sparkline_figure"]
 

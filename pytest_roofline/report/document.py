@@ -7,7 +7,7 @@ import datetime as _dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..history.records import KernelRecord, Unmeasured
+from ..records.kernel_record import KernelRecord, Unmeasured
 from .provenance import git_commit, machine, versions
 
 __all__ = ["SCHEMA_VERSION", "build_report", "report_document", "session_block"]

@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..analysis.census import census_change
-from ..analysis.op_diff import diff_ops
+from ..analysis.verdict.census import census_change
+from ..analysis.verdict.op_diff import diff_ops
+from ..analysis.verdict.regressions import Finding
+from ..base.units import format_seconds
 from ..history.baseline import Series
-from ..history.checks import BaselineCheck, NoBaseline, SeriesKey
-from ..history.compile_check import CompileCheck
-from ..history.detect import Finding
-from ..history.recorded import RecordedResult
+from ..history.compile_time import CompileCheck
 from ..history.reports import Run
-from ..units import format_seconds
+from ..records.baseline_check import BaselineCheck, NoBaseline, SeriesKey
+from ..records.recorded_result import RecordedResult
 from .text import summary_lines
 
 __all__ = ["run_line", "show_lines", "compare_lines", "history_lines", "sparkline", "github_benchmark",

@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analysis.verdict.regressions import judge_series
+from ..base.kinds import FAILING_VERDICTS
+from ..base.units import format_fraction, format_quantity, format_seconds
 from ..hardware.spec import Ceiling, HardwareSpec
 from ..history.baseline import Series
-from ..history.checks import BaselineCheck
-from ..history.detect import judge_series
 from ..history.paired import Comparison
-from ..history.recorded import RecordedResult
-from ..history.records import KernelRecord
 from ..history.reports import Run
-from ..kinds import FAILING_VERDICTS
-from ..units import format_fraction, format_quantity, format_seconds
+from ..records.baseline_check import BaselineCheck
+from ..records.kernel_record import KernelRecord
+from ..records.recorded_result import RecordedResult
 from .ab_report import ab_html
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .history_text import run_line

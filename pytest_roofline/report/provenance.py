@@ -8,7 +8,7 @@ import socket
 import subprocess
 from typing import Any
 
-from ..dependencies import installed
+from ..base.dependencies import installed
 
 __all__ = ["machine", "git_commit", "versions"]
 

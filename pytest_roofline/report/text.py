@@ -1,6 +1,6 @@
 """Measurement records as text: the failure message, the summary table, the header line. Pure.
 
-Everything here reads :class:`~pytest_roofline.history.records.KernelRecord` (a kernel just measured, one from
+Everything here reads :class:`~pytest_roofline.records.kernel_record.KernelRecord` (a kernel just measured, one from
 an xdist worker and one read from a report are the same type) and the hardware as a
 :class:`~pytest_roofline.hardware.spec.HardwareSpec`.
 """
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..analysis.ops import OpRow
-from ..analysis.roofline import IMPOSSIBLE_ABOVE
+from ..analysis.model.per_op import OpRow
+from ..analysis.model.roofline import IMPOSSIBLE_ABOVE
+from ..base.kinds import FAILING_VERDICTS
+from ..base.units import format_fraction, format_quantity, format_seconds
 from ..hardware.spec import Ceiling, HardwareSpec
-from ..history.checks import BaselineCheck
-from ..history.recorded import RecordedResult
-from ..history.records import Artifacts, KernelRecord, Unmeasured
-from ..kinds import FAILING_VERDICTS
-from ..units import format_fraction, format_quantity, format_seconds
+from ..records.baseline_check import BaselineCheck
+from ..records.kernel_record import Artifacts, KernelRecord, Unmeasured
+from ..records.recorded_result import RecordedResult
 
 __all__ = ["failure_message", "summary_lines", "header_line", "top_ops_lines", "compile_cell", "cache_cell", "bound_cells"]
 

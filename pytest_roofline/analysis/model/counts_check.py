@@ -1,0 +1,58 @@
+"""The per-op model cross-checked against the compiler: the sum over ops (loops counted once, as XLA does)
+against ``cost_analysis()``. A mismatch is reported in the result, never hidden. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..program.counts import normalize_cost_analysis
+from ..program.hlo import HloModule
+from ..program.xla_costs import computation_cost
+
+__all__ = ["OpsCheck", "ops_check"]
+
+
+@dataclass(frozen=True)
+class OpsCheck:
+    """The sum over ops (loops counted once, as XLA does) against the compiler's cost analysis."""
+
+    model: Mapping[str, float]
+    compiler: Mapping[str, float]
+    tolerance: float = 0.02
+    mismatches: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": dict(self.model), "compiler": dict(self.compiler), "tolerance": self.tolerance,
+                "ok": self.ok, "mismatches": list(self.mismatches)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OpsCheck:
+        return cls({str(k): float(v) for k, v in data["model"].items()},
+                   {str(k): float(v) for k, v in data["compiler"].items()}, float(data["tolerance"]),
+                   tuple(str(m) for m in data["mismatches"]))
+
+
+def ops_check(module: HloModule, raw_cost_analysis: Any, tolerance: float = 0.02) -> OpsCheck:
+    once = computation_cost(module, module.entry_name, multiply_loops=False)
+    model = {"flops": once.flops, "transcendentals": once.transcendentals, "bytes_accessed": once.bytes}
+    if once.estimated:  # the compiler does not see a Pallas kernel's cost_estimate: nothing to compare with
+        return OpsCheck(model, {}, tolerance, ())
+    try:
+        compiler = normalize_cost_analysis(raw_cost_analysis)
+    except ValueError as exc:
+        return OpsCheck(model, {}, tolerance, (f"no compiler analysis to compare with: {exc}",))
+    mismatches = []
+    for key, ours in model.items():
+        theirs = compiler[key]
+        scale = max(abs(theirs), abs(ours), 1.0)
+        if abs(ours - theirs) / scale > tolerance:
+            mismatches.append(f"{key}: sum over ops {ours:.6g} vs compiler {theirs:.6g}")
+    return OpsCheck(model, compiler, tolerance, tuple(mismatches))
+
+

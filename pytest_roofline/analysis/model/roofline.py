@@ -1,0 +1,119 @@
+"""Roofline maths: compute, memory and interconnect times, the bound, and utilization. Pure.
+
+T_compute = sum over compute classes of FLOPs / peak of that class (matrix work meets the matrix peak of
+its dtype, the rest meets the vector peak); T_memory = bytes / memory bandwidth; T_transcendental =
+transcendentals (exp, log, tanh, rsqrt ...) / the device's transcendental rate, where one is known;
+roofline time = max; on a CPU the first touch of the program's fresh pages adds to it where charged
+(:mod:`~.first_touch`).
+Utilization = roofline time / measured time; above :data:`IMPOSSIBLE_ABOVE` it is physically impossible
+(:mod:`~.verdict` then names the suspect instead of passing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...base.kinds import Bound
+
+__all__ = [
+    "IMPOSSIBLE_ABOVE",
+    "RooflineEstimate",
+    "estimate",
+    "utilization",
+    "critical_intensity",
+]
+
+IMPOSSIBLE_ABOVE = 1.05
+
+
+def critical_intensity(peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> float:
+    """FLOPs per byte at which a kernel turns from memory-bound to compute-bound."""
+    return peak_flops_per_s / bandwidth_bytes_per_s
+
+
+@dataclass(frozen=True)
+class RooflineEstimate:
+    compute_time_s: float
+    memory_time_s: float
+    # The peak (FLOP/s) the FLOPs meet as a whole: total FLOPs / compute time.
+    effective_peak_flops: float
+    bandwidth: float
+    comms_time_s: float = 0.0  # collective bytes / interconnect bandwidth
+    transcendental_time_s: float = 0.0  # transcendentals / transcendental rate (0 when no rate is known)
+    first_touch_time_s: float = 0.0  # fresh pages / first-touch rate, where charged (a CPU): adds to the max
+
+    @property
+    def core_time_s(self) -> float:
+        """The max() of the terms that overlap: compute, memory, interconnect, transcendental."""
+        return max(self.compute_time_s, self.memory_time_s, self.comms_time_s, self.transcendental_time_s)
+
+    @property
+    def roofline_time_s(self) -> float:
+        return self.core_time_s + self.first_touch_time_s
+
+    @property
+    def bound(self) -> Bound:
+        if self.comms_time_s > max(self.compute_time_s, self.memory_time_s, self.transcendental_time_s):
+            return "interconnect"
+        if self.transcendental_time_s > max(self.compute_time_s, self.memory_time_s):
+            return "transcendental"
+        return "compute" if self.compute_time_s >= self.memory_time_s else "memory"
+
+    @property
+    def critical_intensity(self) -> float:
+        return critical_intensity(self.effective_peak_flops, self.bandwidth)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bound": self.bound, "critical_intensity": self.critical_intensity,
+                "compute_time_s": self.compute_time_s, "memory_time_s": self.memory_time_s,
+                "comms_time_s": self.comms_time_s, "transcendental_time_s": self.transcendental_time_s,
+                "first_touch_time_s": self.first_touch_time_s, "roofline_time_s": self.roofline_time_s}
+
+
+def estimate(
+    flops_by_peak: Mapping[str, tuple[float, float]],
+    bytes_accessed: float,
+    bandwidth: float,
+    collective_bytes: float = 0.0,
+    interconnect: float | None = None,
+    transcendentals: float = 0.0,
+    transcendental_rate: float | None = None,
+    comms_time_s: float | None = None,
+) -> RooflineEstimate:
+    """Roofline of a program: max(compute, memory, interconnect, transcendental) time.
+
+    ``flops_by_peak`` maps a label (e.g. ``"bf16"``, ``"vector"``) to ``(flops, peak FLOP/s)``. Collective
+    bytes without an interconnect bandwidth (a CPU) add no time; neither do transcendentals without a rate.
+    ``comms_time_s``: the collectives' time worked out elsewhere (split between local and host links), used
+    instead of ``collective_bytes / interconnect``.
+    """
+    if bandwidth <= 0:
+        raise ValueError(f"memory bandwidth must be positive, got {bandwidth}")
+    compute = 0.0
+    total_flops = 0.0
+    best_peak = 0.0
+    for label, (flops, peak) in flops_by_peak.items():
+        if flops < 0:
+            raise ValueError(f"negative FLOPs for {label}: {flops}")
+        if flops == 0:
+            best_peak = max(best_peak, peak)
+            continue
+        if peak <= 0:
+            raise ValueError(f"peak for {label} must be positive, got {peak}")
+        compute += flops / peak
+        total_flops += flops
+        best_peak = max(best_peak, peak)
+    effective = total_flops / compute if compute > 0 else best_peak
+    comms = collective_bytes / interconnect if (collective_bytes and interconnect) else 0.0
+    if comms_time_s is not None:
+        comms = comms_time_s
+    trans = transcendentals / transcendental_rate if (transcendentals and transcendental_rate) else 0.0
+    return RooflineEstimate(compute, bytes_accessed / bandwidth, effective, bandwidth, comms, trans)
+
+
+def utilization(roofline_time_s: float, measured_time_s: float) -> float:
+    if measured_time_s <= 0:
+        raise ValueError(f"measured time must be positive, got {measured_time_s}")
+    return roofline_time_s / measured_time_s

@@ -1,0 +1,1 @@
+"""A compiled program's counts, read from its optimized HLO: per op, per program, library and Pallas calls, memory."""

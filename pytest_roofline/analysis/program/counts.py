@@ -1,0 +1,227 @@
+"""A program's counts: the compiler's ``cost_analysis()`` normalized in one place, with what it does not give
+read from the optimized HLO. Pure: the inputs are the dict (or list of dicts) and the parsed HLO.
+
+* the compute dtype of every dot / convolution, so that matrix FLOPs meet the right peak;
+* while loops: XLA counts a loop body once. When the HLO states ``known_trip_count`` the counts are
+  corrected by the extra ``n - 1`` iterations as estimated by :func:`~.costs.instruction_cost`; when it
+  does not, the counts are marked as a lower bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...base.kinds import CountSource
+from .hlo import HloModule, Instruction
+from .pallas_costs import PALLAS_REMEDY
+from .xla_costs import OpCost, computation_cost
+
+__all__ = ["CostAnalysisError", "Counts", "Work", "normalize_cost_analysis", "program_counts", "hlo_counts",
+           "work_of", "incomplete_reasons"]
+
+
+class CostAnalysisError(ValueError):
+    """The compiler's cost analysis returned something that is not a set of counts."""
+
+
+def normalize_cost_analysis(raw: Any) -> dict[str, float]:
+    """Turn what ``compiled.cost_analysis()`` returned into ``{flops, transcendentals, bytes_accessed}``.
+
+    Accepts a dict (jax >= 0.4.30) or a list holding one dict (older versions). Missing keys mean zero
+    (XLA leaves out zero-valued keys). A negative, non-numeric or missing analysis is an error that shows
+    what the compiler returned.
+    """
+    what = repr(raw)[:300]
+    if isinstance(raw, (list, tuple)):
+        if len(raw) != 1 or not isinstance(raw[0], Mapping):
+            raise CostAnalysisError(f"expected one cost-analysis dict, the compiler returned {what}")
+        raw = raw[0]
+    if raw is None or not isinstance(raw, Mapping):
+        raise CostAnalysisError(f"the compiler returned no cost analysis ({what})")
+    out: dict[str, float] = {}
+    for key, name in (("flops", "flops"), ("transcendentals", "transcendentals"),
+                      ("bytes accessed", "bytes_accessed")):
+        value = raw.get(key, 0.0)
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise CostAnalysisError(f"cost analysis key {key!r} is not a number: {what}") from None
+        if value < 0 or value != value:
+            raise CostAnalysisError(
+                f"cost analysis key {key!r} is {value} (negative or NaN: a known XLA failure); "
+                f"the compiler returned {what}. Pass flops=/bytes= to measure() to count analytically."
+            )
+        out[name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What the roofline needs to know about a program's work."""
+
+    flops: float
+    transcendentals: float
+    bytes_accessed: float
+    # Matrix (dot / convolution) FLOPs by compute class; the rest of ``flops`` is vector work.
+    matrix_flops: Mapping[str, float]
+    lower_bound: bool  # a while loop without a known trip count (body counted once), or uncounted custom calls
+    loops: tuple[str, ...]  # one line per while loop: its name and trip count (or "unknown")
+    dot_precisions: tuple[str, ...]  # operand_precision values seen on dots ("default" when unset)
+    source: CountSource = "compiler"  # "hlo": counted from the HLO here (no usable compiler analysis)
+    uncounted: tuple[str, ...] = ()  # custom calls whose work is not in the counts: "name (target)"
+    estimated: tuple[str, ...] = ()  # Pallas kernels counted from their cost_estimate: "name (backend)"
+    lower_bound_why: tuple[str, ...] = ()  # other reasons for lower_bound (work outside interpreted kernels)
+
+    @property
+    def vector_flops(self) -> float:
+        return max(self.flops - sum(self.matrix_flops.values()), 0.0)
+
+
+def _while_loops(module: HloModule) -> list[Instruction]:
+    return [i for c in module.computations.values() for i in c.instructions if i.opcode == "while"]
+
+
+def _dot_precisions(module: HloModule) -> tuple[str, ...]:
+    seen: list[str] = []
+    for comp in module.computations.values():
+        for inst in comp.instructions:
+            if inst.opcode in ("dot", "convolution"):
+                raw = inst.attrs.get("operand_precision", "").strip("{}")
+                values = {p.strip().lower() for p in raw.split(",") if p.strip()} or {"default"}
+                for p in sorted(values):
+                    if p not in seen:
+                        seen.append(p)
+    return tuple(seen)
+
+
+def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
+    """The program's counts: the compiler's analysis, with loop trip counts applied from the HLO."""
+    base = normalize_cost_analysis(raw_cost_analysis)
+    once = computation_cost(module, module.entry_name, multiply_loops=False)
+    full = computation_cost(module, module.entry_name, multiply_loops=True)
+    if full.estimated:
+        # Pallas kernels' stated work is not in the compiler's totals (their bytes would be the call's operands):
+        # count the whole program here, with the kernels' estimates.
+        return hlo_counts(module)
+    loops = _while_loops(module)
+    lower_bound = any(loop.known_trip_count is None for loop in loops)
+    descriptions = tuple(
+        f"{loop.name}: trip count {loop.known_trip_count}" if loop.known_trip_count is not None
+        else f"{loop.name}: trip count unknown (body counted once)"
+        for loop in loops
+    )
+    # XLA's totals count every loop body once; add the iterations it left out.
+    extra = OpCost(full.flops - once.flops, full.transcendentals - once.transcendentals,
+                   full.bytes - once.bytes)
+    matrix = dict(full.matrix_flops)
+    total_flops = base["flops"] + extra.flops
+    source: CountSource = "compiler"
+    if full.custom_call_flops and total_flops < full.flops:
+        # The compiler left library calls (cuBLAS gemms, cuDNN convolutions) out of its total: count here.
+        total_flops, source = full.flops, "hlo"
+    # Matrix FLOPs: from the HLO, scaled so that their sum never exceeds the compiler's FLOP total.
+    matrix_sum = sum(matrix.values())
+    if matrix_sum > total_flops > 0:
+        matrix = {k: v * total_flops / matrix_sum for k, v in matrix.items()}
+    return Counts(
+        flops=total_flops,
+        transcendentals=base["transcendentals"] + extra.transcendentals,
+        bytes_accessed=base["bytes_accessed"] + extra.bytes,
+        matrix_flops=matrix,
+        lower_bound=lower_bound or bool(full.uncounted),
+        loops=descriptions,
+        dot_precisions=_dot_precisions(module),
+        source=source,
+        uncounted=full.uncounted,
+    )
+
+
+def hlo_counts(module: HloModule) -> Counts:
+    """The program's counts from its optimized HLO alone (no compiler analysis: a profile's embedded HLO, an
+    HLO dump, or a compiler whose analysis failed), loop bodies multiplied by their known trip counts."""
+    full = computation_cost(module, module.entry_name, multiply_loops=True)
+    loops = _while_loops(module)
+    return Counts(
+        flops=full.flops, transcendentals=full.transcendentals, bytes_accessed=full.bytes,
+        matrix_flops=dict(full.matrix_flops),
+        lower_bound=any(loop.known_trip_count is None for loop in loops) or bool(full.uncounted),
+        loops=tuple(f"{loop.name}: trip count {loop.known_trip_count}" if loop.known_trip_count is not None
+                    else f"{loop.name}: trip count unknown (body counted once)" for loop in loops),
+        dot_precisions=_dot_precisions(module), source="hlo", uncounted=full.uncounted, estimated=full.estimated)
+
+
+
+
+def incomplete_reasons(uncounted: tuple[str, ...], loops: tuple[str, ...], remedy: str = "") -> list[str]:
+    """Why counts are a lower bound: custom calls nobody counted (by name), loops of unknown trip count."""
+    why = []
+    if uncounted:
+        named = [u if u.startswith("Pallas kernel") else f"custom call {u}" for u in uncounted]
+        shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+        why.append(f"counts incomplete: the work of {shown} is unknown to pytest-roofline"
+                   + (f"; {remedy}" if remedy else ""))
+    if any("unknown" in loop for loop in loops):
+        why.append("a while loop with unknown trip count was counted once")
+    return why
+
+
+@dataclass(frozen=True)
+class Work:
+    """The counts a roofline is computed from: the compiler's, or the user's analytic ones where given."""
+
+    flops: float
+    transcendentals: float
+    bytes_accessed: float
+    flops_source: CountSource
+    bytes_source: CountSource
+    matrix_flops: Mapping[str, float]  # by compute class, from the HLO
+    counts_lower_bound: bool  # a while loop with unknown trip count was counted once
+    loops: tuple[str, ...]
+    collective_bytes: float = 0.0  # bytes one device sends over the interconnect (ring model)
+    uncounted: tuple[str, ...] = ()  # custom calls whose work is missing from the counts
+    estimated: tuple[str, ...] = ()  # Pallas kernels counted from their cost_estimate
+    lower_bound_why: tuple[str, ...] = ()  # other reasons the counts are a lower bound (e.g. interpret mode)
+
+    @property
+    def lower_bound_reason(self) -> str:
+        """Why the counts are a lower bound ("" when they are not)."""
+        if not self.counts_lower_bound:
+            return ""
+        pallas = any("Pallas kernel" in u for u in self.uncounted)
+        remedy = PALLAS_REMEDY if pallas else "give flops=/bytes= to the test"
+        return "; ".join([*incomplete_reasons(self.uncounted, self.loops, remedy), *self.lower_bound_why]) \
+            or "a lower bound"
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte of memory traffic."""
+        return self.flops / self.bytes_accessed if self.bytes_accessed > 0 else float("inf")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flops": self.flops, "transcendentals": self.transcendentals, "bytes_accessed": self.bytes_accessed,
+                "flops_source": self.flops_source, "bytes_source": self.bytes_source,
+                "matrix_flops": dict(self.matrix_flops), "counts_lower_bound": self.counts_lower_bound,
+                "loops": list(self.loops), "intensity": self.intensity, "collective_bytes": self.collective_bytes,
+                "uncounted_custom_calls": list(self.uncounted), "counts_lower_bound_reason": self.lower_bound_reason,
+                "counts_from_cost_estimate": list(self.estimated)}
+
+
+def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, transcendentals: float | None,
+            collective_bytes: float = 0.0) -> Work:
+    """The work a roofline uses: analytic counts given by the user replace the compiler's."""
+    return Work(
+        flops=flops if flops is not None else counts.flops,
+        transcendentals=transcendentals if transcendentals is not None else counts.transcendentals,
+        bytes_accessed=bytes_accessed if bytes_accessed is not None else counts.bytes_accessed,
+        flops_source="user" if flops is not None else counts.source,
+        bytes_source="user" if bytes_accessed is not None else counts.source,
+        matrix_flops=dict(counts.matrix_flops),
+        counts_lower_bound=counts.lower_bound and (flops is None or bytes_accessed is None),
+        loops=counts.loops,
+        collective_bytes=collective_bytes,
+        uncounted=counts.uncounted if (flops is None or bytes_accessed is None) else (),
+        estimated=counts.estimated,
+        lower_bound_why=counts.lower_bound_why if (flops is None or bytes_accessed is None) else (),
+    )

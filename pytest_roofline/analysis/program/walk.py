@@ -1,0 +1,76 @@
+"""The ops one run of a program executes, in one walk used by the per-op model and the timing's trace cap.
+
+The entry computation's ops run once; a while loop's body and condition run ``known_trip_count`` times (once
+when the trip count is unknown); a call's computation runs once; a conditional runs one branch, taken to be
+the costliest (the branch :func:`~.costs.instruction_cost` counts), so that op rows, op counts and program
+counts agree. Bookkeeping ops (parameters, tuples, bitcasts) are not executed ops. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from .hlo import Computation, HloModule, Instruction
+from .xla_costs import FREE_OPS, costliest_branch
+
+__all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_op_count", "does_no_work"]
+
+CONTAINER_OPS = frozenset({"while", "call", "conditional"})
+_MAX_DEPTH = 16
+
+
+class Executed(NamedTuple):
+    computation: Computation
+    instruction: Instruction
+    times: int  # per run
+
+
+def executed(module: HloModule) -> Iterator[Executed]:
+    """Every executed op with how many times one run executes it."""
+    yield from _walk(module, module.entry, 1, 0)
+
+
+def _walk(module: HloModule, comp: Computation, times: int, depth: int) -> Iterator[Executed]:
+    for inst in comp.instructions:
+        if inst.opcode in FREE_OPS:
+            continue
+        if inst.opcode not in CONTAINER_OPS or depth >= _MAX_DEPTH:
+            yield Executed(comp, inst, times)
+            continue
+        if inst.opcode == "while":
+            repeat, called = inst.known_trip_count or 1, inst.called  # body and condition
+        elif inst.opcode == "conditional":
+            branch = costliest_branch(module, inst)
+            repeat, called = 1, ((branch,) if branch else ())
+        else:
+            repeat, called = 1, inst.called
+        for name in called:
+            sub = module.computations.get(name)
+            if sub is not None:
+                yield from _walk(module, sub, times * repeat, depth + 1)
+
+
+# Ops that compute nothing: a program made only of them (and copies of constants) returns a constant or nothing.
+_NOTHING_OPS = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all"})
+
+
+def does_no_work(module: HloModule) -> bool:
+    """Whether the program computes nothing: its entry holds only parameters, constants and views of them, and
+    copies nothing but constants (a kernel that returns None or a Python number). A copy of an input is work:
+    a copy kernel moves its bytes."""
+    reads_input: set[str] = set()
+    for inst in module.entry.instructions:
+        from_input = inst.opcode == "parameter" or any(o in reads_input for o in inst.operands)
+        if inst.opcode == "copy" and from_input:
+            return False
+        if inst.opcode not in _NOTHING_OPS and inst.opcode != "copy":
+            return False
+        if from_input:
+            reads_input.add(inst.name)
+    return True
+
+
+def executed_op_count(module: HloModule) -> int:
+    """How many ops one run executes: each is one event in a CPU trace, which caps the profiled runs."""
+    return sum(e.times for e in executed(module))

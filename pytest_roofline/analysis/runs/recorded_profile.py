@@ -1,0 +1,134 @@
+"""The roofline of every program in a profile someone recorded: its runs from the trace, its counts from the
+HLO the profile embeds, and (with hardware known) its utilization and per-op rows. Pure: the caller reads the
+file (:mod:`.xspace`), turns the embedded HLO protos into text, and picks the hardware.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from ...hardware.spec import HardwareSpec
+from ..model.per_op import OpRow, attach_times, op_rows
+from ..model.program_model import program_model
+from ..program.counts import Counts, hlo_counts, incomplete_reasons
+from ..program.hlo import HloModule
+from ..program.interpreted import estimated_note
+from ..program.pallas_costs import PALLAS_REMEDY
+from .program_runs import run_times
+from .trace_events import ProgramKey, TraceEvent
+
+__all__ = ["ProgramSummary", "summarize_program", "counts_summary", "hlo_key"]
+
+_TIME_KEYS = ("compute_time_s", "memory_time_s", "comms_time_s", "roofline_time_s", "bound", "utilization",
+              "time_lost_s")
+
+
+def hlo_key(key: ProgramKey) -> str:
+    """The name the metadata plane gives a program's HLO: ``<module>(<program_id>)``."""
+    return f"{key.module}({key.program_id})"
+
+
+@dataclass(frozen=True)
+class ProgramSummary:
+    module: str
+    program_id: int | None
+    devices: int
+    per_run_s: tuple[float, ...]  # per run in time order, slowest device
+    method: str = ""
+    counts: Counts | None = None
+    hardware: str | None = None
+    roofline_time_s: float | None = None
+    bound: str | None = None
+    ops: tuple[OpRow, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def name(self) -> str:
+        return str(ProgramKey(self.module, self.program_id))
+
+    @property
+    def median_s(self) -> float | None:
+        return median(self.per_run_s) if self.per_run_s else None
+
+    @property
+    def utilization(self) -> float | None:
+        if self.roofline_time_s is None or not self.per_run_s:
+            return None
+        return self.roofline_time_s / median(self.per_run_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.counts
+        timed = self.roofline_time_s is not None
+        ops = []
+        for row in self.ops:
+            d = row.to_dict()
+            if not timed:
+                for k in _TIME_KEYS:
+                    d.pop(k, None)
+            ops.append(d)
+        return {
+            "module": self.module, "program_id": self.program_id, "devices": self.devices,
+            "runs": len(self.per_run_s), "per_run_s": list(self.per_run_s),
+            "median_s": self.median_s, "min_s": min(self.per_run_s) if self.per_run_s else None,
+            "flops": c.flops if c else None, "transcendentals": c.transcendentals if c else None,
+            "matrix_flops": dict(c.matrix_flops) if c else None,
+            "bytes_accessed": c.bytes_accessed if c else None,
+            "counts_incomplete": list(c.uncounted) if c else None,
+            "counts_from_cost_estimate": list(c.estimated) if c else None,
+            "hardware": self.hardware, "roofline_time_s": self.roofline_time_s, "bound": self.bound,
+            "utilization": self.utilization, "trace_method": self.method, "notes": list(self.notes), "ops": ops,
+        }
+
+
+def _rows_without_hardware(module: HloModule, devices: int) -> list[OpRow]:
+    """Per-op counts with no ceilings: the rows' times are zero and left out of the JSON."""
+    return op_rows(module, lambda _cls: math.inf, math.inf, math.inf, None, devices)
+
+
+def counts_summary(module: HloModule, spec: HardwareSpec | None, name: str = "") -> ProgramSummary:
+    """Counts (and the roofline time, with hardware) of an HLO module that has no runs: an HLO dump."""
+    counts = hlo_counts(module)
+    notes = _count_notes(counts)
+    if spec is None:
+        return ProgramSummary(name or module.name, None, 1, (), "", counts, None, None, None,
+                              tuple(_rows_without_hardware(module, 1)), tuple(notes))
+    model = program_model(spec, counts, module, 1)
+    return ProgramSummary(name or module.name, None, 1, (), "", counts, spec.name, model.estimate.roofline_time_s,
+                          model.estimate.bound, tuple(model.rows), tuple(notes))
+
+
+def _count_notes(counts: Counts) -> list[str]:
+    pallas = any("Pallas kernel" in u for u in counts.uncounted)
+    notes = incomplete_reasons(counts.uncounted, counts.loops, PALLAS_REMEDY if pallas else "")
+    if counts.estimated:
+        notes.append(estimated_note(counts.estimated))
+    return notes
+
+
+def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramKey,
+                      module: HloModule | None, spec: HardwareSpec | None) -> ProgramSummary:
+    """One program of a profile: per-run device times (slowest device), counts from its HLO when the profile
+    embeds it, and with ``spec`` its roofline, utilization (median run) and per-op rows with measured times."""
+    found = run_times(events, key.module, platform, program_id=key.program_id)
+    runs = len(found.per_run_s)
+    notes = list(found.notes)
+    if module is None:
+        notes.append("the profile embeds no HLO for this program: no counts")
+        return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method,
+                              notes=tuple(notes))
+    counts = hlo_counts(module)
+    notes += _count_notes(counts)
+    if spec is None:
+        rows = attach_times(_rows_without_hardware(module, found.devices), found.op_events, found.run_of_event, runs)
+        return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
+                              None, None, None, tuple(rows), tuple(notes))
+    model = program_model(spec, counts, module, found.devices)
+    rows = attach_times(model.rows, found.op_events, found.run_of_event, runs)
+    return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
+                          spec.name, model.estimate.roofline_time_s, model.estimate.bound, tuple(rows),
+                          tuple(notes))
+

@@ -1,0 +1,214 @@
+"""Calibrated ceilings: the cache of measured figures and the :class:`HardwareSpec` built from them.
+
+A calibration is a robust high quantile of what this machine did on a large matmul per dtype, a donated stream
+and transcendental chains, plus the median rates of the reference kernels of live ceilings (the kernels run in
+:mod:`pytest_roofline.measurement.machine.calibration_kernels`). It is never raised by a later measurement: the maximum of noisy
+re-measurements is no calibration. Figures are cached per machine key (CPU model,
+core count, device kind, jax and jaxlib versions) as JSON in the user cache directory
+(``$PYTEST_ROOFLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-roofline``, else ``~/.cache/pytest-roofline``).
+Reads and writes that cache; no JAX.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from ..base.files import write_text_atomic
+from ..base.quantiles import quantile, relative_iqr
+from .cpu import cpu_info, machine_memory, theoretical_cpu_peak
+from .spec import PEAK_KEYS, Ceiling, HardwareSpec
+
+__all__ = [
+    "CACHE_DIR_ENV",
+    "CACHE_VERSION",
+    "CONTENDED_ABOVE",
+    "Refresh",
+    "refresh_mode",
+    "cache_dir",
+    "load_cached",
+    "store_cached",
+    "robust_rate",
+    "calibration_figures",
+    "cpu_spec_from",
+    "calibrated_spec_from",
+]
+
+CACHE_DIR_ENV = "PYTEST_ROOFLINE_CACHE_DIR"
+CACHE_VERSION = 5  # 5: noisy figures measured again (the steadiest of 3), matmul shapes in two rounds
+# The rate of this quantile of the run times is the ceiling: high, but not the one luckiest run.
+CEILING_QUANTILE = 0.2
+# A calibration during which other processes (or other VMs, as steal time) used more than this share of the
+# CPUs is contended: a busy-loop neighbour on a 2-core VM shows as 34%, a quiet machine as 0-2%.
+CONTENDED_ABOVE = 0.1
+
+Refresh = Literal["cached", "replace"]
+"""Use the cache; re-measure and replace it."""
+
+
+def refresh_mode(recalibrate: bool | str) -> Refresh:
+    """``measure(recalibrate=...)``: False or True as a :data:`Refresh`."""
+    if recalibrate is False:
+        return "cached"
+    if recalibrate is True:
+        return "replace"
+    if recalibrate == "best":
+        raise ValueError("recalibrate='best' is gone: keeping the best of noisy calibrations raised ceilings on "
+                         "every lucky run; use recalibrate=True (a fresh, robust calibration)")
+    raise ValueError(f"recalibrate= must be False or True, got {recalibrate!r}")
+
+
+def robust_rate(work: float, times_s: Sequence[float]) -> tuple[float, float]:
+    """``work`` over the :data:`CEILING_QUANTILE` quantile of the run times (a robust high rate), and the spread
+    of the times (relative IQR)."""
+    if not times_s or min(times_s) <= 0:
+        raise ValueError("calibration runs need positive times")
+    return work / quantile(times_s, CEILING_QUANTILE), relative_iqr(times_s)
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-roofline"
+
+
+def cache_file(key: Mapping[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / f"calibration-{key['platform']}-{digest}.json"
+
+
+def load_cached(key: Mapping[str, Any]) -> dict[str, Any] | None:
+    path = cache_file(key)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != dict(key):
+        return None
+    return data
+
+
+def store_cached(key: Mapping[str, Any], figures: Mapping[str, Any]) -> Path:
+    """Write atomically: a reader never sees half a file."""
+    payload = json.dumps({"key": dict(key), **figures}, indent=2, sort_keys=True)
+    return write_text_atomic(cache_file(key), payload)
+
+
+def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Callable[[], dict[str, Any]],
+                        notice: Callable[[str], None] = lambda text: None) -> tuple[dict[str, Any], str]:
+    """The cached figures for ``key``, or new ones from ``measure()`` (cached now); and where they came from.
+
+    A new calibration during which other processes used more than :data:`CONTENDED_ABOVE` of the CPUs
+    (``figures["contention"]``) does not replace a cached one measured on a quiet machine: the quiet one is
+    kept, and ``notice`` says so. Without a quiet one it is used, and its source says it was contended.
+    """
+    cached = load_cached(key)
+    if cached is not None and refresh == "cached":
+        return cached, f"cached in {cache_file(key)}" + _contended_text(cached)
+    figures = measure()
+    figures["date"] = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    busy = figures.get("contention")
+    if busy is not None and busy > CONTENDED_ABOVE and cached is not None and not _contended(cached):
+        notice(f"the new calibration ran while other processes used {busy:.0%} of the CPUs: kept the quiet "
+               f"calibration of {cached.get('date', '?')} ({cache_file(key)})")
+        return cached, (f"cached in {cache_file(key)}; a calibration on {figures['date']} was not kept: other "
+                        f"processes used {busy:.0%} of the CPUs during it")
+    path = store_cached(key, figures)
+    if _contended(figures):
+        notice(f"calibrated while other processes used {busy:.0%} of the CPUs: its ceilings are low (live "
+               f"ceilings correct part of it); recalibrate on a quiet machine")
+    return figures, f"measured now, cached in {path}" + _contended_text(figures)
+
+
+def _contended(figures: Mapping[str, Any]) -> bool:
+    busy = figures.get("contention")
+    return busy is not None and busy > CONTENDED_ABOVE
+
+
+def _contended_text(figures: Mapping[str, Any]) -> str:
+    return f"; measured while other processes used {figures['contention']:.0%} of the CPUs" if _contended(figures) else ""
+
+
+def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cpu") -> HardwareSpec:
+    """The CPU's ceilings from calibration figures measured on this machine (``where``: cached or new)."""
+    info = cpu_info()
+    date = figures["date"]
+    details = figures["details"]
+    peaks = {k: Ceiling(float(v), "calibration", f"{details[k]} on this machine; {where}", date)
+             for k, v in _in_table_order(figures["peaks"])}
+    memory = Ceiling(float(figures["memory"]), "calibration", f"{details['memory']} on this machine; {where}", date)
+    theoretical: dict[str, Ceiling] = {}
+    notes = ["CPU ceilings are measured on this machine, not read from a datasheet", *_unmeasured(figures)]
+    derived = theoretical_cpu_peak(info)
+    if derived is not None:
+        theoretical["f32"] = Ceiling(derived[0], "theoretical", derived[1], date[:10])
+        if "f32" in peaks and peaks["f32"].value > derived[0]:
+            notes.append(f"the measured f32 ceiling ({peaks['f32'].value / 1e9:.0f} GFLOP/s) is above the "
+                         f"theoretical peak at the {info.get('clock', 'reported clock')} "
+                         f"({derived[0] / 1e9:.0f} GFLOP/s): the CPU runs faster than that clock")
+    name = f"CPU {info['model']} x{info['cores']}"
+    trans = _transcendental(figures, f"on this machine; {where}")
+    touch = figures.get("first_touch")
+    cache = figures.get("cache_memory")
+    return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical, tuple(notes), trans,
+                        dict(figures.get("references", {})), memory_capacity=machine_memory(),
+                        first_touch=_measured(figures, "first_touch", where) if touch else None,
+                        bytes_per_fault=float(figures["bytes_per_fault"]) if touch else None,
+                        cache_bandwidth=_measured(figures, "cache_memory", where) if cache else None,
+                        cache_bytes=int(figures["cache_bytes"]) if cache else None)
+
+
+def _unmeasured(figures: Mapping[str, Any]) -> list[str]:
+    """Notes for the reference kernels the calibration could not rate: kernels they pair with keep the
+    calibrated ceilings."""
+    return [f"no live ceiling from the {key} reference: {why}; kernels it pairs with use the calibrated ceilings "
+            f"(recalibrate with --roofline-calibrate)" for key, why in sorted(figures.get("unmeasured", {}).items())]
+
+
+def _measured(figures: Mapping[str, Any], name: str, where: str) -> Ceiling:
+    return Ceiling(float(figures[name]), "calibration", f"{figures['details'][name]} on this machine; {where}",
+                   figures["date"])
+
+
+def calibrated_spec_from(base: HardwareSpec, figures: Mapping[str, Any], where: str) -> HardwareSpec:
+    """An accelerator's table entry with its bf16 and f32 peaks and memory bandwidth replaced by measurements.
+
+    The f32 matmul runs at JAX's default precision, so on a GPU it is stored as the TF32 ceiling.
+    Peaks the calibration does not measure keep their datasheet figure.
+    """
+    date = figures["date"]
+    details = figures["details"]
+    peaks = dict(base.peaks)
+    for dtype, value in _in_table_order(figures["peaks"]):
+        slot = "tf32" if (dtype == "f32" and base.platform == "gpu") else dtype
+        if base.platform == "tpu" and dtype == "f32":
+            continue  # default-precision f32 on TPU is one bf16 pass: the bf16 figure covers it
+        peaks[slot] = Ceiling(float(value), "calibration", f"{details[dtype]}; {where}", date)
+    memory = Ceiling(float(figures["memory"]), "calibration", f"{details['memory']}; {where}", date)
+    theoretical = {k: v for k, v in base.peaks.items()}
+    theoretical["memory"] = base.memory_bandwidth
+    return replace(base, peaks=peaks, memory_bandwidth=memory, theoretical=theoretical,
+                   notes=base.notes + ("calibrated ceilings; datasheet figures kept under 'theoretical'",
+                                       *_unmeasured(figures)),
+                   transcendental=_transcendental(figures, where) or base.transcendental,
+                   reference_rates=dict(figures.get("references", {})))
+
+
+def _transcendental(figures: Mapping[str, Any], where: str) -> Ceiling | None:
+    value = figures.get("transcendental")
+    if not value:
+        return None
+    return Ceiling(float(value), "calibration", f"{figures['details']['transcendental']} {where}", figures["date"])
+
+
+def _in_table_order(peaks: Mapping[str, float]) -> list[tuple[str, float]]:
+    """Peaks in the order of :data:`PEAK_KEYS` (bf16, f16, f32 ...), whether fresh or read from the cache."""
+    return sorted(peaks.items(), key=lambda kv: PEAK_KEYS.index(kv[0]) if kv[0] in PEAK_KEYS else len(PEAK_KEYS))

@@ -1,0 +1,1 @@
+"""Measurements of programs that span processes (imports JAX): the peers and their lockstep."""

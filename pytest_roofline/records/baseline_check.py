@@ -1,0 +1,103 @@
+"""What a record is judged by over time: the series it belongs to (:class:`SeriesKey`) and its judgement
+against a baseline (:class:`BaselineCheck`, or :class:`NoBaseline` saying why there is none), each with its
+JSON form and read back from it. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.verdict.regressions import Gate, Z
+
+__all__ = ["SeriesKey", "BaselineCheck", "NoBaseline", "baseline_from_dict"]
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    """One kernel on one hardware entry, ceilings mode, model and JAX version: a change of any of them
+    starts a new series, since utilizations across them are not the same measurement."""
+
+    nodeid: str
+    label: str
+    hardware: str
+    ceilings: str
+    model: str
+    jax: str
+
+    @property
+    def kernel(self) -> str:
+        return f"{self.nodeid} [{self.label}]"
+
+    @property
+    def context(self) -> str:
+        return f"{self.hardware} [{self.ceilings}], model {self.model}, jax {self.jax}"
+
+
+@dataclass(frozen=True)
+class BaselineCheck:
+    """A kernel's current utilization against its baseline."""
+
+    key: SeriesKey
+    current: float
+    gate: Gate
+    origin: str  # where the baseline came from, for the message
+    floor_origin: str
+
+    @property
+    def baseline(self) -> float:
+        return self.gate.baseline
+
+    @property
+    def drop(self) -> float:
+        return self.gate.drop(self.current)
+
+    @property
+    def regressed(self) -> bool:
+        return self.gate.regressed(self.current)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's ``baseline`` field."""
+        gate = self.gate
+        return {"baseline": gate.baseline, "current": self.current, "drop": self.drop, "regressed": self.regressed,
+                "allowed_drop": gate.allowed_drop, "noise": gate.noise, "runs": gate.runs, "floor": gate.floor,
+                "z": gate.z, "floor_origin": self.floor_origin, "origin": self.origin, "message": self.message()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], key: SeriesKey) -> BaselineCheck:
+        gate = Gate(float(data["baseline"]), int(data["runs"]), float(data["noise"]), float(data["allowed_drop"]),
+                    float(data["floor"]), float(data.get("z", Z)))
+        return cls(key, float(data["current"]), gate, str(data["origin"]), str(data["floor_origin"]))
+
+    def message(self) -> str:
+        change = f"dropped {self.drop:.1%}" if self.drop >= 0 else f"rose {-self.drop:.1%}"
+        verdict = "beyond" if self.regressed else "within"
+        return (f"utilization {self.current:.1%} {change} from the baseline's {self.baseline:.1%} ({self.origin}), "
+                f"{verdict} its {self.gate.describe()}; floor from {self.floor_origin}")
+
+
+@dataclass(frozen=True)
+class NoBaseline:
+    """Why a kernel has no baseline to be judged against: it is new, or its series key differs."""
+
+    reason: str
+    regressed: bool = False
+
+    @property
+    def new_kernel(self) -> bool:
+        return self.reason.startswith("no baseline for this kernel")
+
+    def message(self) -> str:
+        return self.reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"missing": self.reason}
+
+
+def baseline_from_dict(data: Mapping[str, Any] | None, key: SeriesKey) -> BaselineCheck | NoBaseline | None:
+    """A record's ``baseline`` field read back (None: the run had no baseline)."""
+    if not data:
+        return None
+    if "missing" in data:
+        return NoBaseline(str(data["missing"]))
+    return BaselineCheck.from_dict(data, key)

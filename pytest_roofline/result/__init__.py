@@ -1,0 +1,1 @@
+"""The result of one measurement (:class:`.result.Result`) and its paragraph in words."""

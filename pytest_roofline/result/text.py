@@ -1,0 +1,70 @@
+"""A :class:`~.result.Result` in words: the paragraph ``str(result)`` prints and the first-touch sentence.
+Pure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..analysis.model import contention
+from ..analysis.model.roofline import IMPOSSIBLE_ABOVE
+from ..base.units import format_fraction, format_quantity, format_seconds
+
+if TYPE_CHECKING:
+    from .result import Result
+
+__all__ = ["describe", "first_touch_text", "FIRST_TOUCH_BEATEN"]
+
+FIRST_TOUCH_BEATEN = ("first touch cheaper than calibrated: above 105% only with the page-fault term, within the "
+                      "traffic and compute ceilings without it; the cost of a fault moves with the host "
+                      "(--roofline-calibrate re-measures it)")
+
+
+def first_touch_text(result: Result) -> str:
+    """The first-touch term: faults expected and counted, the split of the time, both utilizations."""
+    touch = result.first_touch
+    if touch is None:
+        return ""
+    if not touch.fresh_bytes and not touch.counted_faults:
+        return "first touch: no fresh pages (no faults expected or counted)"
+    which = "included in the roofline" if result.first_touch_charged else "not in the roofline (first_touch='exclude')"
+    text = (f"first touch {which}: {touch.faults_text()}; "
+            f"{touch.split(result.device_time_s, result.roofline.core_time_s)}; utilization "
+            f"{result.utilization_with_first_touch:.1%} with first touch, {result.utilization_without_first_touch:.1%} "
+            f"without")
+    saving = touch.saving_text()
+    return text + (f"; {saving}" if saving else "")
+
+
+def describe(result: Result) -> str:
+    """One paragraph: the bound, the counts, the roofline, the runs, the utilization and its qualifiers."""
+    timer = result.timer if not result.timer_fallback_reason else f"{result.timer}: {result.timer_fallback_reason}"
+    flops = (">=" if result.counts_lower_bound else "") + format_quantity(result.flops, "FLOP")
+    text = (
+        f"{result.name} on {result.hardware.name} [{result.ceilings}]: {result.bound}-bound, {flops}, "
+        f"{format_quantity(result.bytes_accessed, 'B')}, intensity {result.intensity:.3g} "
+        f"(critical {result.critical_intensity:.3g}) FLOP/B; roofline {format_seconds(result.roofline_time_s)}, "
+        f"measured {format_seconds(result.device_time_s)} +/-{result.spread:.1%} over {result.runs} runs ({timer}); "
+        f"utilization {result.utilization:.1%} ({result.uncertainty.describe()})"
+    )
+    if result.cache is not None:
+        text += f"; cache {result.cache.text()}"
+    if result.memory is not None:
+        text += f"; peak memory {result.memory.describe()}"
+    if result.first_touch is not None:
+        text += f"; {first_touch_text(result)}"
+    if result.live is not None:
+        text += (f"; live ceilings: {result.live.describe()}; against the calibration alone "
+                 f"{result.utilization_calibrated:.1%}")
+    if result.contended and result.cpu_waiting is not None:
+        text += f"; {contention.describe(result.cpu_waiting, result.utilization_on_cpu, result.timing.others_cpu_share)}"
+    if result.marginal and result.threshold is not None:
+        text += f" MARGINAL: the threshold {format_fraction(result.threshold)} is inside the interval"
+    if result.counts_lower_bound:
+        text += f" [counts are a lower bound: {result.work.lower_bound_reason}]"
+    if result.no_work:
+        text += " NO WORK: the compiled program computes nothing (it returns None or a constant)"
+    if result.impossible:
+        text += f" IMPOSSIBLE (> {format_fraction(IMPOSSIBLE_ABOVE)}): suspect {result.suspect}"
+    elif result.first_touch_beaten:
+        text += f" [{FIRST_TOUCH_BEATEN}]"
+    return text
