@@ -3,7 +3,7 @@ results of chosen utilizations. Every test that uses them is about logic, never 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from pytest_roofline.analysis.model.ceilings import CeilingUse
@@ -12,9 +12,11 @@ from pytest_roofline.analysis.model.roofline import RooflineEstimate
 from pytest_roofline.analysis.program.counts import Work
 from pytest_roofline.analysis.program.memory import MemoryFootprint
 from pytest_roofline.analysis.runs.run_stats import Timing
+from pytest_roofline.base.calls import KernelCall
 from pytest_roofline.base.errors import MeasureError
 from pytest_roofline.base.kinds import Bound, CeilingsUsed, Verdict
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
+from pytest_roofline.measurement.options import MeasureOptions
 from pytest_roofline.records.kernel_record import KernelRecord
 from pytest_roofline.records.recorded_result import RecordedResult
 from pytest_roofline.result.result import ProgramInfo, Result
@@ -66,13 +68,15 @@ class FakeMeasure:
         self.hardware = hardware
         self.bound = bound
         self.ceilings = ceilings
-        self.calls: list[dict[str, Any]] = []
+        self.calls: list[MeasureOptions] = []  # the options of each call
+        self.kernel_calls: list[KernelCall] = []
 
-    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
-        self.calls.append(kwargs)
-        if getattr(fn, "__name__", "") == "broken":  # a made-up failure, for kernels named "broken"
+    def __call__(self, call: KernelCall, options: MeasureOptions, keep: str = "") -> Result:
+        self.calls.append(options)
+        self.kernel_calls.append(call)
+        if getattr(call.fn, "__name__", "") == "broken":  # a made-up failure, for kernels named "broken"
             raise MeasureError("broken: running it failed: RuntimeError: made up for the test")
-        return fake_result(next(self._next), bound=self.bound, name=kwargs.get("name", "kernel"),
+        return fake_result(next(self._next), bound=self.bound, name=options.name or "kernel",
                            ceilings=self.ceilings, hardware=self.hardware, waiting=self.waiting)
 
 

@@ -80,7 +80,7 @@ def test_failing_kernel_is_measured_twice_then_fails_with_both_figures_and_its_t
     message = str(info.value)
     assert message.startswith(f"roofline: kernel 'kernel' of {NODE}: utilization 40.0%, 95% interval 40.0%-40.0% is "
                               f"below its threshold 80% (measured twice: 50.0%, then 40.0%)")
-    assert h.measure.calls[0]["threshold"] == 0.8  # sampling went on while the interval straddled it
+    assert h.measure.calls[0].threshold == 0.8  # sampling went on while the interval straddled it
     assert "re-measured   first run 50.0%, second 40.0%" in message and "trace         /traces/kernel" in message
     assert h.records[0].verdict == "fail" and h.records[0].first_utilization == pytest.approx(0.5)
     assert h.saved == ["kernel"]
@@ -97,7 +97,7 @@ def test_an_impossible_result_without_a_threshold_is_a_warning_not_a_silent_pass
         h = Harness(1.5)
         result = h.fixture.measure(kernel, 1) if call == "measure" else h.fixture(kernel, 1)
         assert result.impossible and h.records[0].verdict == "impossible"
-        assert len(h.warnings) == 1 and "impossible (above 105%)" in h.warnings[0]
+        assert len(h.warnings) == 1 and "impossible (above 105%: a peak or a count is wrong)" in h.warnings[0]
         assert "IMPOSSIBLE    utilization above 105%: suspect" in h.warnings[0]
 
 
@@ -105,7 +105,7 @@ def test_ceilings_from_the_marker_and_the_call_reach_measure() -> None:
     h = Harness(0.5, 0.5, marker={"ceilings": "live"})
     h.fixture(kernel, 1)
     h.fixture(kernel, 1, ceilings="calibrated")  # the call's keyword wins over the marker's
-    assert [c["ceilings"] for c in h.measure.calls] == ["live", "calibrated"]
+    assert [c.hardware.ceilings for c in h.measure.calls] == ["live", "calibrated"]
 
 
 def test_warn_only_warns_instead_of_failing() -> None:
@@ -125,7 +125,7 @@ def test_impossible_fails_with_a_threshold_and_is_only_reported_without() -> Non
     h = Harness(1.5, 1.5, ceilings="datasheet")  # a datasheet is not re-calibrated
     h.fixture(kernel, 1)  # no threshold anywhere
     assert h.records[0].verdict == "impossible"
-    with pytest.raises(Failed, match=r"utilization 150.0% is impossible \(above 105%\)"):
+    with pytest.raises(Failed, match=r"utilization 150.0% is impossible \(above 105%: a peak or a count is wrong\)"):
         h.fixture(kernel, 1, min=0.5)
     assert len(h.measure.calls) == 2  # no confirmation run for an impossible result
 
@@ -166,7 +166,7 @@ def test_marker_and_call_keywords_reach_measure() -> None:
     h = Harness(0.9, marker={"flops": 1e9, "min_runs": 3})
     h.fixture(kernel, 1, min_runs=4, timer="wallclock")
     call = h.measure.calls[0]
-    assert call["flops"] == 1e9 and call["min_runs"] == 4 and call["timer"] == "wallclock" and call["name"] == "kernel"
+    assert (call.counts.flops, call.timing.min_runs, call.timing.timer, call.name) == (1e9, 4, "wallclock", "kernel")
 
 
 def test_labels_are_unique_within_a_test() -> None:
@@ -192,7 +192,7 @@ def test_bad_call_keywords_fail_cleanly_before_measuring(keywords: dict[str, Any
 def test_a_kernel_that_cannot_be_measured_fails_naming_test_and_kernel() -> None:
     from pytest_roofline.base.errors import MeasureError
 
-    def broken(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def broken(call: KernelCall, options: Any, keep: str) -> Any:
         raise MeasureError("kernel: compilation failed: boom")
 
     h = Harness()
@@ -215,8 +215,8 @@ def test_calibrate_setting_recalibrates_only_the_first_measurement() -> None:
     fake = FakeMeasure(0.5, 0.5, 0.5)
     session = RooflineSession(Settings(calibrate=True), measure=fake)
     for _ in range(2):
-        session.measure(KernelCall(kernel, (1,)), {})
-    assert [c["recalibrate"] for c in fake.calls] == [True, False]
+        session.measure(KernelCall(kernel, (1,)), session.options({}))
+    assert [c.hardware.recalibrate for c in fake.calls] == [True, False]
 
 
 def test_a_kernel_that_beats_the_calibration_never_recalibrates_it() -> None:
@@ -224,18 +224,18 @@ def test_a_kernel_that_beats_the_calibration_never_recalibrates_it() -> None:
     # kernels push the cached memory ceiling from 63 to 110 GB/s. Now the impossible result stands.
     fake = FakeMeasure(2.0, 2.0)
     session = RooflineSession(Settings(), measure=fake)
-    assert session.measure(KernelCall(kernel, (1,)), {}).impossible
-    assert session.measure(KernelCall(kernel, (1,)), {}).impossible
-    assert [c["recalibrate"] for c in fake.calls] == [False, False]
+    assert session.measure(KernelCall(kernel, (1,)), session.options({})).impossible
+    assert session.measure(KernelCall(kernel, (1,)), session.options({})).impossible
+    assert [c.hardware.recalibrate for c in fake.calls] == [False, False]
 
 
 def test_session_passes_its_hardware_settings() -> None:
     fake = FakeMeasure(0.5)
     session = RooflineSession(Settings(hardware="H100 SXM", config="r.yaml", ceilings="datasheet", cache="warm"),
                               measure=fake)
-    session.measure(KernelCall(kernel, (1,)), {"name": "k"})
+    session.measure(KernelCall(kernel, (1,)), session.options({"name": "k"}))
     call = fake.calls[0]
-    assert (call["hardware"], call["hardware_file"], call["ceilings"], call["name"], call["cache"]) == (
+    assert (call.hardware.name, call.hardware.file, call.hardware.ceilings, call.name, call.cache) == (
         "H100 SXM", "r.yaml", "datasheet", "k", "warm")
 
 
@@ -302,8 +302,8 @@ def test_the_explicit_form_hands_the_kernel_its_keywords_and_keeps_the_settings(
 
     h = Harness(0.9)
     h.fixture(scaled, args=(1,), kwargs={"warmup": 3}, warmup=0, min=0.5, name="s")
-    (call,) = h.measure.calls
-    assert (call["args"], call["kwargs"], call["warmup"], call["name"]) == ((1,), {"warmup": 3}, 0, "s")
+    (options,), (call,) = h.measure.calls, h.measure.kernel_calls
+    assert (call.args, call.kwargs, options.timing.warmup, options.name) == ((1,), {"warmup": 3}, 0, "s")
     assert h.records[0].threshold == 0.5
 
 

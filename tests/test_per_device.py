@@ -110,7 +110,7 @@ def test_marker_mapping_on_a_gpu_decides_with_its_hardware_key() -> None:
     assert (rec.verdict, rec.threshold, rec.threshold_key) == ("fail", 0.8, "H100 SXM")
     assert rec.threshold_origin == f"marker of {NODE}, key 'H100 SXM'"
     assert f"vs threshold 80% (marker of {NODE}, key 'H100 SXM')" in str(info.value)
-    assert h.measure.calls[0]["threshold"] == 0.8  # sampling aimed at the H100's threshold
+    assert h.measure.calls[0].threshold == 0.8  # sampling aimed at the H100's threshold
 
 
 def test_the_same_marker_on_a_cpu_passes_with_the_cpu_key() -> None:
@@ -126,7 +126,7 @@ def test_a_platform_not_named_is_measured_not_judged() -> None:
     (rec,) = h.records
     assert (rec.verdict, rec.threshold, rec.threshold_origin) == ("measured", None, "")
     assert rec.not_judged.startswith("min names gpu; not tpu (TPU v5e)")
-    assert len(h.measure.calls) == 1 and "threshold" not in h.measure.calls[0]
+    assert len(h.measure.calls) == 1 and h.measure.calls[0].threshold is None
 
 
 def test_the_call_overrides_the_marker_and_bound_mappings_decide_the_bound() -> None:

@@ -22,6 +22,7 @@ from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 from pytest_roofline.history.reports import ReportError, load_run
 from pytest_roofline.records.baseline_check import BaselineCheck, NoBaseline
 from pytest_roofline.records.kernel_record import Artifacts, KernelRecord
+from pytest_roofline.records.recorded_result import RecordedResult
 from pytest_roofline.report.document import report_document
 from pytest_roofline.report.text import failure_message, summary_lines
 from pytest_roofline.result.result import Result
@@ -180,3 +181,21 @@ def test_the_cache_state_shows_in_the_message_the_summary_and_the_json() -> None
     assert ("  cache         cold: the 33.6 MB last-level cache (as the system reports it) evicted before every timed "
             "run (67.1 MB written, outside the timing); auto: the working set 4.19 MB fits the cache, where warm and "
             "cold differ; cold runs 2 ms vs warm 1 ms (2.00x)") in message.splitlines()
+
+
+@pytest.mark.slow  # one real measurement: about 2 s
+def test_a_record_of_a_real_result_is_what_its_json_reads_back() -> None:
+    # The record is built from the typed result (no JSON inside the process); its JSON form, written only at the
+    # file, reads back to the same figures. The hardware's JSON leaves out what only a live process has (the
+    # device kinds it matched, the reference kernels' rates): compared as its JSON.
+    import jax.numpy as jnp
+
+    from pytest_roofline import measure
+
+    result = measure(lambda x: jnp.tanh(x) @ x, jnp.ones((128, 128)), max_runs=6, name="real")
+    kept = RecordedResult.of(result)
+    again = RecordedResult.from_dict(json.loads(json.dumps(kept.to_dict())))
+    assert kept.source is result and again.source is None
+    assert replace(kept, hardware=again.hardware) == again
+    assert kept.hardware.to_dict() == again.hardware.to_dict()
+    assert kept.ops and kept.census is not None and kept.live is not None  # the optional parts were there to compare

@@ -48,7 +48,7 @@ def test_above_105_percent_is_impossible_whatever_the_threshold(threshold: float
     # With a threshold the test fails; without one the result is a warning, not a silent pass.
     assert d.fails == (threshold is not None)
     assert d.warning == (threshold is None)
-    assert "impossible (above 105%)" in d.reason
+    assert "impossible (above 105%: a peak or a count is wrong)" in d.reason
 
 
 def test_impossible_wins_over_a_wrong_bound() -> None:

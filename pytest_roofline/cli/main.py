@@ -6,13 +6,17 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+from ..base import values
 from ..history.paired import DEFAULT_MAX_DROP, DEFAULT_ROUNDS, MIN_ROUNDS
 from . import report_commands
 from .analyze import CliError, analyze_hlo, analyze_profile
 
 __all__ = ["main"]
+
+T = TypeVar("T")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,34 +105,21 @@ def _add_ab(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ab.add_argument("--html", metavar="FILE", help="also write the HTML report with the comparison first")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
-    return value
+def _argument(check: Callable[[Any], T]) -> Callable[[str], T]:
+    """An argparse type from a check of :mod:`pytest_roofline.base.values`."""
+
+    def parse(text: str) -> T:
+        try:
+            return check(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1), got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1), got {text!r}")
-    return value
-
-
-def _ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a ratio above 1, e.g. 1.5, got {text!r}") from None
-    if not value > 1 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a ratio above 1, e.g. 1.5, got {text!r}")
-    return value
+_positive = _argument(values.whole_number)
+_fraction = _argument(values.max_drop)
+_ratio = _argument(values.ratio_above_one)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

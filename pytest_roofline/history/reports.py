@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,17 +111,23 @@ def load_run(path: str | Path) -> Run:
 
 
 def run_from_document(data: Mapping[str, Any], where: str) -> Run:
-    """A report document (a file's JSON, or the one a session is about to write) as a :class:`Run`; ``where``
-    names it in errors and in the run's line."""
+    """A report document (a file's JSON) as a :class:`Run`; ``where`` names it in errors and in the run's line."""
     records, unmeasured = _records(data, where)
+    return run_of(records, unmeasured, data, where)
+
+
+def run_of(records: Iterable[KernelRecord], unmeasured: Iterable[Unmeasured], document: Mapping[str, Any],
+           where: str) -> Run:
+    """A run from its typed records, with when, which commit and how it ended read from its report ``document``
+    (the records of the session about to write it, or those a file held)."""
     try:
-        session = SessionEnd.from_dict(data["session"]) if data.get("session") else None
+        session = SessionEnd.from_dict(document["session"]) if document.get("session") else None
     except (KeyError, TypeError, ValueError) as exc:
         raise ReportError(f"{where}: its session block is malformed (missing or bad {exc})") from None
-    git = data.get("git") or {}
-    versions = {str(k): str(v) for k, v in (data.get("versions") or {}).items() if v}
-    return Run(where, str(data.get("created", "")), git.get("commit"), bool(git.get("dirty")), session, versions,
-               records, unmeasured)
+    git = document.get("git") or {}
+    versions = {str(k): str(v) for k, v in (document.get("versions") or {}).items() if v}
+    return Run(where, str(document.get("created", "")), git.get("commit"), bool(git.get("dirty")), session, versions,
+               tuple(records), tuple(unmeasured))
 
 
 def _warn(message: str) -> None:

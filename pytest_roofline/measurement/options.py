@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from ..base import values
 from ..base.kinds import (
     CACHE_MODES,
     CEILINGS_MODES,
@@ -22,7 +23,7 @@ from ..base.kinds import (
 from ..hardware.spec import HardwareSpec
 
 __all__ = ["TimingSettings", "DEFAULT_TIMING", "TIMING_KEYWORDS", "MeasureOptions", "GivenCounts", "HardwareChoice",
-           "MEASURE_OPTIONS", "OPTION_CHECKS", "check_options"]
+           "MEASURE_OPTIONS", "OPTION_CHECKS", "check_options", "check_settings"]
 
 
 # The fewest runs a profiled measurement makes when its program's events would fill the trace's budget sooner.
@@ -87,54 +88,24 @@ def timing_defaults_text() -> str:
     return ", ".join(f"{k}={values[k]!r}" for k in TIMING_KEYWORDS)
 
 
-def _count(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"must be a non-negative number, got {value!r}")
-    return float(value)
-
-
-def _positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"must be a positive integer, got {value!r}")
-    return value
-
-
-def _non_negative_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"must be an integer >= 0, got {value!r}")
-    return value
-
-
-def _positive_float(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"must be a positive number, got {value!r}")
-    return float(value)
-
-
-def _choice(value: Any, choices: tuple[str, ...]) -> str:
-    try:
-        return choose(value, choices, "")
-    except ValueError as exc:
-        raise ValueError(str(exc).removeprefix(": ")) from None
-
-
 # The check of each measurement setting a marker, a fixture call or measure() may give, by keyword: the one
-# place a setting's type and range are written. A check returns the value or raises ValueError("must be ...").
+# place a setting's checks are listed (each written in pytest_roofline.base.values).
 OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
-    "flops": _count,
-    "bytes": _count,
-    "transcendentals": _count,
-    "warmup": _non_negative_int,
-    "min_runs": _positive_int,
-    "max_runs": _positive_int,
-    "budget_s": _positive_float,
-    "target_spread": _count,
-    "min_time_s": _count,
-    "timer": lambda v: _choice(v, TIMERS),
-    "ceilings": lambda v: _choice(v, CEILINGS_MODES),
-    "first_touch": lambda v: _choice(v, FIRST_TOUCH_MODES),
-    "cache": lambda v: _choice(v, CACHE_MODES),
-    "threshold": _count,
+    "flops": values.count,
+    "bytes": values.count,
+    "transcendentals": values.count,
+    "warmup": values.non_negative_int,
+    "min_runs": values.positive_int,
+    "max_runs": values.positive_int,
+    "budget_s": values.positive_number,
+    "target_spread": values.count,
+    "min_time_s": values.count,
+    "timer": values.one_of(TIMERS),
+    "ceilings": values.one_of(CEILINGS_MODES),
+    "first_touch": values.one_of(FIRST_TOUCH_MODES),
+    "cache": values.one_of(CACHE_MODES),
+    "threshold": values.count,
+    "name": values.name,
 }
 
 
@@ -198,19 +169,31 @@ class MeasureOptions:
     def from_keywords(cls, keywords: Mapping[str, Any]) -> MeasureOptions:
         """From ``measure()``'s keywords (:data:`MEASURE_OPTIONS`), each checked; a bad value is a ValueError
         naming it."""
-        unknown = sorted(set(keywords) - set(MEASURE_OPTIONS))
-        if unknown:
-            raise TypeError(f"measure() got an unexpected keyword {unknown[0]!r}")
-        k = check_options(keywords, lambda key, value: f"{key}=")
-        counts = GivenCounts(k.get("flops"), k.get("bytes"), k.get("transcendentals"))
-        hardware = HardwareChoice(keywords.get("hardware"), keywords.get("hardware_file"), k.get("ceilings", "auto"),
-                                  keywords.get("recalibrate", False))
-        timing = replace(DEFAULT_TIMING, **{n: k[n] for n in TIMING_KEYWORDS if n in k})
-        name = keywords.get("name")
-        if name is not None and not isinstance(name, str):
-            raise ValueError(f"name= must be a string, got {name!r}")
-        return cls(name, counts, hardware, timing, k.get("threshold"), k.get("first_touch", "include"),
-                   k.get("cache", "auto"))
+        return cls().overridden(check_settings(keywords, lambda key, value: f"{key}="))
+
+    def overridden(self, checked: Mapping[str, Any]) -> MeasureOptions:
+        """These options with the settings in ``checked`` (measure()'s keywords, already checked by
+        :func:`check_settings` or :func:`check_options`; None: not given) in their place."""
+        given = {k: v for k, v in checked.items() if v is not None}
+        counts = GivenCounts(*(given.get(k, v) for k, v in zip(("flops", "bytes", "transcendentals"),
+                                                              self.counts.values, strict=True)))
+        h = self.hardware
+        hardware = HardwareChoice(given.get("hardware", h.name), given.get("hardware_file", h.file),
+                                  given.get("ceilings", h.ceilings), given.get("recalibrate", h.recalibrate))
+        timing = replace(self.timing, **{n: given[n] for n in TIMING_KEYWORDS if n in given})
+        return MeasureOptions(given.get("name", self.name), counts, hardware, timing,
+                              given.get("threshold", self.threshold), given.get("first_touch", self.first_touch),
+                              given.get("cache", self.cache))
+
+
+def check_settings(keywords: Mapping[str, Any], describe: Callable[[str, Any], str]) -> dict[str, Any]:
+    """Every setting among ``keywords`` (names of :data:`MEASURE_OPTIONS`), checked: those :data:`OPTION_CHECKS`
+    knows by their check, the hardware's as given; an unknown name is a TypeError, a bad value a ValueError."""
+    unknown = sorted(set(keywords) - set(MEASURE_OPTIONS))
+    if unknown:
+        raise TypeError(f"measure() got an unexpected keyword {unknown[0]!r}")
+    return {**{k: keywords[k] for k in ("hardware", "hardware_file", "recalibrate") if k in keywords},
+            **check_options(keywords, describe)}
 
 
 # The keywords measure() takes for itself; any other goes to the kernel (see pytest_roofline.base.calls).

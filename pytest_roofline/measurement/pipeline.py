@@ -49,9 +49,9 @@ from .processes.spanning import agree_with, gather, start_together, topology_of
 from .program import CompiledProgram, allocator_stats, block_until_ready, compile_program, time_compiled
 from .timing import Agree, Beside, CacheRuns, Settled, Timed
 
-__all__ = ["measure", "measure_call", "measure_keeping"]
+__all__ = ["measure", "measure_call"]
 
-# Compiled programs with their inputs on the device, kept by measure_keeping() for the next measurement of the same
+# Compiled programs with their inputs on the device, kept by measure_call(keep=...) for the next measurement of the same
 # key (a round of `pytest-roofline ab` measures each kernel of its process again and again).
 _KEPT: dict[str, CompiledProgram] = {}
 
@@ -83,16 +83,10 @@ def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
     return measure_call(call, MeasureOptions.from_keywords(settings))
 
 
-def measure_keeping(key: str, fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
-    """:func:`measure`, keeping the compiled program and its inputs on the device under ``key``: a later call with
-    the same key compiles nothing and times the program on the inputs kept (its own arguments are not used)."""
-    call, settings = split_call(fn, args, keywords, MEASURE_OPTIONS, "measure()")
-    return measure_call(call, MeasureOptions.from_keywords(settings), keep=key)
-
-
 def measure_call(call: KernelCall, options: MeasureOptions, keep: str = "") -> Result:
-    """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out); ``keep``: see
-    :func:`measure_keeping`."""
+    """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out). ``keep``: keep the
+    compiled program and its inputs on the device under this key; a later call with the same key compiles nothing
+    and times the program on the inputs kept (its own arguments are not used)."""
     with phase("model"):  # what the steps inside do not take as their own phase: the model, before and after
         return _measure_call(call, options, keep)
 

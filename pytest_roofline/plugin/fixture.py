@@ -19,7 +19,7 @@ from ..base.labels import kernel_name
 from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import interval_noise
-from ..measurement.options import MEASURE_OPTIONS
+from ..measurement.options import MEASURE_OPTIONS, check_settings
 from ..records.baseline_check import BaselineCheck, NoBaseline
 from ..records.kernel_record import Artifacts, KernelRecord, Unmeasured, series_key
 from ..records.recorded_result import RecordedResult
@@ -229,9 +229,11 @@ class RooflineFixture:
         self._fail(problem)  # outside the except block: the failure shows no chained traceback
 
     def _measure(self, label: str, call: KernelCall, kwargs: dict[str, Any]) -> Result:
-        merged = {**(self._marker.measure_kwargs if self._marker else {}), **kwargs, "name": label}
         try:
-            return self._session.measure(call, merged, f"{self._nodeid}::{label}")
+            checked = check_settings(kwargs, lambda key, value: f"{key}=")
+            options = self._session.options({**(self._marker.measure_kwargs if self._marker else {}), **checked,
+                                             "name": label})
+            return self._session.measure(call, options, f"{self._nodeid}::{label}")
         except (MeasureError, ValueError) as exc:  # ValueError: a bad keyword value or an unknown device
             self._session.unmeasured.append(Unmeasured(self._nodeid, label, str(exc)))
             message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {exc}"

@@ -7,7 +7,6 @@ when a test that uses it is collected).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import warnings
@@ -18,18 +17,13 @@ from typing import Any, NoReturn
 import pytest
 
 from ..base.dependencies import too_old
-from ..history.baseline import Baseline
-from ..history.reports import ReportError
-from ..records.kernel_record import KernelRecord, Unmeasured
-from ..report.document import build_report, session_block
-from ..report.html import plotly_missing
+from ..report.document import session_block
 from ..report.text import header_line, summary_lines
 from .abort_watch import AbortWatch
 from .fixture import RooflineFixture
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
-from .outputs import write_outputs
 from .session import RooflineSession, default_trace_root
-from .settings import OPTIONS, ConfigError, Threshold, resolve_settings
+from .settings import OPTIONS, ConfigError, Settings, resolve_settings
 from .workers import pin_worker
 
 SESSION_KEY = pytest.StashKey[RooflineSession]()
@@ -64,12 +58,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(opt.ini, help=opt.help, type="string", default="")
 
 
-def _ini_name(config: pytest.Config) -> str:
-    return str(config.inipath.name) if config.inipath else "no ini file"
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_SIGNATURE)
+    _prepare_process(config)
+    try:
+        session = RooflineSession.start(_resolve_settings(config), _trace_root(config), lambda text: (
+            config.issue_config_time_warning(RooflineWarning(text), stacklevel=2)))
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    # The option reads the effective value, whichever of option, ini, env or YAML set it, so that a test's
+    # own condition (e.g. an xfail that holds unless verdicts are warnings) agrees with the plugin.
+    config.option.roofline_warn_only = session.settings.warn_only
+    config.stash[SESSION_KEY] = session
+    config.stash[USED_KEY] = False
+    config.stash[RUN_KEY] = 0
+    config.pluginmanager.register(_RunCounter(config), "roofline-run-counter")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
+
+
+def _prepare_process(config: pytest.Config) -> None:
+    """Before anything is measured: this xdist worker's own device, the dependency floors, the abort watch."""
     pinned = pin_worker(os.environ.get("PYTEST_XDIST_WORKER"), os.environ)
     if pinned.variable:  # before this worker's JAX starts a backend: it sees its own device only
         os.environ[pinned.variable] = pinned.value
@@ -80,41 +89,28 @@ def pytest_configure(config: pytest.Config) -> None:
     watch = config.stash[WATCH_KEY] = AbortWatch(lambda: _past_capture(config))
     config.add_cleanup(watch.close)
     set_notice(_say_past_capture(config), watch)
+
+
+def _resolve_settings(config: pytest.Config) -> Settings:
+    """The settings from the command line, the environment, the ini file and the YAML config (a ConfigError)."""
     cli = {opt.name: config.getoption(f"roofline_{opt.name}") for opt in OPTIONS}
     ini = {opt.name: config.getini(opt.ini) for opt in OPTIONS}
     base_dir = str(config.inipath.parent) if config.inipath else str(config.rootpath)
-    try:
-        settings = resolve_settings(cli, os.environ, ini, _ini_name(config), base_dir)
-    except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    # The option reads the effective value, whichever of option, ini, env or YAML set it, so that a test's
-    # own condition (e.g. an xfail that holds unless verdicts are warnings) agrees with the plugin.
-    config.option.roofline_warn_only = settings.warn_only
+    ini_name = str(config.inipath.name) if config.inipath else "no ini file"
+    return resolve_settings(cli, os.environ, ini, ini_name, base_dir)
+
+
+def _trace_root(config: pytest.Config) -> Callable[[], str]:
+    """Where traces go: --roofline-trace-dir, else pytest's cache, else a directory per user."""
 
     def trace_root() -> str:
+        settings = config.stash[SESSION_KEY].settings
         if settings.trace_dir:
             return settings.trace_dir
         cache = getattr(config, "cache", None)
-        if cache is not None:
-            return str(cache.mkdir("roofline-traces"))
-        return default_trace_root()
+        return str(cache.mkdir("roofline-traces")) if cache is not None else default_trace_root()
 
-    if settings.html is not None and (missing := plotly_missing()):
-        raise pytest.UsageError(f"{settings.origins['html']}: {missing}")
-    baseline = None
-    if settings.baseline is not None:
-        try:
-            origin = settings.origins["baseline"]
-            baseline = Baseline.load(settings.baseline, lambda message: config.issue_config_time_warning(
-                RooflineWarning(f"{origin}: {message}"), stacklevel=2))
-        except ReportError as exc:
-            raise pytest.UsageError(f"{settings.origins['baseline']}: {exc}") from None
-    config.stash[SESSION_KEY] = RooflineSession(settings, trace_root, baseline=baseline)
-    config.stash[USED_KEY] = False
-    config.stash[RUN_KEY] = 0
-    config.pluginmanager.register(_RunCounter(config), "roofline-run-counter")
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
+    return trace_root
 
 
 def _uses_roofline(item: pytest.Item) -> bool:
@@ -186,7 +182,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if hasattr(config, "workerinput"):
         return
     state = config.stash[SESSION_KEY]
-    follower = _follower_line(state)
+    follower = state.follower_line()
     if follower:  # one of several processes of a program, not the first: process 0 reports
         terminalreporter.write_line(follower)
         return
@@ -205,43 +201,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash[SESSION_KEY]
     if hasattr(config, "workerinput"):  # an xdist worker: hand the records to the controller
-        config.workeroutput["roofline_records"] = json.dumps(  # type: ignore[attr-defined]
-            [r.to_dict() for r in state.records], default=str)
-        config.workeroutput["roofline_unmeasured"] = json.dumps(  # type: ignore[attr-defined]
-            [u.to_dict() for u in state.unmeasured])
+        config.workeroutput.update(state.worker_output())  # type: ignore[attr-defined]
         return
-    used: bool = config.stash.get(USED_KEY, False)
-    chosen = state.settings
-    if not (chosen.report or chosen.history or chosen.html) or not (state.records or used) or _follower_line(state):
-        return
-    settings = dict(chosen.origins)
-    if isinstance(chosen.min, Threshold):
-        settings["min_value"] = str(chosen.min.value)
-    elif chosen.min is not None:
-        settings["min_value"] = json.dumps(chosen.min.to_dict())
-    run = session_block(int(exitstatus), session.testscollected, config.stash.get(RUN_KEY, 0),
+    end = session_block(int(exitstatus), session.testscollected, config.stash.get(RUN_KEY, 0),
                         str(session.shouldstop or session.shouldfail or ""))
-    payload = build_report(state.records, settings, str(config.rootpath), run, state.unmeasured)
-    config.hook.pytest_roofline_report(config=config, report=payload)
-    written, errors = write_outputs(chosen, payload)
-    config.stash[WRITTEN_KEY] = written
+    report = state.report(end, str(config.rootpath), config.stash.get(USED_KEY, False))
+    if report is None:
+        return
+    config.hook.pytest_roofline_report(config=config, report=report)
+    config.stash[WRITTEN_KEY], errors = state.write(report)
     if errors:  # never lose the summary: say so there, and fail the run
         config.stash[REPORT_ERROR_KEY] = "; ".join(errors)
         if session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-
-
-def _follower_line(state: RooflineSession) -> str:
-    """For a process other than process 0 of a program that spans processes: the one line it prints instead of
-    the summary and the reports, which process 0 writes; "" otherwise."""
-    spans = [r.result.processes for r in state.records if r.result.processes is not None]
-    if not spans or spans[0].index == 0:
-        return ""
-    chosen = state.settings
-    outputs = [str(p) for p in (chosen.report, chosen.html, chosen.history) if p]
-    where = f" ({', '.join(outputs)})" if outputs else ""
-    return (f"roofline: process {spans[0].index} of {spans[0].count}: {len(state.records)} kernel(s) measured "
-            f"with the other processes; process 0 prints the summary and writes the reports{where}")
 
 
 def _past_capture(config: pytest.Config) -> AbstractContextManager[object]:
@@ -282,11 +254,5 @@ class _XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        output = getattr(node, "workeroutput", {})
-        state = self.config.stash[SESSION_KEY]
-        if output.get("roofline_records"):
-            state.records.extend(KernelRecord.from_dict(r) for r in json.loads(output["roofline_records"]))
-            self.config.stash[USED_KEY] = True
-        if output.get("roofline_unmeasured"):
-            state.unmeasured.extend(Unmeasured.from_dict(u) for u in json.loads(output["roofline_unmeasured"]))
+        if self.config.stash[SESSION_KEY].merge_worker_output(getattr(node, "workeroutput", {})):
             self.config.stash[USED_KEY] = True

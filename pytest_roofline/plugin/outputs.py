@@ -4,20 +4,23 @@ No pytest: returns what was written and what failed, for the terminal summary.""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..base.files import write_text_atomic
 from ..history.baseline import build_series
-from ..history.reports import ReportError, add_to_history, load_history, run_from_document
+from ..history.reports import ReportError, add_to_history, load_history, run_of
+from ..records.kernel_record import KernelRecord, Unmeasured
 from ..report.html import HtmlUnavailable, html_report
 from .settings import Settings
 
 __all__ = ["write_outputs"]
 
 
-def write_outputs(settings: Settings, payload: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """Write each output the settings ask for; returns (lines saying what was written, errors)."""
+def write_outputs(settings: Settings, payload: Mapping[str, Any], records: Sequence[KernelRecord],
+                  unmeasured: Sequence[Unmeasured]) -> tuple[list[str], list[str]]:
+    """Write each output the settings ask for: ``payload`` is the JSON report of ``records`` and ``unmeasured``,
+    from which the HTML report is built; returns (lines saying what was written, errors)."""
     text = json.dumps(payload, indent=2, default=str) + "\n"
     written: list[str] = []
     errors: list[str] = []
@@ -35,7 +38,7 @@ def write_outputs(settings: Settings, payload: Mapping[str, Any]) -> tuple[list[
             errors.append(f"{settings.origins['history']}: {exc.strerror or exc}")
     if settings.html:
         try:
-            run = run_from_document(payload, "this run")
+            run = run_of(records, unmeasured, payload, "this run")
             series = build_series(load_history(settings.history, lambda message: written.append(
                 f"roofline history: {message}"))) if settings.history else []
             write_text_atomic(settings.html, html_report(run, series))

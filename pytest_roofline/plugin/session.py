@@ -3,20 +3,27 @@ measure (the JAX pipeline, or a fake handed in by a test). No pytest; JAX only t
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ..base.calls import KernelCall
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline
+from ..history.reports import ReportError
+from ..measurement.options import MeasureOptions
 from ..records.kernel_record import KernelRecord, Unmeasured
+from ..report.document import build_report
+from ..report.html import plotly_missing
 from ..result.result import Result
 from .lock import device_lock
-from .settings import Settings
+from .outputs import write_outputs
+from .settings import ConfigError, Settings, Threshold
 
 __all__ = ["RooflineSession", "Measure", "default_trace_root", "ONCE_TIMING"]
 
@@ -26,19 +33,13 @@ ONCE_TIMING = {"warmup": 1, "min_time_s": 0.05, "budget_s": 0.25}
 
 
 class Measure(Protocol):
-    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result: ...
+    def __call__(self, call: KernelCall, options: MeasureOptions, keep: str) -> Result: ...
 
 
-def _jax_measure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
-    from ..measurement.pipeline import measure
+def _jax_measure(call: KernelCall, options: MeasureOptions, keep: str) -> Result:
+    from ..measurement.pipeline import measure_call
 
-    return measure(fn, *args, **kwargs)
-
-
-def _jax_measure_keeping(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Result:
-    from ..measurement.pipeline import measure_keeping
-
-    return measure_keeping(key, fn, *args, **kwargs)
+    return measure_call(call, options, keep)
 
 
 def _jax_hardware(settings: Settings, recalibrate: bool) -> tuple[HardwareSpec, str]:
@@ -88,34 +89,39 @@ class RooflineSession:
         self.once = False
         # In that mode each kernel's call and settings, by "nodeid::label", to measure it again (remeasure) on the
         # compiled program and inputs its first measurement kept.
-        self.kept: dict[str, tuple[KernelCall, dict[str, Any]]] = {}
-        self._measure_keeping = _jax_measure_keeping
+        self.kept: dict[str, tuple[KernelCall, MeasureOptions]] = {}
         self._once_mode: str | None = None  # the ceilings mode the session's hardware uses, once asked
 
-    def measure(self, call: KernelCall, settings: dict[str, Any], key: str = "") -> Result:
-        """Measure ``call`` with the session's hardware settings, overridden by ``settings`` (measure()'s
-        keywords); the kernel's arguments go in the explicit form, so none is taken for a setting. ``key``
-        ("nodeid::label"): in the measure-once mode, keep the compiled program for :meth:`remeasure`."""
+    def options(self, overrides: Mapping[str, Any]) -> MeasureOptions:
+        """One measurement's options: the session's hardware, ceilings, first-touch and cache settings, then
+        ``overrides`` (measure()'s keywords, already checked: the marker's, then the call's)."""
+        once: dict[str, Any] = {}
+        if self.once:
+            once = {**ONCE_TIMING, **({} if "ceilings" in overrides else self._once_ceilings())}
+        s = self.settings
+        return MeasureOptions().overridden({"hardware": s.hardware, "hardware_file": s.hardware_file,
+                                            "ceilings": s.ceilings, "first_touch": s.first_touch, "cache": s.cache,
+                                            **once, **overrides})
+
+    def measure(self, call: KernelCall, options: MeasureOptions, key: str = "") -> Result:
+        """Measure ``call`` with ``options`` (:meth:`options`), re-calibrating on the process's first measurement
+        when asked. ``key`` ("nodeid::label"): in the measure-once mode, keep the compiled program for
+        :meth:`remeasure`."""
         recalibrate, self._recalibrate = self._recalibrate, False
-        options = {"hardware": self.settings.hardware, "hardware_file": self.settings.hardware_file,
-                   "ceilings": self.settings.ceilings, "first_touch": self.settings.first_touch, "cache": self.settings.cache,
-                   "recalibrate": recalibrate, **(ONCE_TIMING if self.once else {}), **settings}
+        options = replace(options, hardware=replace(options.hardware, recalibrate=recalibrate))
+        keep = key if self.once else ""
+        if keep:
+            self.kept[key] = (call, options)
         # The processes of one multi-controller program own different devices and measure in lockstep: one
         # waiting for another's lock would never reach the step the other waits for.
-        keeping = self.once and bool(key)
-        if keeping:
-            options.update(self._once_ceilings(settings))
-            self.kept[key] = (call, settings)
         with nullcontext() if _spans_processes() else device_lock():
-            if keeping:
-                return self._measure_keeping(key, call.fn, args=call.args, kwargs=dict(call.kwargs), **options)
-            return self._measure(call.fn, args=call.args, kwargs=dict(call.kwargs), **options)
+            return self._measure(call, options, keep)
 
-    def _once_ceilings(self, settings: dict[str, Any]) -> dict[str, Any]:
+    def _once_ceilings(self) -> dict[str, Any]:
         """Calibrated ceilings where live ones would be used and the test sets none: a live reference kernel
         keeps its buffers' placement in a long-lived process, an offset that would tilt every round of one side;
         the two sides measured seconds apart cancel the machine's drift instead."""
-        if "ceilings" in settings or self.settings.ceilings not in ("auto", "live"):
+        if self.settings.ceilings not in ("auto", "live"):
             return {}
         if self._once_mode is None:
             self._once_mode = self.hardware()[1]
@@ -124,8 +130,8 @@ class RooflineSession:
     def remeasure(self, key: str) -> Result:
         """Measure a kernel of this process again (the measure-once mode): its compiled program, on the inputs its
         first measurement kept, with the same settings."""
-        call, settings = self.kept[key]
-        return self.measure(call, settings, key)
+        call, options = self.kept[key]
+        return self.measure(call, options, key)
 
     def agree(self, label: str, verdict: str) -> str:
         """Every process's verdict for ``label`` (a program that spans processes): "" when they agree, else the
@@ -133,6 +139,64 @@ class RooflineSession:
         from ..measurement.processes.peers import agree_verdict
 
         return agree_verdict(label, verdict)
+
+    @classmethod
+    def start(cls, settings: Settings, trace_root: Callable[[], str], warn: Callable[[str], None]) -> RooflineSession:
+        """The session of a pytest process from its resolved settings: the HTML report's dependency checked and the
+        baseline loaded before any test runs (a ConfigError naming the setting where either cannot be)."""
+        if settings.html is not None and (missing := plotly_missing()):
+            raise ConfigError(f"{settings.origins['html']}: {missing}")
+        baseline = None
+        if settings.baseline is not None:
+            origin = settings.origins["baseline"]
+            try:
+                baseline = Baseline.load(settings.baseline, lambda message: warn(f"{origin}: {message}"))
+            except ReportError as exc:
+                raise ConfigError(f"{origin}: {exc}") from None
+        return cls(settings, trace_root, baseline=baseline)
+
+    def worker_output(self) -> dict[str, str]:
+        """What an xdist worker hands its controller: its records and unmeasured kernels, as JSON."""
+        return {"roofline_records": json.dumps([r.to_dict() for r in self.records], default=str),
+                "roofline_unmeasured": json.dumps([u.to_dict() for u in self.unmeasured])}
+
+    def merge_worker_output(self, output: Mapping[str, Any]) -> bool:
+        """Take in a worker's records (:meth:`worker_output`); whether it had any."""
+        records = [KernelRecord.from_dict(r) for r in json.loads(output.get("roofline_records") or "[]")]
+        unmeasured = [Unmeasured.from_dict(u) for u in json.loads(output.get("roofline_unmeasured") or "[]")]
+        self.records.extend(records)
+        self.unmeasured.extend(unmeasured)
+        return bool(records or unmeasured)
+
+    def report(self, end: Mapping[str, Any], rootdir: str, used: bool) -> dict[str, Any] | None:
+        """The JSON report of this session (``end``: how the run ended, :func:`session_block`), or None where
+        nothing is to be written: no output asked for, nothing measured, or a process other than the first of a
+        program that spans processes."""
+        chosen = self.settings
+        if not (chosen.report or chosen.history or chosen.html) or not (self.records or used) or self.follower_line():
+            return None
+        settings = dict(chosen.origins)
+        if isinstance(chosen.min, Threshold):
+            settings["min_value"] = str(chosen.min.value)
+        elif chosen.min is not None:
+            settings["min_value"] = json.dumps(chosen.min.to_dict())
+        return build_report(self.records, settings, rootdir, end, self.unmeasured)
+
+    def write(self, report: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+        """Write the report, its history copy and the HTML the settings ask for: (what was written, errors)."""
+        return write_outputs(self.settings, report, self.records, self.unmeasured)
+
+    def follower_line(self) -> str:
+        """For a process other than process 0 of a program that spans processes: the one line it prints instead
+        of the summary and the reports, which process 0 writes; "" otherwise."""
+        spans = [r.result.processes for r in self.records if r.result.processes is not None]
+        if not spans or spans[0].index == 0:
+            return ""
+        chosen = self.settings
+        outputs = [str(p) for p in (chosen.report, chosen.html, chosen.history) if p]
+        where = f" ({', '.join(outputs)})" if outputs else ""
+        return (f"roofline: process {spans[0].index} of {spans[0].count}: {len(self.records)} kernel(s) measured "
+                f"with the other processes; process 0 prints the summary and writes the reports{where}")
 
     def hardware(self) -> tuple[HardwareSpec, str]:
         """The detected hardware's ceilings and the ceilings mode in use (imports JAX; calibrates a CPU unless

@@ -31,6 +31,7 @@ from ..base.kinds import (
     Model,
     choose,
 )
+from ..base.values import at, non_empty
 from ..hardware.spec import HardwareError
 from ..hardware.table import load_shipped_table, merge_overrides
 from .values import (
@@ -64,12 +65,8 @@ __all__ = [
 
 
 def _non_empty(what: str) -> Callable[[Any, str], str]:
-    def parse(raw: Any, where: str) -> str:
-        text = str(raw).strip()
-        if not text:
-            raise ConfigError(f"{where}: must be {what}, got an empty value")
-        return text
-    return parse
+    check = non_empty(what)
+    return lambda raw, where: at(where, check, raw, ConfigError)
 
 
 _parse_path = _non_empty("a path")

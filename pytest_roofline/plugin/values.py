@@ -1,6 +1,6 @@
-"""The values a setting takes, parsed and remembering where they came from: thresholds (one for every device, or a
-mapping per platform and hardware), baseline drops, booleans; and :class:`ConfigError`, whose message names the
-value and its source. No pytest, no JAX."""
+"""The plugin's settings as values that remember where they came from: thresholds (one for every device, or a
+mapping per platform and hardware), baseline drops, booleans (each checked by :mod:`pytest_roofline.base.values`);
+and :class:`ConfigError`, whose message names the value and its source. No pytest, no JAX."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..base import values
 from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick_setting
 
 __all__ = ["ConfigError", "Threshold", "ThresholdSetting", "parse_threshold", "parse_max_drop", "parse_bool",
@@ -18,38 +19,18 @@ class ConfigError(ValueError):
     """A bad setting; the message names the value and where it came from."""
 
 
-def _fraction(raw: Any, where: str, kind: str, in_range: Callable[[float], bool], out_of_range: str) -> float:
-    if isinstance(raw, bool):
-        raise ConfigError(f"{where}: must be {kind}, got {raw!r}")
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: must be {kind}, got {raw!r}") from None
-    if not in_range(value):
-        raise ConfigError(f"{where}: must be {out_of_range}")
-    return value
-
-
 def parse_threshold(raw: Any, where: str) -> float:
     """A utilization threshold, a number in (0, 1]."""
-    return _fraction(raw, where, "a number in (0, 1]", lambda v: 0 < v <= 1, "in (0, 1]")
+    return values.at(where, values.threshold, raw, ConfigError)
 
 
 def parse_max_drop(raw: Any, where: str) -> float:
     """A drop in utilization relative to the baseline, a fraction in (0, 1)."""
-    return _fraction(raw, where, "a fraction in (0, 1)", lambda v: 0 < v < 1,
-                     "in (0, 1) (0.1 = fail a drop of more than 10%)")
+    return values.at(where, values.max_drop, raw, ConfigError)
 
 
 def parse_bool(raw: Any, where: str) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ConfigError(f"{where}: must be true or false, got {raw!r}")
+    return values.at(where, values.boolean, raw, ConfigError)
 
 
 @dataclass(frozen=True)

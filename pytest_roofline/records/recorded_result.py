@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, get_args
 
 from ..analysis.model.cache_state import CacheState
@@ -24,6 +25,7 @@ from ..analysis.verdict.decide import model_utilization
 from ..base.kinds import BOUNDS, Bound, CeilingsUsed, CountSource, Model, TimerUsed, choose
 from ..hardware.nvml import Clocks
 from ..hardware.spec import HardwareSpec
+from ..result.result import Result
 
 __all__ = ["RecordedResult"]
 
@@ -104,6 +106,8 @@ class RecordedResult:
     notes: tuple[str, ...] = ()
     # The JSON it was read from, written back unchanged at the file boundary (never read by the reports)
     json: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # The result it was recorded from in this process, whose JSON form the file gets (None: read from a file)
+    source: Result | None = field(default=None, repr=False, compare=False)
 
     @property
     def compile_measured_s(self) -> float:
@@ -121,13 +125,16 @@ class RecordedResult:
         return f"{self.hardware.name} [{self.ceilings}]"
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.json)
+        """The JSON form: the result's own where it was measured in this process, else the one read."""
+        return self.source.to_dict() if self.source is not None else dict(self.json)
 
     @classmethod
-    def of(cls, result: Any) -> RecordedResult:
-        """A result just measured (a :class:`~pytest_roofline.result.result.Result`, or anything with its ``to_dict()``),
-        read as a report file's would be: the one place a measurement becomes a record."""
-        return cls.from_dict(result.to_dict())
+    def of(cls, result: Result) -> RecordedResult:
+        """A result just measured, recorded from its typed figures: the one place a measurement becomes a record.
+        Its JSON form is made from the result only when a report is written (:meth:`to_dict`)."""
+        values = {f.name: _OF_RESULT.get(f.name, attrgetter(f.name))(result) for f in dataclasses.fields(cls)
+                  if f.name not in ("json", "source")}
+        return cls(**values, source=result)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RecordedResult:
@@ -184,6 +191,35 @@ def _interval(data: Mapping[str, Any]) -> tuple[float, float] | None:
     low, high = value
     return (float(low), float(high))
 
+
+# How a field is read from a result just measured where the Result names it otherwise (else: the attribute).
+_OF_RESULT: dict[str, Callable[[Result], Any]] = {
+    "device_kind": lambda r: r.program.device_kind,
+    "compile_time_s": lambda r: r.program.compile_time_s,
+    "compile_cached": lambda r: r.program.compile_cached,
+    "versions": lambda r: {str(k): str(v) for k, v in r.program.versions.items() if v is not None},
+    "transcendentals": lambda r: r.work.transcendentals,
+    "flops_source": lambda r: r.work.flops_source,
+    "bytes_source": lambda r: r.work.bytes_source,
+    "collective_bytes": lambda r: r.work.collective_bytes,
+    "counts_lower_bound": lambda r: r.work.counts_lower_bound,
+    "counts_lower_bound_reason": lambda r: r.work.lower_bound_reason,
+    "critical_intensity": lambda r: r.roofline.critical_intensity,
+    "compute_time_s": lambda r: r.roofline.compute_time_s,
+    "memory_time_s": lambda r: r.roofline.memory_time_s,
+    "transcendental_time_s": lambda r: r.roofline.transcendental_time_s,
+    "comms_time_s": lambda r: r.roofline.comms_time_s,
+    "first_touch_time_s": lambda r: r.roofline.first_touch_time_s,
+    "min_s": lambda r: r.timing.min_s,
+    "timer_fallback_reason": lambda r: r.timing.fallback_reason,
+    "others_cpu_share": lambda r: r.timing.others_cpu_share if r.cpu_waiting is not None else None,
+    "utilization_interval": lambda r: tuple(r.utilization_interval),
+    "first_touch_text": lambda r: r.first_touch_text() if r.first_touch is not None else "",
+    "ceilings_used": lambda r: tuple(r.ceilings_used),
+    "ops": lambda r: tuple(r.ops),
+    "hints": lambda r: tuple(r.hints),
+    "notes": lambda r: tuple(r.notes),
+}
 
 _COMPOSITE: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "hardware": lambda d: HardwareSpec.from_dict(d["hardware"]),

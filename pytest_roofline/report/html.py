@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analysis.model.roofline import impossible_text
 from ..analysis.verdict.regressions import judge_series
 from ..base.kinds import FAILING_VERDICTS
 from ..base.units import format_fraction, format_quantity, format_seconds
@@ -122,7 +123,7 @@ def _row(rec: KernelRecord, several: bool) -> str:
     interval = r.utilization_interval
     colour = VERDICT_COLOURS.get(rec.verdict, "#444")
     within = f"<br><span class=meta>[{interval[0]:.1%} - {interval[1]:.1%}]</span>" if interval else ""
-    flagged = ' class="num bad" title="above 105%: a peak or a count is wrong"' if r.impossible else ""
+    flagged = f' class="num bad" title="{_e(impossible_text())}"' if r.impossible else ""
     bound, intensity = bound_cells(r)
     return "<tr>" + "".join([
         _cell(f"{_e(rec.nodeid)} <b>[{_e(rec.label)}]</b>", rec.kernel, attrs=' class="name"'), _cell(_e(bound)),

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..analysis.model import contention
+from ..analysis.model.first_touch import FAULT_COST_MOVES, FAULTS_CHEAPER
 from ..analysis.model.per_op import OpRow
-from ..analysis.model.roofline import IMPOSSIBLE_ABOVE
+from ..analysis.model.roofline import impossible_text
 from ..base.kinds import FAILING_VERDICTS
 from ..base.units import format_fraction, format_quantity, format_seconds
 from ..hardware.spec import Ceiling, HardwareSpec
@@ -96,8 +98,7 @@ def _judgement_lines(record: KernelRecord) -> list[str]:
                      f"measurement ({r.live.reference} beside each run); against the calibration alone {calibrated}")
     if r.contended and r.cpu_waiting is not None:
         on_cpu, others = r.utilization_on_cpu, r.others_cpu_share
-        lines.append(f"  contended     the kernel's threads waited for a CPU held by another process during "
-                     f"{r.cpu_waiting:.0%} of their ready time"
+        lines.append(f"  contended     {contention.waited_text(r.cpu_waiting)}"
                      + (f" (other processes used {others:.0%} of the CPUs)" if others is not None else "")
                      + (f"; without that waiting {on_cpu:.1%} against the calibrated ceilings" if on_cpu else ""))
     if record.baseline is not None:
@@ -110,7 +111,7 @@ def _judgement_lines(record: KernelRecord) -> list[str]:
     if record.not_judged:
         lines.append(f"  not judged    {record.not_judged}")
     if r.impossible:
-        lines.append(f"  IMPOSSIBLE    utilization above {format_fraction(IMPOSSIBLE_ABOVE)}: suspect {r.suspect}")
+        lines.append(f"  IMPOSSIBLE    utilization {impossible_text(r.suspect)}")
     return lines
 
 
@@ -241,19 +242,16 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
     if rec.warn_only and rec.verdict in FAILING_VERDICTS:
         marks.append(("warn-only", "--roofline-warn-only: reported as a warning, not a failure"))
     if r.impossible and rec.verdict != "impossible":
-        marks.append(("impossible", f"utilization above {format_fraction(IMPOSSIBLE_ABOVE)}: a peak or a count is "
-                      f"wrong"))
+        marks.append(("impossible", f"utilization {impossible_text()}"))
     if r.clocks is not None and r.clocks.throttled:
         marks.append(("throttled", f"the GPU throttled during the runs ({', '.join(r.clocks.throttled)})"
                       + (", also when measured again" if r.clocks.remeasured else "")))
     if r.marginal:
         marks.append(("marginal", "the threshold is inside the 95% interval: within the noise"))
     if r.first_touch_beaten:
-        marks.append(("faults cheaper", "above 105% only with the first-touch term: the page faults cost less "
-                      "than calibrated"))
+        marks.append(("faults cheaper", FAULTS_CHEAPER))
     if r.contended and rec.verdict != "contended" and r.cpu_waiting is not None:
-        marks.append(("contended", f"the kernel's threads waited for a CPU held by another process during "
-                      f"{r.cpu_waiting:.0%} of their ready time"))
+        marks.append(("contended", contention.waited_text(r.cpu_waiting)))
     return marks
 
 
@@ -326,8 +324,7 @@ def _footnotes(records: Sequence[KernelRecord]) -> list[str]:
         out.append("first touch: util includes the first touch of each kernel's fresh pages (page faults of new "
                    "buffers) unless first_touch='exclude'; the column gives the other figure")
     if any(rec.result.first_touch_beaten for rec in records):
-        out.append("[faults cheaper]: above 105% only with the first-touch term; the page faults cost less than "
-                   "calibrated (their cost moves with the host; --roofline-calibrate re-measures it)")
+        out.append(f"[faults cheaper]: {FAULTS_CHEAPER}; {FAULT_COST_MOVES}")
     contended = [rec.result.cpu_waiting for rec in records if rec.result.contended and rec.result.cpu_waiting is not None]
     if contended:
         low, high = f"{min(contended):.0%}", f"{max(contended):.0%}"

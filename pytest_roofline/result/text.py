@@ -6,17 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..analysis.model import contention
-from ..analysis.model.roofline import IMPOSSIBLE_ABOVE
+from ..analysis.model.first_touch import FAULT_COST_MOVES, FAULTS_CHEAPER
+from ..analysis.model.roofline import impossible_text
 from ..base.units import format_fraction, format_quantity, format_seconds
 
 if TYPE_CHECKING:
     from .result import Result
 
-__all__ = ["describe", "first_touch_text", "FIRST_TOUCH_BEATEN"]
-
-FIRST_TOUCH_BEATEN = ("first touch cheaper than calibrated: above 105% only with the page-fault term, within the "
-                      "traffic and compute ceilings without it; the cost of a fault moves with the host "
-                      "(--roofline-calibrate re-measures it)")
+__all__ = ["describe", "first_touch_text"]
 
 
 def first_touch_text(result: Result) -> str:
@@ -64,7 +61,7 @@ def describe(result: Result) -> str:
     if result.no_work:
         text += " NO WORK: the compiled program computes nothing (it returns None or a constant)"
     if result.impossible:
-        text += f" IMPOSSIBLE (> {format_fraction(IMPOSSIBLE_ABOVE)}): suspect {result.suspect}"
+        text += f" IMPOSSIBLE ({impossible_text(result.suspect)})"
     elif result.first_touch_beaten:
-        text += f" [{FIRST_TOUCH_BEATEN}]"
+        text += f" [first touch cheaper than calibrated: {FAULTS_CHEAPER}; {FAULT_COST_MOVES}]"
     return text

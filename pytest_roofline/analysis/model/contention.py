@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-__all__ = ["CONTENDED_ABOVE", "OTHERS_ABOVE", "contended", "on_cpu_utilization", "describe"]
+__all__ = ["CONTENDED_ABOVE", "OTHERS_ABOVE", "contended", "on_cpu_utilization", "describe", "waited_text"]
 
 # Quiet, the threads of a measuring process wait for a CPU during 0-1.5% of their ready time (a 2-core AMD EPYC
 # VM); beside a busy or memory-copying neighbour process 28-55%. Between the two, well clear of both.
@@ -45,12 +45,17 @@ def on_cpu_utilization(roofline_s: float, per_run_s: Sequence[float], waiting_pe
     return median(roofline_s / (t * max(1.0 - w, 1e-9)) for t, w in zip(per_run_s, waiting_per_run, strict=True))
 
 
+def waited_text(waiting: float) -> str:
+    """How long a contended measurement's threads waited, in the words every report uses."""
+    return (f"the kernel's threads waited for a CPU held by another process during {waiting:.0%} of the time they "
+            f"were ready to run")
+
+
 def describe(waiting: float, on_cpu: float | None, others: float | None = None) -> str:
     """One line for a contended measurement."""
     used = f"; other processes used {others:.0%} of the CPUs meanwhile" if others is not None else ""
-    text = (f"contended: the kernel's threads waited for a CPU held by another process during {waiting:.0%} of the "
-            f"time they were ready to run (scheduler statistics{used}), so this utilization may be off by tens of "
-            f"percent")
+    text = (f"contended: {waited_text(waiting)} (scheduler statistics{used}), so this utilization may be off by "
+            f"tens of percent")
     if on_cpu is not None:
         text += f"; without the waiting {on_cpu:.1%} against the calibrated ceilings"
     return text

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...base.kinds import Bound
+from ...base.units import format_fraction
 
 __all__ = [
     "IMPOSSIBLE_ABOVE",
+    "impossible_text",
     "RooflineEstimate",
     "estimate",
     "utilization",
@@ -26,6 +28,13 @@ __all__ = [
 ]
 
 IMPOSSIBLE_ABOVE = 1.05
+
+
+def impossible_text(suspect: str = "") -> str:
+    """Why a utilization above :data:`IMPOSSIBLE_ABOVE` cannot pass, in the words every report uses: what to
+    distrust where it is known, else that a peak or a count is wrong."""
+    return f"above {format_fraction(IMPOSSIBLE_ABOVE)}: " + (f"suspect {suspect}" if suspect else
+                                                            "a peak or a count is wrong")
 
 
 def critical_intensity(peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> float:

@@ -33,7 +33,7 @@ from ...base.kinds import FAILING_VERDICTS, Bound, ExpectedBound, Model, Verdict
 from ...base.units import format_fraction, format_quantity
 from ...hardware.spec import HardwareSpec
 from ..model.ceilings import CeilingUse
-from ..model.roofline import IMPOSSIBLE_ABOVE
+from ..model.roofline import IMPOSSIBLE_ABOVE, impossible_text
 from ..program.counts import Work
 from ..program.memory import MemoryCheck
 from ..runs.exposed import ExposedCheck
@@ -168,10 +168,10 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
     marginal = threshold is not None and interval is not None and interval[0] <= threshold <= interval[1]
     if figures.impossible:
         if threshold is None:
-            return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible (above "
-                            f"{format_fraction(IMPOSSIBLE_ABOVE)}): a peak or a count is wrong", warning=True)
-        return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible (above "
-                        f"{format_fraction(IMPOSSIBLE_ABOVE)}): a peak or a count is wrong, so this cannot pass")
+            return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible ({impossible_text()})",
+                            warning=True)
+        return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible ({impossible_text()}), so "
+                        "this cannot pass")
     if threshold is None:
         verdict = "measured"
     elif util >= threshold:
