@@ -171,3 +171,41 @@ def test_functions_stay_short(path: Path) -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None
             and node.end_lineno - node.lineno + 1 > 60]
     assert not long, f"{path.relative_to(PACKAGE)}: functions over 60 lines: {', '.join(long)}"
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Each module and the modules of the package it imports (a name inside a module counts as that module)."""
+    names = {_name(p) for p in _modules()}
+    graph: dict[str, set[str]] = {}
+    for path in _modules():
+        out = set()
+        for imported in _imports(path):
+            while imported and imported not in names:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != _name(path):
+                out.add(imported)
+        graph[_name(path)] = out
+    return graph
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    # Every import statement counts, also those inside functions or under TYPE_CHECKING: a loop is a loop to anyone
+    # reading it. A package's __init__ is left out as a target (importing a submodule runs it first anyway).
+    graph = {m: {t for t in targets if (PACKAGE.parent / t.replace(".", "/")).with_suffix(".py").exists()}
+             for m, targets in _module_graph().items()}
+    state: dict[str, int] = {}
+    loops: list[str] = []
+
+    def visit(module: str, trail: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                loops.append(" -> ".join([*trail[trail.index(target):], target]))
+            elif target not in state:
+                visit(target, [*trail, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not loops, f"import loops: {loops}"

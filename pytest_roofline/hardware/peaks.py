@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .spec import Ceiling, HardwareSpec
+from .ceiling import Ceiling, DeviceFigures
 
 __all__ = ["peak_for_class"]
 
 
-def peak_for_class(spec: HardwareSpec, compute_class: str, precision: str = "default") -> tuple[str, Ceiling, str]:
+def peak_for_class(spec: DeviceFigures, compute_class: str, precision: str = "default") -> tuple[str, Ceiling, str]:
     """The peak that FLOPs of one compute class meet on this hardware.
 
     Returns ``(key used, ceiling, note)``. Rules (documented in docs/hardware.md, "Which peak"):

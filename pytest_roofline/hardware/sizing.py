@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .ceiling import Ceiling, DeviceFigures
 from .peaks import peak_for_class
-from .spec import Ceiling, HardwareSpec
 
 __all__ = ["dtype_key", "dtype_bytes", "peak_for_dtype", "critical_intensity", "compute_bound_batch",
            "compute_bound_size"]
@@ -51,13 +51,13 @@ def dtype_bytes(dtype: Any) -> int:
     return _BYTES[dtype_key(dtype)]
 
 
-def peak_for_dtype(spec: HardwareSpec, dtype: Any, precision: str = "default") -> Ceiling:
+def peak_for_dtype(spec: DeviceFigures, dtype: Any, precision: str = "default") -> Ceiling:
     """The peak a matmul in ``dtype`` meets on ``spec`` (f32 at default precision runs as TF32 on a GPU and as
     one bf16 pass on a TPU: hardware/peaks.py)."""
     return peak_for_class(spec, dtype_key(dtype), precision)[1]
 
 
-def critical_intensity(spec: HardwareSpec, dtype: Any, precision: str = "default") -> float:
+def critical_intensity(spec: DeviceFigures, dtype: Any, precision: str = "default") -> float:
     """FLOP per byte of main memory at which a matmul in ``dtype`` turns from memory-bound to compute-bound."""
     return peak_for_dtype(spec, dtype, precision).value / spec.memory_bandwidth.value
 
@@ -74,7 +74,7 @@ def _check_margin(margin: float) -> float:
     return float(margin)
 
 
-def compute_bound_batch(spec: HardwareSpec, d: int, f: int, dtype: Any, margin: float = 2.0,
+def compute_bound_batch(spec: DeviceFigures, d: int, f: int, dtype: Any, margin: float = 2.0,
                         multiple: int = 1) -> int:
     """The smallest batch B, a multiple of ``multiple``, at which ``x[B, d] @ w[d, f]`` in ``dtype`` has
     ``margin`` times the critical intensity of ``spec`` (its compute time is then ``margin`` times its memory
@@ -91,7 +91,7 @@ def compute_bound_batch(spec: HardwareSpec, d: int, f: int, dtype: Any, margin: 
     return _round_up(m * c * s * d * f / (2 * d * f - m * c * s * (d + f)), multiple)
 
 
-def compute_bound_size(spec: HardwareSpec, dtype: Any, margin: float = 2.0, multiple: int = 1) -> int:
+def compute_bound_size(spec: DeviceFigures, dtype: Any, margin: float = 2.0, multiple: int = 1) -> int:
     """The smallest n, a multiple of ``multiple``, at which the square ``n x n @ n x n`` matmul in ``dtype`` has
     ``margin`` times the critical intensity of ``spec`` (intensity 2n / (3s) for s bytes per element)."""
     m = _check_margin(margin)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.kinds import Platform
+from . import sizing
+from .ceiling import Ceiling
 
 __all__ = ["Ceiling", "HardwareSpec", "HardwareError", "UnknownDeviceError", "PEAK_KEYS"]
 
@@ -20,35 +22,6 @@ class HardwareError(ValueError):
 
 class UnknownDeviceError(HardwareError):
     """The device in use has no entry in the table."""
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    """One hardware figure and where it came from.
-
-    ``origin`` is "datasheet", "calibration", "override" or "theoretical"; ``source`` says which
-    document, measurement or file; ``date`` when it was read or measured.
-    """
-
-    value: float
-    origin: str
-    source: str
-    date: str
-
-    def describe(self) -> str:
-        return f"{self.origin}: {self.source} ({self.date})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "origin": self.origin, "source": self.source, "date": self.date}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Ceiling:
-        return cls(float(data["value"]), str(data["origin"]), str(data["source"]), str(data.get("date") or ""))
-
-    @classmethod
-    def maybe(cls, data: Mapping[str, Any] | None) -> Ceiling | None:
-        """The ceiling of a JSON field that may be null."""
-        return cls.from_dict(data) if data else None
 
 
 @dataclass(frozen=True)
@@ -86,32 +59,24 @@ class HardwareSpec:
     # interconnect term is a stated lower bound).
     host_link_bandwidth: Ceiling | None = None
 
-    # Sizing a test from the roofline (hardware/sizing.py, imported here to keep this module plain data).
+    # Sizing a test from the roofline (hardware/sizing.py, which reads a spec through its figures alone).
     def peak_flops(self, dtype: Any) -> float:
         """FLOP/s a matmul in ``dtype`` meets (f32 runs as TF32 on a GPU, as a bf16 pass on a TPU)."""
-        from .sizing import peak_for_dtype
-
-        return peak_for_dtype(self, dtype).value
+        return sizing.peak_for_dtype(self, dtype).value
 
     def critical_intensity(self, dtype: Any) -> float:
         """FLOP per byte of main memory at the ridge point of a matmul in ``dtype``: below it memory-bound."""
-        from .sizing import critical_intensity
-
-        return critical_intensity(self, dtype)
+        return sizing.critical_intensity(self, dtype)
 
     def compute_bound_batch(self, d: int, f: int, dtype: Any, margin: float = 2.0, multiple: int = 1) -> int:
         """The smallest batch B (a multiple of ``multiple``) at which ``x[B, d] @ w[d, f]`` has ``margin`` times the
         critical intensity here; a ValueError where no batch does."""
-        from .sizing import compute_bound_batch
-
-        return compute_bound_batch(self, d, f, dtype, margin, multiple)
+        return sizing.compute_bound_batch(self, d, f, dtype, margin, multiple)
 
     def compute_bound_size(self, dtype: Any, margin: float = 2.0, multiple: int = 1) -> int:
         """The smallest n (a multiple of ``multiple``) at which ``n x n @ n x n`` has ``margin`` times the critical
         intensity here."""
-        from .sizing import compute_bound_size
-
-        return compute_bound_size(self, dtype, margin, multiple)
+        return sizing.compute_bound_size(self, dtype, margin, multiple)
 
     @property
     def memory_capacity_gb(self) -> float | None:

@@ -1,22 +1,18 @@
-"""A :class:`~.result.Result` in words: the paragraph ``str(result)`` prints and the first-touch sentence.
-Pure."""
+"""A measurement in words (its figures, :class:`~.figures.Measured`): the paragraph ``str(result)`` prints and
+the first-touch sentence. Pure."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from ..analysis.model import contention
 from ..analysis.model.first_touch import FAULT_COST_MOVES, FAULTS_CHEAPER
 from ..analysis.model.roofline import impossible_text
 from ..base.units import format_fraction, format_quantity, format_seconds
-
-if TYPE_CHECKING:
-    from .result import Result
+from .figures import Measured
 
 __all__ = ["describe", "first_touch_text"]
 
 
-def first_touch_text(result: Result) -> str:
+def first_touch_text(result: Measured) -> str:
     """The first-touch term: faults expected and counted, the split of the time, both utilizations."""
     touch = result.first_touch
     if touch is None:
@@ -32,7 +28,7 @@ def first_touch_text(result: Result) -> str:
     return text + (f"; {saving}" if saving else "")
 
 
-def describe(result: Result) -> str:
+def describe(result: Measured) -> str:
     """One paragraph: the bound, the counts, the roofline, the runs, the utilization and its qualifiers."""
     timer = result.timer if not result.timer_fallback_reason else f"{result.timer}: {result.timer_fallback_reason}"
     flops = (">=" if result.counts_lower_bound else "") + format_quantity(result.flops, "FLOP")

@@ -1,0 +1,342 @@
+"""The figures of one measurement (:class:`Measured`), composed of the value objects it is made of. Pure: no JAX.
+
+It holds the hardware and the ceilings each share of the work met, the work counted, the roofline estimate, the
+timed runs, the program's facts and the per-op model; the flat attributes (``flops``, ``utilization`` ...) are
+derived from those parts, never copied. :class:`~.result.Result` is this with its JSON form and its words
+(:mod:`.text`), which read these figures and nothing else: no import loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from ..analysis.model import contention
+from ..analysis.model.cache_state import CacheState
+from ..analysis.model.ceilings import CeilingUse
+from ..analysis.model.counts_check import OpsCheck
+from ..analysis.model.first_touch import FirstTouch
+from ..analysis.model.live import Live, Uncertainty, pair_utilizations, uncertainty
+from ..analysis.model.per_op import OpRow, OpsModel
+from ..analysis.model.roofline import RooflineEstimate
+from ..analysis.program.counts import Work
+from ..analysis.program.info import ProgramInfo
+from ..analysis.program.memory import MemoryFootprint
+from ..analysis.runs.across_processes import Processes
+from ..analysis.runs.exposed import Exposure
+from ..analysis.runs.idle import IdleTime
+from ..analysis.runs.run_stats import Timing
+from ..analysis.verdict.census import Census, census
+from ..analysis.verdict.decide import Figures, suspect
+from ..base.kinds import Bound, CeilingsUsed, CountSource, FirstTouchMode, Model, TimerUsed
+from ..hardware.nvml import Clocks
+from ..hardware.spec import HardwareSpec
+
+__all__ = ["Measured"]
+
+
+@dataclass(frozen=True)
+class Measured:
+    name: str
+    hardware: HardwareSpec
+    ceilings: CeilingsUsed
+    ceilings_used: tuple[CeilingUse, ...]
+    work: Work
+    roofline: RooflineEstimate
+    timing: Timing
+    program: ProgramInfo
+    ops_model: OpsModel = OpsModel()
+    notes: tuple[str, ...] = ()
+    hints: tuple[str, ...] = ()
+    hlo_text: str = field(default="", repr=False, compare=False)
+    xspace: bytes = field(default=b"", repr=False, compare=False)  # the serialized profiler trace
+    live: Live | None = None  # the reference kernel run beside this one (ceilings="live")
+    threshold: float | None = None  # the threshold sampling went on for (while its interval straddled it)
+    memory: MemoryFootprint | None = None  # the compiled program's memory analysis (None: the compiler gave none)
+    first_touch: FirstTouch | None = None  # a CPU's first touch of the program's fresh pages (None: no such term)
+    first_touch_mode: FirstTouchMode = "include"  # whether the roofline charges it (where there is one)
+    no_work: bool = False  # the compiled program computes nothing (returns None or a constant)
+    cache: CacheState | None = None  # the cache state of the timed runs (None: not recorded)
+    clocks: Clocks | None = None  # GPU clocks around the timed runs, or why there is no reading
+    processes: Processes | None = None  # the program spans processes: their times, topology, who decided
+    idle: IdleTime | None = None  # the time in a run the device executed no op, and how much waited on the host
+    exposure: Exposure | None = None  # the collectives' time that no compute overlapped (None: no collective)
+
+    # The work
+    @property
+    def flops(self) -> float:
+        return self.work.flops
+
+    @property
+    def transcendentals(self) -> float:
+        return self.work.transcendentals
+
+    @property
+    def bytes_accessed(self) -> float:
+        return self.work.bytes_accessed
+
+    @property
+    def flops_source(self) -> CountSource:
+        return self.work.flops_source
+
+    @property
+    def bytes_source(self) -> CountSource:
+        return self.work.bytes_source
+
+    @property
+    def matrix_flops(self) -> Mapping[str, float]:
+        return self.work.matrix_flops
+
+    @property
+    def counts_lower_bound(self) -> bool:
+        return self.work.counts_lower_bound
+
+    @property
+    def loops(self) -> tuple[str, ...]:
+        return self.work.loops
+
+    @property
+    def collective_bytes(self) -> float:
+        return self.work.collective_bytes
+
+    @property
+    def intensity(self) -> float:
+        return self.work.intensity
+
+    # The roofline
+    @property
+    def bound(self) -> Bound:
+        return self.roofline.bound
+
+    @property
+    def critical_intensity(self) -> float:
+        return self.roofline.critical_intensity
+
+    @property
+    def compute_time_s(self) -> float:
+        return self.roofline.compute_time_s
+
+    @property
+    def memory_time_s(self) -> float:
+        return self.roofline.memory_time_s
+
+    @property
+    def comms_time_s(self) -> float:
+        return self.roofline.comms_time_s
+
+    @property
+    def transcendental_time_s(self) -> float:
+        return self.roofline.transcendental_time_s
+
+    @property
+    def roofline_time_s(self) -> float:
+        return self.roofline.roofline_time_s
+
+    # The runs
+    @property
+    def device_time_s(self) -> float:
+        """Median over runs."""
+        return self.timing.median_s
+
+    @property
+    def per_run_s(self) -> tuple[float, ...]:
+        return self.timing.per_run_s
+
+    @property
+    def min_s(self) -> float:
+        return self.timing.min_s
+
+    @property
+    def spread(self) -> float:
+        """(p75 - p25) / median of the runs."""
+        return self.timing.spread
+
+    @property
+    def runs(self) -> int:
+        return self.timing.runs
+
+    @property
+    def timer(self) -> TimerUsed:
+        return self.timing.timer
+
+    @property
+    def timer_fallback_reason(self) -> str:
+        return self.timing.fallback_reason
+
+    @property
+    def wall_min_s(self) -> float:
+        return self.timing.wall_min_s
+
+    # The program
+    @property
+    def compile_time_s(self) -> float:
+        return self.program.compile_time_s
+
+    @property
+    def compile_cached(self) -> bool:
+        return self.program.compile_cached
+
+    @property
+    def module_name(self) -> str:
+        return self.program.module_name
+
+    @property
+    def device_kind(self) -> str:
+        return self.program.device_kind
+
+    @property
+    def versions(self) -> Mapping[str, str]:
+        return self.program.versions
+
+    @property
+    def peak_memory_bytes(self) -> int | None:
+        """Arguments + outputs + temporaries - aliased, per device (``memory`` has the parts)."""
+        return self.memory.peak_bytes if self.memory is not None else None
+
+    # The per-op model
+    @property
+    def ops(self) -> tuple[OpRow, ...]:
+        return self.ops_model.rows
+
+    @property
+    def ops_check(self) -> OpsCheck | None:
+        return self.ops_model.check
+
+    @property
+    def ops_roofline_time_s(self) -> float:
+        return self.ops_model.roofline_time_s
+
+    # Derived figures
+    @property
+    def per_run_utilization(self) -> tuple[float, ...]:
+        """Program-level utilization of each run: against the live ceiling of its pair, else the calibration."""
+        live = self.live
+        return tuple(pair_utilizations(self.roofline, self.per_run_s, live.resource if live else None,
+                                       live.drift_per_run if live else None))
+
+    @property
+    def utilization(self) -> float:
+        """Program-level roofline time / measured time: the median over pairs with live ceilings."""
+        if self.live is not None:
+            return self.uncertainty.utilization
+        return self.utilization_calibrated
+
+    @property
+    def utilization_calibrated(self) -> float:
+        """Against the calibrated (or datasheet) ceilings alone: roofline time / median measured time."""
+        return self.roofline_time_s / self.device_time_s
+
+    @property
+    def first_touch_charged(self) -> bool:
+        """Whether the roofline (and so ``utilization``) includes the first touch of fresh pages."""
+        return self.first_touch is not None and self.first_touch_mode == "include"
+
+    def _uncertainty_with(self, touch_s: float) -> Uncertainty:
+        live = self.live
+        roof = replace(self.roofline, first_touch_time_s=touch_s)
+        return uncertainty(pair_utilizations(roof, self.per_run_s, live.resource if live else None,
+                                             live.drift_per_run if live else None))
+
+    def _utilization_with(self, touch_s: float) -> float:
+        if self.live:
+            return self._uncertainty_with(touch_s).utilization
+        return replace(self.roofline, first_touch_time_s=touch_s).roofline_time_s / self.device_time_s
+
+    @property
+    def utilization_with_first_touch(self) -> float:
+        """Against the roofline plus the first touch of the fresh pages (= ``utilization`` where charged)."""
+        return self._utilization_with(self.first_touch.time_s if self.first_touch else 0.0)
+
+    @property
+    def utilization_without_first_touch(self) -> float:
+        """Against main memory and compute alone, the page faults of fresh buffers counted as lost time."""
+        return self._utilization_with(0.0)
+
+    @property
+    def drift(self) -> float | None:
+        """Reference rate during the runs / at calibration (median over pairs); None without live ceilings."""
+        return self.live.drift if self.live is not None else None
+
+    @property
+    def uncertainty(self) -> Uncertainty:
+        return uncertainty(self.per_run_utilization)
+
+    @property
+    def utilization_interval(self) -> tuple[float, float]:
+        """95% confidence interval of the median utilization (order statistics over runs or pairs)."""
+        u = self.uncertainty
+        return (u.low, u.high)
+
+    @property
+    def marginal(self) -> bool:
+        """The threshold lies inside the interval: the verdict is within the noise."""
+        return self.threshold is not None and self.uncertainty.contains(self.threshold)
+
+    @property
+    def ops_utilization(self) -> float:
+        """Sum of per-op roofline times / measured time."""
+        return self.ops_roofline_time_s / self.device_time_s if self.device_time_s > 0 else 0.0
+
+    def utilization_for(self, model: Model = "program") -> float:
+        """The utilization a threshold is checked against on the given model."""
+        return self.figures.utilization_for(model)
+
+    @property
+    def figures(self) -> Figures:
+        """What the pass/fail rule reads (:func:`pytest_roofline.analysis.verdict.decide.decide`)."""
+        core_low = self._uncertainty_with(0.0).low if self.first_touch_charged else None
+        on_cpu, ops_on_cpu = (self.utilization_on_cpu, self._on_cpu(self.ops_roofline_time_s)) if self.contended \
+            else (None, None)
+        return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity,
+                       self.utilization_interval, core_low, on_cpu, ops_on_cpu, self.no_work)
+
+    @property
+    def cpu_waiting(self) -> float | None:
+        """The median share of its ready time that the kernel's threads waited for a CPU held by another process
+        (None where the system does not say, and on accelerators, whose device time host contention does not
+        stretch)."""
+        return self.timing.median_waiting if self.hardware.platform == "cpu" else None
+
+    @property
+    def contended(self) -> bool:
+        """Other processes held the CPUs during the runs (see :mod:`pytest_roofline.analysis.model.contention`)."""
+        return contention.contended(self.cpu_waiting, self.timing.others_cpu_share)
+
+    @property
+    def utilization_on_cpu(self) -> float | None:
+        """Against the calibrated ceilings, each run's time with its threads' waiting for a CPU taken out (None
+        where the system does not say)."""
+        return self._on_cpu(self.roofline_time_s)
+
+    def _on_cpu(self, roofline_s: float) -> float | None:
+        if self.cpu_waiting is None:
+            return None
+        return contention.on_cpu_utilization(roofline_s, self.per_run_s, self.timing.waiting_per_run)
+
+    @property
+    def impossible(self) -> bool:
+        """A utilization above 105% (its whole 95% interval) cannot happen: a peak is too low or a count too high."""
+        return self.figures.impossible
+
+    @property
+    def suspect(self) -> str:
+        """What to distrust when the utilization is impossible ("" otherwise)."""
+        return suspect(self.bound, self.ceilings_used, self.hardware, self.work) if self.impossible else ""
+
+    @property
+    def census(self) -> Census:
+        """How many device ops one run executes, and of which family (from the trace where it has them)."""
+        return census(self.ops)
+
+    @property
+    def utilization_at_clocks(self) -> float | None:
+        """The utilization against the roofline at the clocks the runs met (None: no reading, or at maximum)."""
+        roof = self.roofline
+        at = self.clocks.roofline_at_clocks(roof.compute_time_s, roof.memory_time_s,
+                                            max(roof.transcendental_time_s, roof.comms_time_s)) if self.clocks else None
+        return at / self.device_time_s if at is not None and self.device_time_s > 0 else None
+
+    @property
+    def first_touch_beaten(self) -> bool:
+        """Above 105% with the first touch, not without it: the page faults cost less than calibrated."""
+        return self.figures.first_touch_beaten
