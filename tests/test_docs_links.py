@@ -80,3 +80,24 @@ def test_the_checker_finds_a_broken_file_and_a_broken_anchor(tmp_path: Path) -> 
 def test_readme_is_a_front_page() -> None:
     lines = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
     assert lines < 400, f"README.md has {lines} lines: move the detail into a guide under docs/"
+
+
+def test_the_development_guide_names_every_module_in_its_folder() -> None:
+    # The layout block of docs/development.md: a folder's line, then its modules by name; a module added, moved
+    # or renamed without the guide fails here.
+    text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    block = text[text.index("```text\npytest_roofline/"):]
+    block = block[:block.index("\n```", 8)]
+    listed: dict[str, set[str]] = {}
+    folder = ""
+    for line in block.splitlines()[2:]:
+        head = line[:26].strip()
+        if head.endswith("/"):
+            folder = head.rstrip("/")
+            listed[folder] = set()
+        elif folder and not head:
+            listed[folder].update(name.strip() for name in line.split(",") if name.strip())
+    package = ROOT / "pytest_roofline"
+    actual = {str(d.relative_to(package)): {p.stem for p in d.glob("*.py") if p.name != "__init__.py"}
+              for d in package.rglob("*/") if d.is_dir() and (d / "__init__.py").exists()}
+    assert listed == {folder: modules for folder, modules in actual.items() if modules}

@@ -10,7 +10,7 @@ import pytest
 from pytest_roofline.base import values
 from pytest_roofline.cli.main import _fraction, _positive
 from pytest_roofline.measurement.options import MeasureOptions
-from pytest_roofline.plugin.values import ConfigError, parse_max_drop
+from pytest_roofline.plugin.thresholds import ConfigError, parse_max_drop
 
 
 def test_a_max_drop_reads_the_same_in_the_plugin_and_on_the_command_line() -> None:

@@ -34,7 +34,7 @@ from ..base.kinds import (
 from ..base.values import at, non_empty
 from ..hardware.spec import HardwareError
 from ..hardware.table import load_shipped_table, merge_overrides
-from .values import (
+from .thresholds import (
     ConfigError,
     Threshold,
     ThresholdSetting,

@@ -1,4 +1,4 @@
-"""One program's runs in a trace (:mod:`.trace`'s events): which events are the program's, and how its runs
+"""One program's runs in a trace (:mod:`.trace_events`): which events are the program's, and how its runs
 are told apart, one small function per way. Pure.
 
 Checked on the real profiles in ``tests/data``:

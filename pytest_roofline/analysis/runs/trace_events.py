@@ -13,7 +13,7 @@ Where each platform puts a program's events: CPU on plane ``/host:CPU`` (XLA's w
 HLO op with stats ``hlo_op``, ``hlo_module``, ``program_id``, ``run_id``); GPU on planes ``/device:GPU:N``,
 one line per stream (kernel and memcpy events with ``hlo_op``, ``hlo_module``, ``program_id``,
 ``correlation_id``); TPU on planes ``/device:TPU:N`` with an "XLA Modules" line (one event per run and chip)
-and "XLA Ops" lines. How one program's runs are told apart is :mod:`.trace_runs`.
+and "XLA Ops" lines. How one program's runs are told apart is :mod:`.program_runs`.
 """
 
 from __future__ import annotations
