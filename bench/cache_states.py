@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from pytest_roofline import measure
-from pytest_roofline.analysis.model.ceilings import CACHE_SIDE_MAX
+from pytest_roofline.analysis.model.work_shares import CACHE_SIDE_MAX
 from pytest_roofline.base.units import format_quantity, format_seconds
 from pytest_roofline.hardware.cpu import last_level_cache_bytes
 

@@ -37,7 +37,7 @@ from pytest_roofline.analysis.runs.program_runs import run_times
 from pytest_roofline.analysis.runs.timeline import device_timeline
 from pytest_roofline.analysis.runs.trace_events import flatten, programs
 from pytest_roofline.analysis.runs.xspace import read_xspace
-from pytest_roofline.measurement.machine.device_clocks import ClockWatch
+from pytest_roofline.measurement.machine.clock_readings import ClockWatch
 from pytest_roofline.measurement.profiler import ProfilerSession
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pytest_roofline.analysis.model.ceilings import CeilingUse
 from pytest_roofline.analysis.model.per_op import OpsModel
 from pytest_roofline.analysis.model.roofline import RooflineEstimate
+from pytest_roofline.analysis.model.work_shares import CeilingUse
 from pytest_roofline.analysis.program.counts import Work
 from pytest_roofline.analysis.program.memory import MemoryFootprint
 from pytest_roofline.analysis.runs.run_stats import Timing

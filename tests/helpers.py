@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_roofline.analysis.program.counts import Counts, program_counts
-from pytest_roofline.analysis.program.hlo import HloModule, parse_hlo
+from pytest_roofline.analysis.program.hlo_reader import HloModule, parse_hlo
 
 
 def compile_counts(fn: Callable[..., Any], *args: Any) -> tuple[Counts, HloModule, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.cli.ab import CHILD
+from pytest_roofline.cli.ab_rounds import CHILD
 from pytest_roofline.cli.analyze import CliError
 from pytest_roofline.cli.main import main
 from pytest_roofline.cli.worktree import worktree
@@ -115,7 +115,7 @@ def test_no_kernel_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_ctrl_c_is_exit_status_2_with_one_line(capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import pytest_roofline.cli.ab as ab
+    import pytest_roofline.cli.ab_rounds as ab
 
     def interrupted(*args: object) -> tuple[str, int]:
         raise KeyboardInterrupt  # as Ctrl-C (or SIGTERM, turned into it) during a round

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_roofline.analysis.model.cache_state import GPU_CACHE_ASSUMED, CacheState, plan_cache
-from pytest_roofline.analysis.model.ceilings import memory_level
+from pytest_roofline.analysis.model.work_shares import memory_level
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 
 MiB = 2**20

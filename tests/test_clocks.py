@@ -12,7 +12,7 @@ import pytest
 from fakes import fake_result, record_of
 
 from pytest_roofline.hardware.nvml import ClockReading, Clocks, clock_drop, nvml_clocks
-from pytest_roofline.measurement.machine.device_clocks import ClockWatch, nvml_index
+from pytest_roofline.measurement.machine.clock_readings import ClockWatch, nvml_index
 from pytest_roofline.report.text import failure_message, summary_lines
 
 

@@ -130,7 +130,7 @@ def test_normalize_rejects_nonsense_and_shows_it(raw: object, fragment: str) -> 
 
 
 def _model_vs_compiler(fn: Callable[..., Any], *args: Any) -> tuple[OpCost, dict[str, float]]:
-    from pytest_roofline.analysis.program.hlo import parse_hlo
+    from pytest_roofline.analysis.program.hlo_reader import parse_hlo
     from pytest_roofline.analysis.program.xla_costs import computation_cost
 
     compiled = jax.jit(fn).lower(*args).compile()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline.analysis.program.counts import hlo_counts
-from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.program.xla_costs import computation_cost
 from pytest_roofline.cli.main import main
 

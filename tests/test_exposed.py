@@ -97,7 +97,7 @@ def test_real_tpu_all_reduce_has_no_compute_beside_it() -> None:
     153.1 ms run. Its link time: the ring model's 2(n-1)/n of the 5.37 GB buffer over the v6e entry's ICI."""
     pytest.importorskip("jax")
     from pytest_roofline.analysis.model.per_op import op_rows
-    from pytest_roofline.analysis.program.hlo import parse_hlo
+    from pytest_roofline.analysis.program.hlo_reader import parse_hlo
     from pytest_roofline.analysis.runs.program_runs import run_times
     from pytest_roofline.analysis.runs.recorded_profile import hlo_key
     from pytest_roofline.analysis.runs.trace_events import flatten, programs

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 from fakes import fake_result
 
-from pytest_roofline.analysis.model.ceilings import CACHE_SIDE_MAX, memory_level
 from pytest_roofline.analysis.model.first_touch import first_touch
 from pytest_roofline.analysis.model.live import MAX_PLAUSIBLE_DRIFT, implausible_drift, scaled_roofline_time
 from pytest_roofline.analysis.model.roofline import estimate
+from pytest_roofline.analysis.model.work_shares import CACHE_SIDE_MAX, memory_level
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 
 MIB = 2**20

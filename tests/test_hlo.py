@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.program.hlo import HloParseError, parse_hlo, parse_shape
+from pytest_roofline.analysis.program.hlo_reader import HloParseError, parse_hlo, parse_shape
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy

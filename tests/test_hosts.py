@@ -130,7 +130,7 @@ ENTRY %main (x: f32[256,1024]) -> f32[256,1024] {
 def test_the_model_splits_collectives_between_ici_and_dcn() -> None:
     from pytest_roofline.analysis.model.program_model import program_model
     from pytest_roofline.analysis.program.counts import hlo_counts
-    from pytest_roofline.analysis.program.hlo import parse_hlo
+    from pytest_roofline.analysis.program.hlo_reader import parse_hlo
     from pytest_roofline.hardware.table import find_spec, load_shipped_table
 
     module = parse_hlo(CONSTRUCTED_ALL_REDUCES)
@@ -157,7 +157,7 @@ def test_the_model_splits_collectives_between_ici_and_dcn() -> None:
 def test_a_cpu_has_no_host_link_figure_so_the_term_is_a_lower_bound() -> None:
     from pytest_roofline.analysis.model.program_model import program_model
     from pytest_roofline.analysis.program.counts import hlo_counts
-    from pytest_roofline.analysis.program.hlo import parse_hlo
+    from pytest_roofline.analysis.program.hlo_reader import parse_hlo
     from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 
     module = parse_hlo(CONSTRUCTED_ALL_REDUCES)

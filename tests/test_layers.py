@@ -209,3 +209,11 @@ def test_no_module_imports_itself_through_others() -> None:
         if module not in state:
             visit(module, [module])
     assert not loops, f"import loops: {loops}"
+
+
+def test_no_two_module_names_differ_by_a_suffix() -> None:
+    # Look-alikes (check / checks, records / recorded, trace / trace_runs) make a reader guess which holds what.
+    stems = sorted({p.stem for p in _modules() if p.stem not in ("__init__", "__main__")})
+    alike = [(a, b) for a in stems for b in stems
+             if a != b and (b.startswith(f"{a}_") or b in (f"{a}s", f"{a}d", f"{a}ed"))]
+    assert not alike, f"module names that differ by a suffix: {alike}"

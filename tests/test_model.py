@@ -6,7 +6,7 @@ import pytest
 
 from pytest_roofline.analysis.model.roofline import critical_intensity, estimate, utilization
 from pytest_roofline.analysis.program.counts import hlo_counts
-from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.hardware.table import load_shipped_table
 
 

@@ -133,7 +133,7 @@ def test_real_programs_a_second_pass_is_the_op_added() -> None:
     (no times: only the matching; how XLA fuses the sum differs between jax versions)."""
     jax = pytest.importorskip("jax")
     from pytest_roofline.analysis.model.per_op import op_rows
-    from pytest_roofline.analysis.program.hlo import parse_hlo
+    from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 
     def rows(fn: object) -> list[OpRow]:
         text = jax.jit(fn).lower(jax.numpy.ones((256, 256))).compile().as_text()

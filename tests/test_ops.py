@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.model.counts_check import ops_check
+from pytest_roofline.analysis.model.compiler_agreement import ops_check
 from pytest_roofline.analysis.model.per_op import OpRow, op_rows
-from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.runs.idle import IdleTime
 from pytest_roofline.analysis.verdict.hints import hints
 
@@ -144,7 +144,7 @@ COLLECTIVE_SCRIPT = r"""
 import json, os
 import jax, jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
-from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.runs.idle import IdleTime
 from pytest_roofline.analysis.model.per_op import op_rows
 mesh = Mesh(jax.devices(), ("x",))

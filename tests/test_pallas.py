@@ -12,7 +12,7 @@ import pytest
 from fakes import FAKE_CPU
 
 from pytest_roofline.analysis.program.counts import hlo_counts
-from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.program.interpreted import interpret_counts
 from pytest_roofline.analysis.program.pallas_costs import KernelEstimate, TracedKernel, assign_estimates
 from pytest_roofline.cli.main import main

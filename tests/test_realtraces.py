@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.program.hlo import parse_hlo
+from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.runs.program_runs import run_times
 from pytest_roofline.analysis.runs.recorded_profile import hlo_key, summarize_program
 from pytest_roofline.analysis.runs.trace_events import ProgramKey, flatten, platform_of, programs

@@ -12,7 +12,7 @@ import pytest
 from fakes import FAKE_CPU, FAKE_FOOTPRINT, fake_result, record_of
 
 from pytest_roofline.analysis.model.cache_state import plan_cache
-from pytest_roofline.analysis.model.counts_check import OpsCheck
+from pytest_roofline.analysis.model.compiler_agreement import OpsCheck
 from pytest_roofline.analysis.model.first_touch import FirstTouch
 from pytest_roofline.analysis.model.live import Live
 from pytest_roofline.analysis.model.per_op import OpRow, OpsModel
@@ -20,9 +20,9 @@ from pytest_roofline.analysis.program.memory import MemoryLimit, check_memory
 from pytest_roofline.analysis.verdict.regressions import gate
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 from pytest_roofline.history.reports import ReportError, load_run
-from pytest_roofline.records.baseline_check import BaselineCheck, NoBaseline
 from pytest_roofline.records.kernel_record import Artifacts, KernelRecord
 from pytest_roofline.records.recorded_result import RecordedResult
+from pytest_roofline.records.series_judgement import BaselineCheck, NoBaseline
 from pytest_roofline.report.document import report_document
 from pytest_roofline.report.text import failure_message, summary_lines
 from pytest_roofline.result.result import Result

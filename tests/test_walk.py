@@ -9,7 +9,7 @@ import pytest
 from helpers import compile_counts
 
 from pytest_roofline.analysis.model.per_op import op_rows
-from pytest_roofline.analysis.program.hlo import HloModule
+from pytest_roofline.analysis.program.hlo_reader import HloModule
 from pytest_roofline.analysis.program.walk import executed, executed_op_count
 from pytest_roofline.analysis.program.xla_costs import computation_cost, instruction_cost
 
@@ -57,7 +57,7 @@ def test_loop_bodies_run_trip_count_times() -> None:
      "  ROOT %n = f32[4]{0} negate(%x)\n}", False),
 ])
 def test_a_program_that_computes_nothing_is_told(hlo: str, nothing: bool) -> None:
-    from pytest_roofline.analysis.program.hlo import parse_hlo
+    from pytest_roofline.analysis.program.hlo_reader import parse_hlo
     from pytest_roofline.analysis.program.walk import does_no_work
 
     assert does_no_work(parse_hlo("HloModule m\n\n" + hlo + "\n")) is nothing

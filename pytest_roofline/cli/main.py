@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _ab(args: argparse.Namespace, passed: list[str]) -> tuple[str, int]:
     """``ab``, with SIGTERM (a cancelled CI job) handled as Ctrl-C so that its worktree is removed."""
-    from .ab import AbOptions, ab_command
+    from .ab_rounds import AbOptions, ab_command
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt

@@ -12,7 +12,7 @@ from ..hardware.nvml import clock_drop
 from ..history.baseline import Baseline, Series, build_series
 from ..history.compile_time import CompileCheck, compile_check
 from ..history.reports import ReportError, load_history, load_run
-from ..records.baseline_check import SeriesKey
+from ..records.series_judgement import SeriesKey
 from ..report.history_text import compare_lines, compare_op_lines, github_benchmark, history_lines, show_lines
 from .analyze import CliError
 

@@ -51,7 +51,7 @@ class HardwareSpec:
     first_touch: Ceiling | None = None
     bytes_per_fault: float | None = None
     # The bandwidth a stream reaches in the last-level cache (calibrated on a CPU), and that cache's size as the
-    # system reports it: a working set that fits it is held to it (analysis/model/ceilings.py: memory_ceiling).
+    # system reports it: a working set that fits it is held to it (analysis/model/work_shares.py: memory_ceiling).
     cache_bandwidth: Ceiling | None = None
     cache_bytes: int | None = None
     # The link between hosts, in bytes/s leaving one host (DCN for a TPU slice, the network of a GPU node): what

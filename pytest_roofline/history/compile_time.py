@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..base.units import format_seconds
-from ..records.baseline_check import SeriesKey
+from ..records.series_judgement import SeriesKey
 
 __all__ = ["CompileCheck", "compile_check"]
 

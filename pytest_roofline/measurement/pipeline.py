@@ -13,13 +13,13 @@ import jax
 import jaxlib
 
 from ..analysis.model.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
-from ..analysis.model.counts_check import ops_check
+from ..analysis.model.compiler_agreement import ops_check
 from ..analysis.model.first_touch import FirstTouch, first_touch
 from ..analysis.model.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
 from ..analysis.model.per_op import OpRow, OpsModel, attach_times
 from ..analysis.model.program_model import ProgramModel, program_model
 from ..analysis.model.roofline import RooflineEstimate
-from ..analysis.program.hlo import HloModule
+from ..analysis.program.hlo_reader import HloModule
 from ..analysis.program.interpreted import INTERPRET_NOTE, estimated_note
 from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
 from ..analysis.program.walk import CONTAINER_OPS, does_no_work, executed_op_count
@@ -38,15 +38,15 @@ from ..hardware.cpu import last_level_cache_bytes
 from ..hardware.nvml import Clocks
 from ..hardware.spec import HardwareSpec
 from ..result.result import ProgramInfo, Result
+from .compiled import CompiledProgram, allocator_stats, block_until_ready, compile_program, time_compiled
+from .machine.clock_readings import ClockWatch
 from .machine.device import resolve_hardware
-from .machine.device_clocks import ClockWatch
 from .machine.eviction import Evictor, cache_size
 from .machine.reference_kernels import Reference, reference, reference_key_for
 from .options import MEASURE_OPTIONS, HardwareChoice, MeasureOptions, TimingSettings
 from .predict import read_program
 from .processes.peers import Peers, current_peers
 from .processes.spanning import agree_with, gather, start_together, topology_of
-from .program import CompiledProgram, allocator_stats, block_until_ready, compile_program, time_compiled
 from .timing import Agree, Beside, CacheRuns, Settled, Timed
 
 __all__ = ["measure", "measure_call"]

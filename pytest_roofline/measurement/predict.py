@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ..analysis.model.program_model import ProgramModel, program_model
 from ..analysis.program.counts import CostAnalysisError, Counts, hlo_counts, program_counts
-from ..analysis.program.hlo import HloModule, HloParseError, parse_hlo
+from ..analysis.program.hlo_reader import HloModule, HloParseError, parse_hlo
 from ..analysis.program.interpreted import interpret_counts
 from ..analysis.program.memory import MemoryFootprint, footprint_from_stats, working_set
 from ..analysis.program.pallas_costs import assign_estimates
@@ -22,8 +22,8 @@ from ..base.calls import KernelCall
 from ..base.errors import MeasureError
 from ..base.labels import kernel_name
 from ..hardware.spec import HardwareSpec
+from .compiled import CompiledProgram, compile_program
 from .options import GivenCounts
-from .program import CompiledProgram, compile_program
 
 __all__ = ["read_program", "model_on"]
 

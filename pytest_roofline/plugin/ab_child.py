@@ -71,7 +71,7 @@ def main(argv: Sequence[str]) -> int:
 
     plugins: list[object] = []
     if args and args[0].startswith("--serve="):
-        from pytest_roofline.plugin.ab_serve import AbServer
+        from pytest_roofline.plugin.ab_server import AbServer
 
         requests_fd, answers_fd = (int(fd) for fd in args.pop(0).removeprefix("--serve=").split(","))
         plugins.append(AbServer(requests_fd, answers_fd))

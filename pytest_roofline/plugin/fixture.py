@@ -20,9 +20,9 @@ from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import interval_noise
 from ..measurement.options import MEASURE_OPTIONS, check_settings
-from ..records.baseline_check import BaselineCheck, NoBaseline
 from ..records.kernel_record import Artifacts, KernelRecord, Unmeasured, series_key
 from ..records.recorded_result import RecordedResult
+from ..records.series_judgement import BaselineCheck, NoBaseline
 from ..report.text import failure_message
 from ..result.result import Result
 from .marker import BoundSetting, MarkerSpec, parse_bound_setting, pick_bound

@@ -15,8 +15,8 @@ from ..analysis.runs.exposed import ExposedCheck
 from ..analysis.runs.time_spent import TimeSpent
 from ..analysis.verdict.census import CensusCheck
 from ..base.kinds import EXPECTED_BOUNDS, MODELS, VERDICTS, ExpectedBound, Model, Verdict, choose
-from .baseline_check import BaselineCheck, NoBaseline, SeriesKey, baseline_from_dict
 from .recorded_result import RecordedResult
+from .series_judgement import BaselineCheck, NoBaseline, SeriesKey, baseline_from_dict
 
 __all__ = ["KernelRecord", "Artifacts", "Unmeasured"]
 

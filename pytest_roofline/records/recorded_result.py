@@ -11,11 +11,11 @@ from operator import attrgetter
 from typing import Any, get_args
 
 from ..analysis.model.cache_state import CacheState
-from ..analysis.model.ceilings import CeilingUse
-from ..analysis.model.counts_check import OpsCheck
+from ..analysis.model.compiler_agreement import OpsCheck
 from ..analysis.model.first_touch import FirstTouch
 from ..analysis.model.live import Live
 from ..analysis.model.per_op import OpRow
+from ..analysis.model.work_shares import CeilingUse
 from ..analysis.program.memory import MemoryFootprint
 from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.exposed import Exposure

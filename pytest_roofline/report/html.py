@@ -20,9 +20,9 @@ from ..hardware.spec import Ceiling, HardwareSpec
 from ..history.baseline import Series
 from ..history.paired import Comparison
 from ..history.reports import Run
-from ..records.baseline_check import BaselineCheck
 from ..records.kernel_record import KernelRecord
 from ..records.recorded_result import RecordedResult
+from ..records.series_judgement import BaselineCheck
 from .ab_report import ab_html
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .history_text import run_line

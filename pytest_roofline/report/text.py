@@ -16,9 +16,9 @@ from ..analysis.model.roofline import impossible_text
 from ..base.kinds import FAILING_VERDICTS
 from ..base.units import format_fraction, format_quantity, format_seconds
 from ..hardware.spec import Ceiling, HardwareSpec
-from ..records.baseline_check import BaselineCheck
 from ..records.kernel_record import Artifacts, KernelRecord, Unmeasured
 from ..records.recorded_result import RecordedResult
+from ..records.series_judgement import BaselineCheck
 
 __all__ = ["failure_message", "summary_lines", "header_line", "top_ops_lines", "compile_cell", "cache_cell", "bound_cells"]
 

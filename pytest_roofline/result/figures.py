@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 
 from ..analysis.model import contention
 from ..analysis.model.cache_state import CacheState
-from ..analysis.model.ceilings import CeilingUse
-from ..analysis.model.counts_check import OpsCheck
+from ..analysis.model.compiler_agreement import OpsCheck
 from ..analysis.model.first_touch import FirstTouch
 from ..analysis.model.live import Live, Uncertainty, pair_utilizations, uncertainty
 from ..analysis.model.per_op import OpRow, OpsModel
 from ..analysis.model.roofline import RooflineEstimate
+from ..analysis.model.work_shares import CeilingUse
 from ..analysis.program.counts import Work
 from ..analysis.program.info import ProgramInfo
 from ..analysis.program.memory import MemoryFootprint

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.model.ceilings import CeilingUse
+from ..analysis.model.work_shares import CeilingUse
 from ..analysis.program.info import ProgramInfo
 from .figures import Measured
 from .text import describe, first_touch_text

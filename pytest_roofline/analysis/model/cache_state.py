@@ -20,7 +20,7 @@ from typing import Any
 from ...base.kinds import CACHE_STATES, CacheMode, choose
 from ...base.kinds import CacheState as StateName
 from ...base.units import format_quantity, format_seconds
-from .ceilings import CACHE_SIDE_MAX
+from .work_shares import CACHE_SIDE_MAX
 
 __all__ = ["CacheState", "plan_cache", "GPU_CACHE_ASSUMED", "WARM_CHECK_RUNS"]
 

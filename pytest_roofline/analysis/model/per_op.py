@@ -15,12 +15,12 @@ from typing import Any
 
 from ...base.kinds import Bound
 from ..program.collectives import collective_bytes
-from ..program.hlo import HloModule
+from ..program.hlo_reader import HloModule
 from ..program.walk import executed
 from ..program.xla_costs import compute_class, instruction_cost, source_dtype
 from ..runs.trace_events import TraceEvent, device_of
 from ..verdict.op_family import op_family
-from .counts_check import OpsCheck
+from .compiler_agreement import OpsCheck
 
 __all__ = ["OpRow", "OpsModel", "op_rows", "attach_times"]
 

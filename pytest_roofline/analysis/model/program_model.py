@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from ...hardware.peaks import peak_for_class
 from ...hardware.spec import HardwareSpec
 from ..program.counts import Counts, Work, work_of
-from ..program.hlo import HloModule
+from ..program.hlo_reader import HloModule
 from ..runs.hosts import HostTraffic, Topology, host_traffic
-from .ceilings import CeilingUse, MemoryLevel, compute_ceilings, dot_precision, memory_level
 from .per_op import OpRow, op_rows
 from .roofline import RooflineEstimate, estimate
+from .work_shares import CeilingUse, MemoryLevel, compute_ceilings, dot_precision, memory_level
 
 __all__ = ["ProgramModel", "program_model"]
 

@@ -6,7 +6,7 @@ all-to-all: (n-1)/n of the operand; collective-permute: the buffer. ``n`` is the
 
 from __future__ import annotations
 
-from .hlo import Computation, Instruction
+from .hlo_reader import Computation, Instruction
 
 __all__ = ["COLLECTIVE_OPS", "COLLECTIVE_KINDS", "collective_kind", "collective_bytes"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...base.kinds import CountSource
-from .hlo import HloModule, Instruction
+from .hlo_reader import HloModule, Instruction
 from .pallas_costs import PALLAS_REMEDY
 from .xla_costs import OpCost, computation_cost
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from math import prod
 
-from .hlo import Computation, HloModule, Instruction, Shape
+from .hlo_reader import Computation, HloModule, Instruction, Shape
 from .op_cost import OpCost, compute_class, operand_bytes, shape_of, source_dtype
 from .pallas_costs import estimate_in_config, pallas_backend
 

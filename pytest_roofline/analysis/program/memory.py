@@ -17,7 +17,7 @@ from typing import Any
 
 from ...base.units import format_fraction, format_quantity
 from ...hardware.spec import Ceiling
-from .hlo import HloModule
+from .hlo_reader import HloModule
 
 __all__ = ["MemoryFootprint", "working_set", "footprint_from_stats", "device_peak", "MemoryLimit", "parse_max_memory",
            "MemoryCheck", "check_memory", "format_bytes"]

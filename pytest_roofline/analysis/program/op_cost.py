@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .hlo import DTYPE_BYTES, Computation, HloModule, Instruction, Shape
+from .hlo_reader import DTYPE_BYTES, Computation, HloModule, Instruction, Shape
 
 __all__ = ["OpCost", "compute_class", "source_dtype", "shape_of", "operand_bytes"]
 

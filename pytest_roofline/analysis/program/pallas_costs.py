@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .hlo import HloModule, Instruction
+from .hlo_reader import HloModule, Instruction
 
 __all__ = ["PALLAS_TARGETS", "KernelEstimate", "TracedKernel", "parse_cost_estimate", "estimate_in_config",
            "pallas_backend", "kernel_name", "assign_estimates", "PALLAS_REMEDY"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .hlo import Computation, HloModule, Instruction
+from .hlo_reader import Computation, HloModule, Instruction
 from .xla_costs import FREE_OPS, costliest_branch
 
 __all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_op_count", "does_no_work"]

@@ -1,5 +1,5 @@
 """FLOPs, transcendentals and bytes of one HLO instruction, estimated the way XLA's cost analysis counts
-them, and the compute class (dtype) of matrix work. Pure: reads :mod:`pytest_roofline.analysis.program.hlo`.
+them, and the compute class (dtype) of matrix work. Pure: reads :mod:`pytest_roofline.analysis.program.hlo_reader`.
 
 Bytes are operands read + result written for instructions that touch memory; a fusion's internal values are
 not memory traffic. A while loop's body counts ``known_trip_count`` times when asked (XLA counts it once).
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from math import prod
 
-from .hlo import Computation, HloModule, Instruction
+from .hlo_reader import Computation, HloModule, Instruction
 from .library_calls import custom_call_cost, custom_call_target
 from .op_cost import OpCost, compute_class, operand_bytes, shape_of, source_dtype
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..program.collectives import collective_bytes
-from ..program.hlo import HloModule
+from ..program.hlo_reader import HloModule
 from ..program.walk import executed
 
 __all__ = ["CollectiveSplit", "GroupsError", "HostTraffic", "Topology", "collective_time", "expand_groups", "host_traffic", "permute_pairs",

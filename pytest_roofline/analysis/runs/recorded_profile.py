@@ -15,7 +15,7 @@ from ...hardware.spec import HardwareSpec
 from ..model.per_op import OpRow, attach_times, op_rows
 from ..model.program_model import program_model
 from ..program.counts import Counts, hlo_counts, incomplete_reasons
-from ..program.hlo import HloModule
+from ..program.hlo_reader import HloModule
 from ..program.interpreted import estimated_note
 from ..program.pallas_costs import PALLAS_REMEDY
 from .program_runs import run_times

@@ -32,8 +32,8 @@ from typing import Protocol
 from ...base.kinds import FAILING_VERDICTS, Bound, ExpectedBound, Model, Verdict
 from ...base.units import format_fraction, format_quantity
 from ...hardware.spec import HardwareSpec
-from ..model.ceilings import CeilingUse
 from ..model.roofline import IMPOSSIBLE_ABOVE, impossible_text
+from ..model.work_shares import CeilingUse
 from ..program.counts import Work
 from ..program.memory import MemoryCheck
 from ..runs.exposed import ExposedCheck

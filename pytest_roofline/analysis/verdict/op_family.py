@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..program.collectives import collective_kind
-from ..program.hlo import Instruction
+from ..program.hlo_reader import Instruction
 from ..program.pallas_costs import pallas_backend
 
 __all__ = ["FAMILIES", "op_family"]

@@ -34,8 +34,8 @@ from ...hardware.calibration_cache import (
 )
 from ...hardware.cpu import Contention, cpu_info, last_level_cache_bytes
 from ...hardware.spec import HardwareSpec
+from ..compiled import CompiledProgram, compile_program, time_compiled
 from ..options import TimingSettings
-from ..program import CompiledProgram, compile_program, time_compiled
 from ..timing import Timed, time_program
 from .reference_kernels import REFERENCE_KEYS, REFERENCES_VERSION, reference
 

@@ -37,11 +37,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ...analysis.model.ceilings import CeilingUse
 from ...analysis.model.live import Resource, usable_references
 from ...analysis.model.roofline import RooflineEstimate
+from ...analysis.model.work_shares import CeilingUse
 from ...hardware.cpu import last_level_cache_bytes, page_size
-from ..program import compile_program
+from ..compiled import compile_program
 from ..timing import Beside
 
 __all__ = ["Reference", "REFERENCE_KEYS", "REFERENCES_VERSION", "reference", "reference_key_for"]

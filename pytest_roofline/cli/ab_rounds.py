@@ -37,7 +37,7 @@ from ..history.paired import (
 from ..history.reports import ReportError, Run, load_run
 from ..report.ab_report import ab_document, ab_lines
 from ..report.html import html_report, plotly_missing
-from .ab_served import (
+from .ab_long_lived import (
     EXIT_NAMES,
     PAIR_ROUNDS,
     Server,

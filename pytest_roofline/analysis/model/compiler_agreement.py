@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..program.counts import normalize_cost_analysis
-from ..program.hlo import HloModule
+from ..program.hlo_reader import HloModule
 from ..program.xla_costs import computation_cost
 
 __all__ = ["OpsCheck", "ops_check"]

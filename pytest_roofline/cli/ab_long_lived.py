@@ -1,5 +1,5 @@
 """``pytest-roofline ab --long-lived``: pairs of long-lived pytest processes, one per revision
-(``plugin/ab_serve.py``), each collecting the selected tests once and measuring a test again on request. A pair
+(``plugin/ab_server.py``), each collecting the selected tests once and measuring a test again on request. A pair
 runs every test not yet settled for two rounds (base-head, head-base) and is stopped; the next pair goes on where
 it left off. The rounds of a test run seconds apart on the two sides, so a neighbour that slows the machine slows
 both; and since two processes keep offsets of their own for as long as they live (bench/process_draw.py
