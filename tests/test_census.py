@@ -45,6 +45,64 @@ def test_each_op_is_of_its_family() -> None:
                         "cp": "copy", "f": "XLA fusion", "add": "XLA op"}
 
 
+# The fusions of the attention in the issue's trace (XLA:CPU), written out: they only copy and transpose, and a
+# kCustom fusion around a dot (XLA:CPU's ynn_fusion) is a matmul.
+NAMED = """HloModule named
+
+copy_body {
+  a = f32[8,16]{1,0} parameter(0)
+  b = f32[16,8]{1,0} bitcast(a)
+  ROOT c = f32[16,8]{0,1} copy(b)
+}
+
+transpose_body {
+  a = f32[8,16]{1,0} parameter(0)
+  t = f32[16,8]{1,0} transpose(a), dimensions={1,0}
+  ROOT c = f32[16,8]{0,1} copy(t)
+}
+
+dot_body {
+  a = f32[8,16]{1,0} parameter(0)
+  b = f32[16,8]{1,0} parameter(1)
+  d = f32[8,8]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT e = f32[8,8]{1,0} exponential(d)
+}
+
+ENTRY main {
+  p0 = f32[8,16]{1,0} parameter(0)
+  p1 = f32[16,8]{1,0} parameter(1)
+  copy_bitcast_fusion = f32[16,8]{0,1} fusion(p0), kind=kLoop, calls=copy_body
+  transpose_copy_fusion = f32[16,8]{0,1} fusion(p0), kind=kLoop, calls=transpose_body
+  ynn_fusion = f32[8,8]{1,0} fusion(p0, p1), kind=kCustom, calls=dot_body
+  ROOT d = f32[8,8]{1,0} dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+
+
+def test_a_fusion_is_named_by_what_it_computes() -> None:
+    module = parse_hlo(NAMED)
+    families = {i.name: op_family(i, module) for i in module.entry.instructions if i.opcode != "parameter"}
+    assert families == {"copy_bitcast_fusion": "copy", "transpose_copy_fusion": "copy", "ynn_fusion": "matmul",
+                        "d": "matmul"}
+    rows = {r.name: r for r in op_rows(module, lambda _: 1e11, 1e11, 1e10)}
+    assert rows["ynn_fusion"].kind == "matmul: fusion:kCustom" and rows["d"].kind == "dot"
+    assert rows["transpose_copy_fusion"].kind == "copy: fusion:kLoop"
+    found = census(list(rows.values()))
+    assert found.families == (("copy", 2.0), ("matmul", 2.0))
+    assert not check_ops(list(rows.values()), parse_max_ops({"copy": 0}, "here", "max_ops= in a test")).ok
+
+
+def test_a_real_matmul_and_transpose_are_named_so() -> None:
+    """A real compiled program (this machine's CPU): whatever fusion XLA wraps the dot in is a matmul, and a
+    transpose written to memory is a copy."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    module = parse_hlo(jax.jit(lambda a, b: (a @ b, a.T + 0.0)).lower(jnp.ones((64, 64)), jnp.ones((64, 64)))
+                       .compile().as_text())
+    families = [r.family for r in op_rows(module, lambda _: 1e11, 1e11, 1e10)]
+    assert "matmul" in families and "copy" in families, families
+
+
 def test_a_loop_counts_its_body_trip_count_times() -> None:
     """A real compiled fori_loop of 37 trips (CPU): the census from the HLO is the main program's ops plus 37 times
     each body op, the same sum as the rows' executions."""

@@ -204,6 +204,49 @@ def test_a_kernel_that_cannot_be_measured_fails_naming_test_and_kernel() -> None
     assert info.value.__context__ is None  # raised outside the except block: no chained traceback
 
 
+def _library_raises() -> None:
+    raise KeyError("unknown flag 'tb'")
+
+
+@pytest.mark.parametrize("style, lines", [("long", 6), ("short", 4), ("no", 1)])
+def test_an_error_from_inside_the_kernel_shows_its_frames_as_tb_asks(style: str, lines: int) -> None:
+    from pytest_roofline.base.errors import MeasureError
+
+    def broken(call: KernelCall, options: Any, keep: str) -> Any:
+        try:
+            _library_raises()
+        except KeyError as exc:
+            raise MeasureError("kernel: tracing/lowering failed: KeyError: unknown flag 'tb'") from exc
+
+    h = Harness()
+    h.session = RooflineSession(Settings(), measure=broken)
+    h.fixture = RooflineFixture(h.session, NODE, None, h._fail, h.warnings.append, lambda k, v: None,
+                                traceback_style=style)
+    with pytest.raises(Failed) as info:
+        h.fixture(kernel, 1)
+    text = str(info.value).splitlines()
+    assert text[0].endswith("cannot be measured: kernel: tracing/lowering failed: KeyError: unknown flag 'tb'")
+    assert len(text) == lines and (lines == 1 or "_library_raises" in text[-1 if style == "short" else -2])
+    assert [u.label for u in h.session.unmeasured] == ["kernel"]
+
+
+def test_an_unexpected_error_while_measuring_is_a_kernel_that_could_not_be_measured_not_a_traceback() -> None:
+    def crashes(call: KernelCall, options: Any, keep: str) -> Any:
+        raise AttributeError("'Lowered' object has no attribute 'args_info'")
+
+    h = Harness()
+    h.session = RooflineSession(Settings(), measure=crashes)
+    h.fixture = RooflineFixture(h.session, NODE, None, h._fail, h.warnings.append, lambda k, v: None)
+    with pytest.raises(Failed) as info:
+        h.fixture(kernel, 1)
+    first = str(info.value).splitlines()[0]
+    assert first == (f"roofline: kernel 'kernel' of {NODE} cannot be measured: kernel: pytest-roofline failed while "
+                     f"measuring it: AttributeError: 'Lowered' object has no attribute 'args_info'")
+    assert info.value.__context__ is None
+    (missing,) = h.session.unmeasured
+    assert missing.label == "kernel" and "args_info" in missing.error
+
+
 def test_trace_all_saves_every_kernel() -> None:
     h = Harness(0.9, settings=Settings(trace_all=True))
     h.fixture(kernel, 1)
@@ -273,6 +316,7 @@ RESULT_KEYS |= {"processes"}  # a program that spans processes (null for one)
 RESULT_KEYS |= {"idle"}  # the time in a run the device ran no op (null without op events)
 RESULT_KEYS |= {"census"}  # device ops per run, by family
 RESULT_KEYS |= {"exposure"}  # the collectives' time no compute overlapped (null without collectives)
+RESULT_KEYS |= {"static_arguments"}  # the arguments compiled in (not arrays)
 
 
 def test_result_json_keeps_the_schema_1_keys() -> None:

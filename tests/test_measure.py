@@ -176,7 +176,7 @@ def test_compile_failure_and_non_array_arguments_are_clear_errors() -> None:
     with pytest.raises(pytest_roofline.MeasureError, match="bad_shapes: cannot trace it.*contracting dimensions"):
         pytest_roofline.measure(lambda a, b: a @ b, jnp.ones((3, 4)), jnp.ones((5, 6)), name="bad_shapes")
     with pytest.raises(pytest_roofline.MeasureError, match=r"not arrays: argument 1 \(builtins.object\)"):
-        pytest_roofline.measure(lambda a, b: a, jnp.ones(3), object())
+        pytest_roofline.measure(lambda a, b: a + b, jnp.ones(3), object())  # static, but not something to add
     with pytest.raises(ValueError, match="flops= must be a non-negative number"):
         pytest_roofline.measure(jnp.sin, jnp.ones(3), flops=-1)
     with pytest.raises(ValueError, match="min_runs"):
@@ -187,8 +187,14 @@ def test_loop_counts_in_result() -> None:
     x = jnp.ones((128, 128), jnp.float32)
     r = pytest_roofline.measure(lambda v: jax.lax.fori_loop(0, 5, lambda i, y: y @ y, v), x, **FAST)
     assert r.flops >= 5 * 2 * 128**3 and not r.counts_lower_bound
+    # A trip count the compiler cannot know: 16,384 doubled until the sum reaches 1e9 is 16 iterations, read from
+    # the trace (each body op's events per run) and charged 16 times.
     r = pytest_roofline.measure(lambda v: jax.lax.while_loop(lambda s: s.sum() < 1e9, lambda s: s * 2.0, v), x, **FAST)
-    assert r.counts_lower_bound and "lower bound" in str(r)
+    assert not r.counts_lower_bound and "lower bound" not in str(r)
+    assert [loop.split(": ", 1)[1] for loop in r.work.loops] == ["16 iterations ran (from the trace)"]
+    body = [op for op in r.ops if op.computation != "main" and op.flops]
+    assert body and all(op.executions == 16 for op in body)
+    assert r.flops >= 16 * 128 * 128 and any("16 iterations (from the trace)" in h for h in r.hints)
 
 
 def test_impossible_utilization_is_reported_with_its_suspect() -> None:

@@ -186,3 +186,13 @@ def test_one_rule_decides_a_regression_a_contended_drop_and_over_memory() -> Non
     assert (d.verdict, d.reason) == ("over-memory", "needs 2 MB, over 1 MB")
     d = decide(quiet, 0.5, first_utilization=0.3, baseline=_Gate(True), memory=over)  # on top of a failure
     assert d.verdict == "fail" and "dropped 50.0%" in d.reason and d.reason.endswith("; needs 2 MB, over 1 MB")
+
+
+def test_below_its_threshold_with_counts_that_are_a_lower_bound_is_not_judged_never_failed() -> None:
+    """The diffrax solve of the issue: 35 MFLOP counted of about 1 GFLOP run read 1.2% and failed."""
+    counted_low = Figures(0.012, 0.012, "memory", 1.0, 10.0, (0.011, 0.013), lower_bound=True)
+    decision = decide(counted_low, 0.5)
+    assert (decision.verdict, decision.warning, decision.fails, decision.confirm) == ("lower-bound", True, False, False)
+    assert decision.reason == ("utilization 1.2% is below its threshold 50%, but not judged: its counts are a lower "
+                               "bound (give flops=/bytes=)")
+    assert decide(replace(counted_low, utilization=0.6, interval=(0.55, 0.65)), 0.5).verdict == "pass"

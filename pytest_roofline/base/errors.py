@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["MeasureError", "exception_text"]
+import os
+import traceback
+from pathlib import Path
+
+__all__ = ["MeasureError", "exception_text", "origin_frames"]
 
 _TRACEBACK = "Traceback (most recent call last):"
 
@@ -20,3 +24,34 @@ def exception_text(exc: BaseException) -> str:
         last = [line.strip() for line in tail.splitlines() if line.strip()][-1:]
         text = " ".join([head.strip(), *last]).strip()
     return f"{type(exc).__name__}: {' '.join(text.split())}"
+
+
+# Frames of these packages are the measuring machinery, not the code that raised.
+_MACHINERY = (str(Path(__file__).resolve().parents[1]) + os.sep,)
+_MACHINERY_PARTS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}_pytest{os.sep}",
+                    f"{os.sep}pluggy{os.sep}")
+
+
+def _theirs(frame: traceback.FrameSummary) -> bool:
+    name = frame.filename
+    return not name.startswith(_MACHINERY) and not any(part in name for part in _MACHINERY_PARTS)
+
+
+def origin_frames(exc: BaseException | None, style: str = "auto") -> str:
+    """The frames of the user's and its libraries' code where ``exc`` (the error a kernel raised) came from, in
+    pytest's traceback style: "long"/"auto"/"native" with each line of source, "short" one line a frame,
+    "line"/"no" none; "" where no such frame is known (JAX's and pytest-roofline's own frames are left out)."""
+    if exc is None or style in ("no", "line"):
+        return ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _theirs(f)]
+    if not frames:
+        return ""
+    lines = [f"{type(exc).__name__} raised here (innermost last):"]
+    for f in frames:
+        if style == "short":
+            lines.append(f"  {f.filename}:{f.lineno}: in {f.name}: {(f.line or '').strip()}")
+        else:
+            lines.append(f'  File "{f.filename}", line {f.lineno}, in {f.name}')
+            if f.line:
+                lines.append(f"    {f.line.strip()}")
+    return "\n".join(lines)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -13,6 +12,7 @@ import numpy as np
 
 from ..analysis.runs.time_spent import phase
 from ..base.errors import MeasureError, exception_text
+from .jitting import describe_type, is_array, stage
 from .options import TimingSettings
 from .pallas_calls import TracedProgram, traced_program
 from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_program
@@ -38,6 +38,8 @@ class CompiledProgram:
     raw_cost_analysis: Any
     raw_memory_analysis: Any = None  # CompiledMemoryStats, or None where the backend gives none
     traced: TracedProgram = TracedProgram()  # its Pallas kernels, from the traced program
+    static: tuple[str, ...] = ()  # the arguments compiled in (not arrays), in words
+    staged_via: str = ""  # how it was jitted, where not as its author gave it
 
     @property
     def num_devices(self) -> int:
@@ -55,65 +57,30 @@ class CompiledProgram:
         return str(self.device.device_kind)
 
 
-def _is_array(x: Any) -> bool:
-    return isinstance(x, (jax.Array, np.ndarray, np.generic))
-
-
-def _describe(x: Any) -> str:
-    return f"{type(x).__module__}.{type(x).__qualname__}"
-
-
-def _dynamic_args(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], args_info: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Drop the static arguments (static_argnums / static_argnames) that ``Compiled`` is called without."""
-    info_args, info_kwargs = args_info
-    dyn_kwargs = {k: v for k, v in kwargs.items() if k in info_kwargs}
-    missing = len(args) - len(info_args)
-    if missing == 0:
-        return args, dyn_kwargs
-    target: Any = jax.tree_util.tree_structure(info_args)
-    candidates = [i for i, a in enumerate(args) if not _is_array(a)]
-    matches = []
-    for static in itertools.combinations(candidates, missing):
-        rest = tuple(a for i, a in enumerate(args) if i not in static)
-        if jax.tree_util.tree_structure(rest) == target:
-            matches.append(rest)
-    if len(matches) != 1:
-        raise MeasureError(f"{name}: cannot tell which of its {len(args)} positional arguments are static; "
-                           f"bind static arguments with functools.partial before measuring")
-    return matches[0], dyn_kwargs
-
-
 def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> CompiledProgram:
     """Jit (if needed), lower and compile ``fn`` for the example inputs, and put the inputs on the device."""
     if not callable(fn):
-        raise MeasureError(f"{name}: expected a function to measure, got {_describe(fn)} ({fn!r:.60})")
-    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+        raise MeasureError(f"{name}: expected a function to measure, got {describe_type(fn)} ({fn!r:.60})")
     t0 = time.perf_counter()
     try:
-        if hasattr(jitted, "trace"):
-            stage = jitted.trace(*args, **kwargs)
-            traced, lowered = traced_program(stage), stage.lower()
-        else:
-            traced, lowered = TracedProgram(), jitted.lower(*args, **kwargs)
+        staged = stage(fn, tuple(args), dict(kwargs), name)
+        traced = traced_program(staged.traced) if staged.traced is not None else TracedProgram()
+    except MeasureError:
+        raise
     except TypeError as exc:
-        bad = [f"argument {i} ({_describe(a)})" for i, a in enumerate(args)
-               if not _is_array(a) and not isinstance(a, (int, float, bool, complex, tuple, list, dict))]
+        bad = [f"argument {i} ({describe_type(a)})" for i, a in enumerate(args)
+               if not is_array(a) and not isinstance(a, (int, float, bool, complex, tuple, list, dict))]
         hint = f"; not arrays: {', '.join(bad)}" if bad else ""
-        raise MeasureError(f"{name}: cannot trace it with the given arguments{hint}: {exc}") from exc
+        raise MeasureError(f"{name}: cannot trace it with the given arguments{hint}: {exception_text(exc)}") from exc
     except Exception as exc:
         raise MeasureError(f"{name}: tracing/lowering failed: {exception_text(exc)}") from exc
     try:
         with _BackendCompiles() as backend:
-            compiled = lowered.compile()
+            compiled = staged.lowered.compile()
     except Exception as exc:
         raise MeasureError(f"{name}: compilation failed: {exception_text(exc)}") from exc
     compile_time = time.perf_counter() - t0
-
-    dyn_args, dyn_kwargs = _dynamic_args(name, tuple(args), dict(kwargs), lowered.args_info)
-    leaves, treedef = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
-    donated = [bool(getattr(info, "donated", False)) for info in jax.tree_util.tree_leaves(lowered.args_info)]
-    if len(donated) != len(leaves):
-        donated = [False] * len(leaves)
+    leaves, treedef, donated = staged.leaves, staged.treedef, staged.donated
     on_device = [x for x in leaves if isinstance(x, jax.Array)]
     device = sorted(on_device[0].devices(), key=lambda d: d.id)[0] if on_device else jax.devices()[0]
     # Host arrays go to the device now, so that no run pays the transfer.
@@ -131,7 +98,7 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     except Exception:  # noqa: BLE001 - the result says the compiler gave no memory analysis
         raw_memory = None
     return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, backend.count == 0, placed,
-                           treedef, donated, device, raw_cost, raw_memory, traced)
+                           treedef, donated, device, raw_cost, raw_memory, traced, staged.static, staged.via)
 
 
 # What JAX records each time XLA compiles a program (or loads it from the persistent cache); an in-memory cache

@@ -19,9 +19,11 @@ from ..analysis.model.live import Live, bracketing_times, drifts, implausible_dr
 from ..analysis.model.per_op import OpRow, OpsModel, attach_times
 from ..analysis.model.program_model import ProgramModel, program_model
 from ..analysis.model.roofline import RooflineEstimate
+from ..analysis.program.counts import Counts
 from ..analysis.program.hlo_reader import HloModule
 from ..analysis.program.interpreted import INTERPRET_NOTE, estimated_note
 from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
+from ..analysis.program.trips_ran import with_trips_ran
 from ..analysis.program.walk import CONTAINER_OPS, does_no_work, executed_op_count
 from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.exposed import Exposure, exposure
@@ -44,7 +46,7 @@ from .machine.device import resolve_hardware
 from .machine.eviction import Evictor, cache_size
 from .machine.reference_kernels import Reference, reference, reference_key_for
 from .options import MEASURE_OPTIONS, HardwareChoice, MeasureOptions, TimingSettings
-from .predict import read_program
+from .predict import count_program, read_program
 from .processes.peers import Peers, current_peers
 from .processes.spanning import agree_with, gather, start_together, topology_of
 from .timing import Agree, Beside, CacheRuns, Settled, Timed
@@ -121,8 +123,13 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     buffers = working_set(module, footprint)
     cache, check_cache = plan_cache(options.cache, program.platform, buffers, *cache_size(program.device))
     topology = topology_of(program.compiled) if peers is not None else None
-    model = program_model(spec, counts, module, topology.devices if topology else program.num_devices, *given.values,
-                          buffers, _written(module, footprint) if cache.state == "cold" else None, topology)
+    written = _written(module, footprint) if cache.state == "cold" else None
+
+    def modelled(module: HloModule, counts: Counts) -> ProgramModel:
+        return program_model(spec, counts, module, topology.devices if topology else program.num_devices,
+                             *given.values, buffers, written, topology)
+
+    model = modelled(module, counts)
     touch = _first_touch(spec, footprint, program.platform)
     charged = touch is not None and touch_mode == "include"
     plan = _live_plan(spec, used, model, program.platform, _planned_touch_s(touch) if charged else 0.0)
@@ -134,7 +141,7 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     (timed, cache), clocks, processes = _run(program, settings, module, plan.beside, rule, (cache, check_cache),
                                              peers, topology, model)
     memory = _memory(program, footprint, before)
-    ops_model, idle, exposed = _per_op(model.rows, module, program, timed)
+    module, model, (ops_model, idle, exposed) = _counted_as_ran(module, model, program, timed, modelled)
     if touch is not None:
         touch = replace(touch, counted_faults=timed.timing.median_faults)
     live, why = _live(plan, timed, spec)
@@ -143,31 +150,15 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
         plan = replace(plan, why=why)
     no_work = does_no_work(module)
     return Result(
-        name=label,
-        hardware=spec,
-        ceilings=used,
-        ceilings_used=tuple(model.uses),
-        work=model.work,
+        name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
         roofline=replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0),
-        timing=timed.timing,
-        program=_program_info(program),
-        ops_model=ops_model,
+        timing=timed.timing, program=_program_info(program), ops_model=ops_model,
         notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory)),
         hints=() if no_work else tuple(_hints(ops_model.rows, module, program, model, timed, idle,
                                               spec.cache_bandwidth is not None or cache.state == "cold")),
-        hlo_text=program.hlo_text,
-        xspace=timed.xspace,
-        live=live,
-        threshold=options.threshold,
-        memory=memory,
-        first_touch=touch,
-        first_touch_mode=touch_mode,
-        no_work=no_work,
-        cache=cache,
-        clocks=clocks,
-        processes=processes,
-        idle=idle,
-        exposure=exposed,
+        hlo_text=program.hlo_text, xspace=timed.xspace, live=live, threshold=options.threshold, memory=memory,
+        first_touch=touch, first_touch_mode=touch_mode, no_work=no_work, cache=cache, clocks=clocks,
+        processes=processes, idle=idle, exposure=exposed,
     )
 
 
@@ -181,7 +172,7 @@ def _hardware(program: CompiledProgram, choice: HardwareChoice) -> tuple[Hardwar
 def _program_info(program: CompiledProgram) -> ProgramInfo:
     return ProgramInfo(program.module_name, program.device_kind, program.compile_time_s,
                        {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")},
-                       program.compile_cached)
+                       program.compile_cached, program.static)
 
 
 def _run(program: CompiledProgram, settings: TimingSettings, module: HloModule, beside: Beside | None,
@@ -314,6 +305,19 @@ def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec) -> tuple[Live | Non
     return (None, why) if why else (live, "")
 
 
+def _counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledProgram, timed: Timed,
+                    modelled: Callable[[HloModule, Counts], ProgramModel]
+                    ) -> tuple[HloModule, ProgramModel, tuple[OpsModel, IdleTime | None, Exposure | None]]:
+    """The op rows with their times; where loops of unknown trip count showed their iterations in the trace, the
+    program counted again with those iterations (module, model and rows)."""
+    per_op = _per_op(model.rows, module, program, timed)
+    ran, trips = with_trips_ran(module, {r.name: r.events_per_run for r in per_op[0].rows if r.events_per_run})
+    if not trips:
+        return module, model, per_op
+    model = modelled(ran, count_program(program, ran))
+    return ran, model, _per_op(model.rows, ran, program, timed)
+
+
 def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
             timed: Timed) -> tuple[OpsModel, IdleTime | None, Exposure | None]:
     """Op rows with their measured times, the check against the compiler, the runs' idle time and exposed
@@ -332,6 +336,10 @@ def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
 def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
            spec: HardwareSpec, plan: _LivePlan, memory: MemoryFootprint | None) -> list[str]:
     notes = [u.note for u in model.uses if u.note]
+    if program.static:
+        notes.append(_program_info(program).static_text)
+    if program.staged_via:
+        notes.append(program.staged_via)
     if memory is None:
         notes.append("no peak memory: the compiler gave no memory analysis for this program")
     if plan.why:
@@ -373,4 +381,5 @@ def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, m
                  donated=any(program.donated), output_bytes=root.shape.bytes,
                  working_set_bytes=working_set(module, None),
                  has_loops=bool(model.work.loops), idle=idle,
+                 loops_ran=any("from the trace" in loop for loop in model.work.loops),
                  cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None, cache_modelled=cache_known)

@@ -25,7 +25,7 @@ from ..hardware.spec import HardwareSpec
 from .compiled import CompiledProgram, compile_program
 from .options import GivenCounts
 
-__all__ = ["read_program", "model_on"]
+__all__ = ["read_program", "count_program", "model_on"]
 
 
 def read_program(program: CompiledProgram, label: str, given: GivenCounts) -> tuple[HloModule, Counts]:
@@ -38,17 +38,24 @@ def read_program(program: CompiledProgram, label: str, given: GivenCounts) -> tu
     kernels = program.traced.kernels
     if kernels:
         module = replace(module, kernel_estimates=assign_estimates(module, kernels))
+    return module, count_program(program, module)
+
+
+def count_program(program: CompiledProgram, module: HloModule) -> Counts:
+    """The counts of ``program`` read from ``module`` (its HLO, possibly with trip counts found in a trace)."""
+    kernels = program.traced.kernels
+    if kernels:
         interpreted = interpret_counts(kernels, program.traced.outside)
         if interpreted is not None:
-            return module, interpreted
+            return interpreted
     try:
         if isinstance(program.raw_cost_analysis, Exception):
             raise CostAnalysisError(f"the compiler gave no cost analysis ({program.raw_cost_analysis})")
-        return module, program_counts(program.raw_cost_analysis, module)
+        return program_counts(program.raw_cost_analysis, module)
     except CostAnalysisError:
         # No usable compiler analysis (XLA:GPU gives -1 for programs with cuBLAS custom calls): count the HLO.
         # Where the user gave analytic counts they replace these; the HLO still tells the dtypes.
-        return module, hlo_counts(module)
+        return hlo_counts(module)
 
 
 def model_on(call: KernelCall, spec: HardwareSpec, given: GivenCounts | None = None,

@@ -13,7 +13,7 @@ from ..analysis.runs.time_spent import Stopwatch, phase
 from ..analysis.verdict.census import CensusCheck, check_ops, parse_max_ops
 from ..analysis.verdict.decide import Decision, decide
 from ..base.calls import CallError, KernelCall, split_call
-from ..base.errors import MeasureError
+from ..base.errors import MeasureError, exception_text, origin_frames
 from ..base.kinds import ExpectedBound, Model
 from ..base.labels import kernel_name
 from ..hardware.per_device import Picked
@@ -42,8 +42,9 @@ class RooflineFixture:
 
     def __init__(self, session: RooflineSession, nodeid: str, marker: MarkerSpec | None,
                  fail: Callable[[str], NoReturn], warn: Callable[[str], None],
-                 add_property: Callable[[str, Any], None]) -> None:
+                 add_property: Callable[[str, Any], None], *, traceback_style: str = "auto") -> None:
         self._session = session
+        self._traceback_style = traceback_style  # pytest's --tb: how much of a kernel's own error to show
         self._nodeid = nodeid
         self._marker = marker
         self._fail = fail
@@ -235,9 +236,13 @@ class RooflineFixture:
                                              "name": label})
             return self._session.measure(call, options, f"{self._nodeid}::{label}")
         except (MeasureError, ValueError) as exc:  # ValueError: a bad keyword value or an unknown device
-            self._session.unmeasured.append(Unmeasured(self._nodeid, label, str(exc)))
-            message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {exc}"
-        self._fail(message)  # outside the except block: the failure shows no chained traceback
+            why, origin = str(exc), origin_frames(exc.__cause__, self._traceback_style)
+        except Exception as exc:  # noqa: BLE001 - never a raw traceback, never a kernel missing from the report
+            why = f"{label}: pytest-roofline failed while measuring it: {exception_text(exc)}"
+            origin = origin_frames(exc, self._traceback_style)
+        self._session.unmeasured.append(Unmeasured(self._nodeid, label, why))
+        message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {why}"
+        self._fail(f"{message}\n{origin}" if origin else message)  # outside the except: no chained traceback
 
     def _check(self, label: str, recorded: RecordedResult, model: Model) -> BaselineCheck | NoBaseline | None:
         """The result against the --roofline-baseline, or why there is none; None without a baseline."""

@@ -175,7 +175,8 @@ def roofline(request: pytest.FixtureRequest) -> RooflineFixture:
     def fail(message: str) -> NoReturn:
         pytest.fail(message, pytrace=False)
 
-    return RooflineFixture(session, item.nodeid, item.stash.get(MARKER_KEY, None), fail, warn, add_property)
+    return RooflineFixture(session, item.nodeid, item.stash.get(MARKER_KEY, None), fail, warn, add_property,
+                           traceback_style=str(request.config.getoption("tbstyle", "auto")))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -18,7 +18,7 @@ __all__ = ["VERDICT_COLOURS", "roofline_figure", "ops_figure", "sparkline_figure
 
 VERDICT_COLOURS = {"pass": "#2ca02c", "measured": "#1f77b4", "fail": "#d62728", "regression": "#e377c2",
                    "wrong-bound": "#ff7f0e", "impossible": "#9467bd", "over-memory": "#8c564b", "over-ops": "#bcbd22", "exposed": "#17becf",
-                   "contended": "#bcbd22"}
+                   "contended": "#bcbd22", "lower-bound": "#bcbd22"}
 CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -97,7 +97,7 @@ def ops_figure(go: Any, hardware: HardwareSpec, record: KernelRecord) -> Any | N
         mode="markers", name="ops (size: time lost)",
         marker={"size": [8 + 40 * math.sqrt(v / biggest) for v in lost], "color": "#d62728", "opacity": 0.6,
                 "line": {"width": 1, "color": "#222"}},
-        text=[f"{op.name} ({op.opcode}{':' + op.fusion_kind if op.fusion_kind else ''})<br>"
+        text=[f"{op.name} ({op.kind})<br>"
               f"{op.bound}-bound, measured {format_seconds(measured)} vs roofline "
               f"{format_seconds(op.roofline_time_s)}<br>lost {format_seconds(v)}"
               for (op, measured), v in zip(ops, lost, strict=True)],

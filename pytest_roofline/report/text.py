@@ -188,7 +188,7 @@ def top_ops_lines(ops: Sequence[OpRow], count: int = 5, indent: str = "    ") ->
     for op in timed[:count]:
         runs = f" x{op.executions}" if op.executions > 1 else ""
         operands = ", ".join(op.operand_shapes[:3]) + (", ..." if len(op.operand_shapes) > 3 else "")
-        kind = op.opcode + (f":{op.fusion_kind}" if op.fusion_kind else "")
+        kind = op.kind
         util = f"{op.utilization:.1%}" if op.utilization is not None else "n/a"
         out.append(f"{indent}{op.name} ({kind}{runs}) {op.shape} <- ({operands}) [{op.dtype}]: "
                    f"{format_quantity(op.flops, 'FLOP')}, {format_quantity(op.bytes, 'B')}, {op.bound}-bound; "

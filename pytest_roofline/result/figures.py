@@ -288,7 +288,8 @@ class Measured:
         on_cpu, ops_on_cpu = (self.utilization_on_cpu, self._on_cpu(self.ops_roofline_time_s)) if self.contended \
             else (None, None)
         return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity,
-                       self.utilization_interval, core_low, on_cpu, ops_on_cpu, self.no_work)
+                       self.utilization_interval, core_low, on_cpu, ops_on_cpu, self.no_work,
+                       self.counts_lower_bound)
 
     @property
     def cpu_waiting(self) -> float | None:

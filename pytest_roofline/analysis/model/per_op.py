@@ -19,7 +19,7 @@ from ..program.hlo_reader import HloModule
 from ..program.walk import executed
 from ..program.xla_costs import compute_class, instruction_cost, source_dtype
 from ..runs.trace_events import TraceEvent, device_of
-from ..verdict.op_family import op_family
+from ..verdict.op_family import NAMED_BY_WORK, op_family
 from .compiler_agreement import OpsCheck
 
 __all__ = ["OpRow", "OpsModel", "op_rows", "attach_times"]
@@ -45,6 +45,14 @@ class OpRow:
     measured_s: float | None = None  # median over runs of the summed event time per run
     events_per_run: float = 0.0
     family: str = ""  # its kernel census family (census.op_family): "XLA fusion", "cuBLAS", "copy" ...
+
+    @property
+    def kind(self) -> str:
+        """What the op is: its opcode and fusion kind, led by what it computes where its family names that and
+        its opcode does not (``matmul: fusion:kCustom``, ``copy: fusion:kLoop``)."""
+        kind = self.opcode + (f":{self.fusion_kind}" if self.fusion_kind else "")
+        named = self.family in NAMED_BY_WORK and self.opcode not in ("dot", "convolution", "copy")
+        return f"{self.family}: {kind}" if named else kind
 
     @property
     def roofline_time_s(self) -> float:
@@ -117,7 +125,7 @@ def op_rows(module: HloModule, peak_for: Callable[[str], float], vector_peak: fl
             operand_shapes=operand_shapes, dtype=dtype, executions=times,
             flops=cost.flops * times, transcendentals=cost.transcendentals * times, bytes=cost.bytes * times,
             collective_bytes=comm * times, compute_time_s=compute * times, memory_time_s=cost.bytes / bandwidth * times,
-            comms_time_s=comms_time * times, family=op_family(inst),
+            comms_time_s=comms_time * times, family=op_family(inst, module),
         ))
     return rows
 

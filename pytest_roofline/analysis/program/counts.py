@@ -19,7 +19,7 @@ from .pallas_costs import PALLAS_REMEDY
 from .xla_costs import OpCost, computation_cost
 
 __all__ = ["CostAnalysisError", "Counts", "Work", "normalize_cost_analysis", "program_counts", "hlo_counts",
-           "work_of", "incomplete_reasons"]
+           "work_of", "incomplete_reasons", "loop_text"]
 
 
 class CostAnalysisError(ValueError):
@@ -83,6 +83,15 @@ def _while_loops(module: HloModule) -> list[Instruction]:
     return [i for c in module.computations.values() for i in c.instructions if i.opcode == "while"]
 
 
+def loop_text(loop: Instruction) -> str:
+    """A while loop's trip count in words: the compiler's, the iterations that ran (from the trace), or unknown."""
+    if loop.known_trip_count is None:
+        return f"{loop.name}: trip count unknown (body counted once)"
+    if loop.trip_count_source == "trace":
+        return f"{loop.name}: {loop.known_trip_count} iterations ran (from the trace)"
+    return f"{loop.name}: trip count {loop.known_trip_count}"
+
+
 def _dot_precisions(module: HloModule) -> tuple[str, ...]:
     seen: list[str] = []
     for comp in module.computations.values():
@@ -107,11 +116,7 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
         return hlo_counts(module)
     loops = _while_loops(module)
     lower_bound = any(loop.known_trip_count is None for loop in loops)
-    descriptions = tuple(
-        f"{loop.name}: trip count {loop.known_trip_count}" if loop.known_trip_count is not None
-        else f"{loop.name}: trip count unknown (body counted once)"
-        for loop in loops
-    )
+    descriptions = tuple(loop_text(loop) for loop in loops)
     # XLA's totals count every loop body once; add the iterations it left out.
     extra = OpCost(full.flops - once.flops, full.transcendentals - once.transcendentals,
                    full.bytes - once.bytes)
@@ -147,8 +152,7 @@ def hlo_counts(module: HloModule) -> Counts:
         flops=full.flops, transcendentals=full.transcendentals, bytes_accessed=full.bytes,
         matrix_flops=dict(full.matrix_flops),
         lower_bound=any(loop.known_trip_count is None for loop in loops) or bool(full.uncounted),
-        loops=tuple(f"{loop.name}: trip count {loop.known_trip_count}" if loop.known_trip_count is not None
-                    else f"{loop.name}: trip count unknown (body counted once)" for loop in loops),
+        loops=tuple(loop_text(loop) for loop in loops),
         dot_precisions=_dot_precisions(module), source="hlo", uncounted=full.uncounted, estimated=full.estimated)
 
 

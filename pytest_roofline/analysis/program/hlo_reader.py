@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any
 
@@ -23,6 +23,7 @@ __all__ = [
     "HloModule",
     "parse_hlo",
     "parse_shape",
+    "with_trip_counts",
     "DTYPE_BYTES",
 ]
 
@@ -134,6 +135,11 @@ class Instruction:
         if isinstance(known, dict) and "n" in known:
             return int(known["n"])
         return None
+
+    @property
+    def trip_count_source(self) -> str:
+        """Where a while loop's trip count came from: "compiler", or "trace" (the iterations that ran)."""
+        return self.attrs.get("trip_count_source", "compiler")
 
     def int_list(self, key: str) -> tuple[int, ...]:
         raw = self.attrs.get(key, "").strip("{}")
@@ -317,3 +323,19 @@ def parse_hlo(text: str) -> HloModule:
     if not entry_name:
         raise HloParseError(len(lines), "", "no ENTRY computation")
     return HloModule(module_name, computations, entry_name)
+
+
+def with_trip_counts(module: HloModule, trips: Mapping[str, int], source: str = "trace") -> HloModule:
+    """``module`` with these while loops' trip counts stated (``known_trip_count``), as found elsewhere than in the
+    compiler (``source``: "trace", the iterations that ran); ``Instruction.trip_count_source`` tells them apart."""
+    computations = {}
+    for name, comp in module.computations.items():
+        changed = []
+        for inst in comp.instructions:
+            if inst.opcode == "while" and inst.name in trips:
+                config = {**inst.backend_config, "known_trip_count": {"n": str(trips[inst.name])}}
+                inst = replace(inst, attrs={**inst.attrs, "backend_config": json.dumps(config),
+                                            "trip_count_source": source})
+            changed.append(inst)
+        computations[name] = replace(comp, instructions=tuple(changed), by_name={i.name: i for i in changed})
+    return replace(module, computations=computations)

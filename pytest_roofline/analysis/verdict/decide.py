@@ -71,6 +71,7 @@ class Figures:
     on_cpu: float | None = None
     ops_on_cpu: float | None = None
     no_work: bool = False  # the compiled program computes nothing
+    lower_bound: bool = False  # the counts are a lower bound: a utilization below a threshold is not judged
 
     def utilization_for(self, model: Model) -> float:
         return model_utilization(model, self.utilization, self.ops_utilization)
@@ -176,6 +177,10 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
         verdict = "measured"
     elif util >= threshold:
         verdict = "pass"
+    elif figures.lower_bound:  # more work than counted: below the threshold proves nothing
+        verdict = "lower-bound"
+        reason = (f"utilization {util:.1%} is below its threshold {format_fraction(threshold)}, but not judged: its "
+                  f"counts are a lower bound (give flops=/bytes=)")
     elif first_utilization is None and not _far_below(figures, threshold, model):
         return Decision("fail", confirm=True, marginal=marginal)
     else:
@@ -202,7 +207,7 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
         reason = (reason + "; " if reason else "") + (
             f"expected {expected_bound}-bound, but it is {figures.bound}-bound (intensity "
             f"{figures.intensity:.3g} vs critical {figures.critical_intensity:.3g} FLOP/B)")
-    return Decision(verdict, reason, warning=verdict == "contended", marginal=marginal)
+    return Decision(verdict, reason, warning=verdict in ("contended", "lower-bound"), marginal=marginal)
 
 
 def _far_below(figures: Figures, threshold: float, model: Model) -> bool:

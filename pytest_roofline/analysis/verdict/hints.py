@@ -13,7 +13,7 @@ _LAYOUT_OPS = frozenset({"copy", "transpose", "copy-start"})
 
 
 def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: str, donated: bool,
-          output_bytes: float, working_set_bytes: float, has_loops: bool, idle: IdleTime | None,
+          output_bytes: float, working_set_bytes: float, has_loops: bool, idle: IdleTime | None, loops_ran: bool = False,
           cache_bytes: int | None = None, cache_modelled: bool = False) -> list[str]:
     """Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show.
 
@@ -23,7 +23,7 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
     out: list[str] = []
     measured = [r for r in rows if r.measured_s]
     total = sum(r.measured_s or 0.0 for r in measured) or device_time_s
-    layout = [r for r in measured if r.opcode in _LAYOUT_OPS or (r.fusion_kind and "transpose" in r.name)]
+    layout = [r for r in measured if r.opcode in _LAYOUT_OPS or r.family == "copy" or (r.fusion_kind and "transpose" in r.name)]
     layout_time = sum(r.measured_s or 0.0 for r in layout)
     if layout and layout_time > 0.1 * total:
         names = ", ".join(r.name for r in sorted(layout, key=lambda r: -(r.measured_s or 0))[:3])
@@ -36,7 +36,8 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
     if has_loops:
         loops = sorted({r.computation for r in rows if r.computation != "main"})
         trips = max((r.executions for r in rows), default=1)
-        out.append(f"a while loop ({', '.join(loops)[:80]}) runs up to {trips} iterations one after another")
+        ran = " (from the trace)" if loops_ran else ""
+        out.append(f"a while loop ({', '.join(loops)[:80]}) runs up to {trips} iterations{ran} one after another")
     cache = cache_bytes or 32 * 2**20
     if platform == "cpu" and bound == "memory" and 0 < working_set_bytes <= cache and not cache_modelled:
         told = "as the system reports it" if cache_bytes else "assumed"

@@ -1,0 +1,200 @@
+"""How a kernel is staged for measuring, whichever way its author jitted it (imports JAX).
+
+* A ``jax.jit`` (or ``nnx.jit``) function is traced as it is: its ``static_argnums``, ``static_argnames``,
+  ``donate_argnums`` and shardings hold; the arguments it keeps static are the ones its lowering leaves out.
+* Anything else (a plain function, ``functools.partial``, ``eqx.filter_jit``, a bound method, a jit function
+  that was given an argument it cannot trace) is jitted here the way equinox's ``filter_jit`` does it: every
+  argument leaf that is an array (JAX or NumPy) is traced, every other leaf (a string, an enum, None, a callable,
+  a Python number, a module's non-array field) is static, compiled into the program.
+
+Either way the stage says which arguments were static, in words, for the result."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..base.errors import MeasureError
+
+__all__ = ["Staged", "stage", "is_array", "describe_type"]
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A traced and lowered program, and what its compiled form is called with."""
+
+    traced: Any  # jax.stages.Traced, or None where the jitted function has no ``trace``
+    lowered: Any  # jax.stages.Lowered
+    leaves: list[Any]  # the dynamic argument leaves, in the order the compiled program takes them
+    treedef: Any  # of (args, kwargs) for the compiled program
+    donated: list[bool]
+    static: tuple[str, ...] = ()  # the arguments compiled in, in words
+    via: str = ""  # how it was jitted, where not as given (a note for the result)
+
+
+def is_array(x: Any) -> bool:
+    """What equinox's ``is_array`` calls an array: traced; everything else is static."""
+    return isinstance(x, (jax.Array, np.ndarray, np.generic))
+
+
+def describe_type(x: Any) -> str:
+    return f"{type(x).__module__}.{type(x).__qualname__}"
+
+
+def _name_of(fn: Any) -> str:
+    """An identifier for the program's module name (``jit_<name>``), as ``jax.jit(fn)`` would give it."""
+    inner = fn
+    while not hasattr(inner, "__name__") and hasattr(inner, "func"):  # functools.partial
+        inner = inner.func
+    name = getattr(inner, "__name__", "") or type(fn).__name__
+    return re.sub(r"\W", "_", name).strip("_") or "kernel"
+
+
+def _jax_jitted(fn: Any) -> bool:
+    """A function jitted by jax.jit or a wrapper that keeps its interface (nnx.jit): it traces and lowers."""
+    return hasattr(fn, "trace") and hasattr(fn, "lower")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _where(path: Sequence[Any]) -> tuple[str, str]:
+    """(the top-level argument, the rest of the path) of a leaf of ``(args, kwargs)``."""
+    top, *rest = path[1:]
+    name = f"argument {top.idx}" if path[0].idx == 0 else str(top.key)
+    return name, jax.tree_util.keystr(tuple(rest))
+
+
+def _static_words(paths: Sequence[Sequence[Any]], values: Sequence[Any], tops: dict[str, Any]) -> tuple[str, ...]:
+    """``implementation='xla'``, ``argument 0 (MLP): .activation, .final_activation``: one entry per argument."""
+    grouped: dict[str, list[tuple[str, Any]]] = {}
+    for path, value in zip(paths, values, strict=True):
+        top, rest = _where(path)
+        grouped.setdefault(top, []).append((rest, value))
+    words = []
+    for top, items in grouped.items():
+        if len(items) == 1 and not items[0][0]:
+            words.append(f"{top}={_shown(items[0][1])}")
+            continue
+        shown = ", ".join(rest for rest, _ in items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+        words.append(f"{top} ({type(tops[top]).__name__}): {shown}")
+    return tuple(words)
+
+
+def _tops(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {**{f"argument {i}": a for i, a in enumerate(args)}, **kwargs}
+
+
+# Jitted wrappers by (function, argument structure, which leaves are arrays, the static leaves): measuring the same
+# kernel again takes its program from JAX's in-memory cache, as ``jax.jit(fn)`` does. Bounded, oldest out first.
+_WRAPPERS: dict[Any, Any] = {}
+_WRAPPERS_KEPT = 64
+
+
+def _filtered_jit(fn: Callable[..., Any], treedef: Any, dynamic: tuple[bool, ...], static: tuple[Any, ...]) -> Any:
+    """``jax.jit`` of ``fn`` taking only its dynamic leaves; the static ones are closed over."""
+    key: Any = (fn, treedef, dynamic, tuple((type(v), v) for v in static))  # 1 and 1.0 compile differently
+    try:
+        cached = _WRAPPERS.get(key)
+    except TypeError:  # a static leaf that cannot be hashed: a wrapper of its own, compiled anew
+        key, cached = None, None
+    if cached is not None:
+        return cached
+
+    def kernel(*traced: Any) -> list[Any]:
+        given, fixed = iter(traced), iter(static)
+        call_args, call_kwargs = jax.tree_util.tree_unflatten(treedef, [next(given) if d else next(fixed)
+                                                                        for d in dynamic])
+        # Only the arrays it returns are outputs (a module with callables in it is not a JAX type).
+        return [x for x in jax.tree_util.tree_leaves(fn(*call_args, **call_kwargs)) if isinstance(x, jax.Array)]
+
+    kernel.__name__ = kernel.__qualname__ = _name_of(fn)
+    jitted = jax.jit(kernel)
+    if key is not None:
+        if len(_WRAPPERS) >= _WRAPPERS_KEPT:
+            del _WRAPPERS[next(iter(_WRAPPERS))]
+        _WRAPPERS[key] = jitted
+    return jitted
+
+
+def stage_filtered(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], via: str = "") -> Staged:
+    """Jit ``fn`` with its array leaves traced and every other leaf static (equinox's rule)."""
+    flat, treedef = jax.tree_util.tree_flatten_with_path((args, kwargs))
+    dynamic = tuple(is_array(leaf) for _, leaf in flat)
+    dyn = [leaf for (_, leaf), d in zip(flat, dynamic, strict=True) if d]
+    static = [(path, leaf) for (path, leaf), d in zip(flat, dynamic, strict=True) if not d]
+    traced = _filtered_jit(fn, treedef, dynamic, tuple(leaf for _, leaf in static)).trace(*dyn)
+    words = _static_words([p for p, _ in static], [leaf for _, leaf in static], _tops(args, kwargs))
+    return Staged(traced, traced.lower(), dyn, jax.tree_util.tree_structure((tuple(dyn), {})), [False] * len(dyn),
+                  words, via)
+
+
+def _dynamic_args(name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                  args_info: Any) -> tuple[tuple[Any, ...], dict[str, Any], tuple[str, ...]]:
+    """The arguments ``Compiled`` is called with (without the static ones its lowering left out), and the static
+    ones in words."""
+    info_args, info_kwargs = args_info
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k in info_kwargs}
+    static_kwargs = tuple(f"{k}={_shown(v)}" for k, v in kwargs.items() if k not in info_kwargs)
+    missing = len(args) - len(info_args)
+    if missing == 0:
+        return args, dyn_kwargs, static_kwargs
+    target: Any = jax.tree_util.tree_structure(info_args)
+    candidates = [i for i, a in enumerate(args) if not is_array(a)]
+    matches = []
+    for static in itertools.combinations(candidates, missing):
+        rest = tuple(a for i, a in enumerate(args) if i not in static)
+        if jax.tree_util.tree_structure(rest) == target:
+            matches.append((rest, static))
+    if len(matches) != 1:
+        raise MeasureError(f"{name}: cannot tell which of its {len(args)} positional arguments are static; "
+                           f"bind static arguments with functools.partial before measuring")
+    rest, static = matches[0]
+    return rest, dyn_kwargs, tuple(f"argument {i}={_shown(args[i])}" for i in static) + static_kwargs
+
+
+def _not_arrays(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return any(not is_array(leaf) for leaf in jax.tree_util.tree_leaves((args, kwargs)))
+
+
+def stage_as_given(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Staged | None:
+    """Trace and lower a jax.jit function as its author jitted it; None where it cannot take these arguments as
+    they are (a leaf it was not told is static) or gives no ``args_info`` (then the caller stages it filtered)."""
+    try:
+        traced = fn.trace(*args, **kwargs)
+    except TypeError:
+        if _not_arrays(args, kwargs):
+            return None
+        raise
+    lowered = traced.lower()
+    if not hasattr(lowered, "args_info"):
+        return None
+    dyn_args, dyn_kwargs, static = _dynamic_args(name, args, kwargs, lowered.args_info)
+    leaves, treedef = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    donated = [bool(getattr(info, "donated", False)) for info in jax.tree_util.tree_leaves(lowered.args_info)]
+    if len(donated) != len(leaves):
+        donated = [False] * len(leaves)
+    return Staged(traced, lowered, leaves, treedef, donated, static)
+
+
+def stage(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Staged:
+    """The kernel traced and lowered for these arguments; see the module's rules."""
+    if _jax_jitted(fn):
+        staged = stage_as_given(fn, args, kwargs, name)
+        if staged is not None:
+            return staged
+        inner = getattr(fn, "__wrapped__", None)
+        if callable(inner):
+            return stage_filtered(inner, args, kwargs,
+                                  "its jit was given arguments that are not arrays and not declared static: the "
+                                  "function it wraps was jitted with every non-array leaf static (its own jit "
+                                  "options, such as donation, are not used)")
+    return stage_filtered(fn, args, kwargs)
