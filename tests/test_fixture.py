@@ -317,6 +317,7 @@ RESULT_KEYS |= {"idle"}  # the time in a run the device ran no op (null without 
 RESULT_KEYS |= {"census"}  # device ops per run, by family
 RESULT_KEYS |= {"exposure"}  # the collectives' time no compute overlapped (null without collectives)
 RESULT_KEYS |= {"static_arguments"}  # the arguments compiled in (not arrays)
+RESULT_KEYS |= {"source_work", "source_flops", "compiled_over_source"}  # the work the source asks for
 
 
 def test_result_json_keeps_the_schema_1_keys() -> None:

@@ -143,3 +143,26 @@ def test_the_marker_and_measure_check_a_setting_alike(key: str, value: object) -
         MeasureOptions.from_keywords({key: value})
     problem = str(call.value).removeprefix(f"{key}= ")
     assert problem.startswith("must be ") and str(marker.value) == f"roofline marker of t.py::test_a: {key}={value!r}: {problem}"
+
+
+def test_counts_from_the_command_line_the_yaml_config_the_marker_and_the_call(tmp_path: Path) -> None:
+    """Whose FLOPs a kernel is judged on reaches the measurement's options from every place it can be set."""
+    from pytest_roofline.measurement.options import MeasureOptions, check_settings
+    from pytest_roofline.plugin.session import RooflineSession
+
+    assert resolve().counts == "compiled"
+    assert resolve({"counts": "source"}).counts == "source"
+    config = tmp_path / "roofline.yaml"
+    config.write_text("counts: source\n")
+    settings = resolve({"config": str(config)})
+    assert settings.counts == "source"
+    assert RooflineSession(settings).options({}).counts_from == "source"
+    # The marker's and the call's counts= are checked measurement settings, the call's winning.
+    assert RooflineSession(resolve()).options(check_settings({"counts": "source"}, lambda k, v: f"{k}=")) \
+        .counts_from == "source"
+    assert MeasureOptions.from_keywords({"counts": "Source"}).counts_from == "source"
+    with pytest.raises(ValueError, match="counts= must be one of 'compiled', 'source'"):
+        MeasureOptions.from_keywords({"counts": "model"})
+    config.write_text("counts: useful\n")
+    with pytest.raises(ConfigError, match="counts: useful in .*roofline.yaml: must be one of 'compiled', 'source'"):
+        resolve({"config": str(config)})

@@ -33,6 +33,8 @@ __all__ = [
     "Platform",
     "PLATFORMS",
     "CountSource",
+    "CountsFrom",
+    "COUNTS_FROM",
     "choose",
 ]
 
@@ -94,7 +96,12 @@ PLATFORMS: tuple[Platform, ...] = get_args(Platform)
 # hlo: counted by pytest-roofline from the optimized HLO; cost_estimate: the Pallas kernels' stated work alone;
 # kernel_io: interpret-mode Pallas kernels without a cost_estimate, their operand and result bytes alone
 # kernel_body: Pallas kernels without a cost_estimate, counted from their bodies (jaxpr x grid, blocks as bytes)
-CountSource = Literal["compiler", "user", "hlo", "cost_estimate", "kernel_io", "kernel_body"]
+CountSource = Literal["compiler", "user", "hlo", "cost_estimate", "kernel_io", "kernel_body", "source"]
+# source: the FLOPs the program as written asks for (its jaxpr), by counts="source"
+
+CountsFrom = Literal["compiled", "source"]
+"""Which FLOPs a kernel is judged on: the compiled program's (default), or its source's (model-FLOPs utilization)."""
+COUNTS_FROM: tuple[CountsFrom, ...] = get_args(CountsFrom)
 
 T = TypeVar("T", bound=str)
 

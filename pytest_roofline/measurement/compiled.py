@@ -10,11 +10,12 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..analysis.program.info import SourceWork
 from ..analysis.runs.time_spent import phase
 from ..base.errors import MeasureError, exception_text
 from .jitting import describe_type, is_array, stage
 from .options import TimingSettings
-from .pallas_calls import TracedProgram, traced_program
+from .pallas_calls import TracedProgram, source_work, traced_program
 from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_program
 
 __all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats", "block_until_ready"]
@@ -40,6 +41,7 @@ class CompiledProgram:
     traced: TracedProgram = TracedProgram()  # its Pallas kernels, from the traced program
     static: tuple[str, ...] = ()  # the arguments compiled in (not arrays), in words
     staged_via: str = ""  # how it was jitted, where not as its author gave it
+    source: SourceWork | None = None  # the work the program as written asks for (its jaxpr)
 
     @property
     def num_devices(self) -> int:
@@ -65,6 +67,7 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     try:
         staged = stage(fn, tuple(args), dict(kwargs), name)
         traced = traced_program(staged.traced) if staged.traced is not None else TracedProgram()
+        source = source_work(staged.traced, traced) if staged.traced is not None else None
     except MeasureError:
         raise
     except TypeError as exc:
@@ -98,7 +101,7 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     except Exception:  # noqa: BLE001 - the result says the compiler gave no memory analysis
         raw_memory = None
     return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, backend.count == 0, placed,
-                           treedef, donated, device, raw_cost, raw_memory, traced, staged.static, staged.via)
+                           treedef, donated, device, raw_cost, raw_memory, traced, staged.static, staged.via, source)
 
 
 # What JAX records each time XLA compiles a program (or loads it from the persistent cache); an in-memory cache

@@ -12,10 +12,12 @@ from ..base import values
 from ..base.kinds import (
     CACHE_MODES,
     CEILINGS_MODES,
+    COUNTS_FROM,
     FIRST_TOUCH_MODES,
     TIMERS,
     CacheMode,
     CeilingsMode,
+    CountsFrom,
     FirstTouchMode,
     Timer,
     choose,
@@ -104,6 +106,7 @@ OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
     "ceilings": values.one_of(CEILINGS_MODES),
     "first_touch": values.one_of(FIRST_TOUCH_MODES),
     "cache": values.one_of(CACHE_MODES),
+    "counts": values.one_of(COUNTS_FROM),
     "threshold": values.count,
     "name": values.name,
 }
@@ -155,7 +158,8 @@ class HardwareChoice:
 @dataclass(frozen=True)
 class MeasureOptions:
     """Every setting of one measurement, grouped: the label, the counts, the hardware, the timing, the threshold
-    sampling aims at, whether the roofline charges the first touch of fresh pages, and the cache state."""
+    sampling aims at, whether the roofline charges the first touch of fresh pages, the cache state, and whose FLOPs
+    are judged (the compiled program's, or the source's)."""
 
     name: str | None = None
     counts: GivenCounts = GivenCounts()
@@ -164,6 +168,7 @@ class MeasureOptions:
     threshold: float | None = None
     first_touch: FirstTouchMode = "include"
     cache: CacheMode = "auto"
+    counts_from: CountsFrom = "compiled"  # counts="source": judged on the FLOPs the source asks for
 
     @classmethod
     def from_keywords(cls, keywords: Mapping[str, Any]) -> MeasureOptions:
@@ -183,7 +188,7 @@ class MeasureOptions:
         timing = replace(self.timing, **{n: given[n] for n in TIMING_KEYWORDS if n in given})
         return MeasureOptions(given.get("name", self.name), counts, hardware, timing,
                               given.get("threshold", self.threshold), given.get("first_touch", self.first_touch),
-                              given.get("cache", self.cache))
+                              given.get("cache", self.cache), given.get("counts", self.counts_from))
 
 
 def check_settings(keywords: Mapping[str, Any], describe: Callable[[str, Any], str]) -> dict[str, Any]:
@@ -198,4 +203,4 @@ def check_settings(keywords: Mapping[str, Any], describe: Callable[[str, Any], s
 
 # The keywords measure() takes for itself; any other goes to the kernel (see pytest_roofline.base.calls).
 MEASURE_OPTIONS = ("name", "flops", "bytes", "transcendentals", "hardware", "hardware_file", "ceilings",
-                   "recalibrate", *TIMING_KEYWORDS, "threshold", "first_touch", "cache")
+                   "recalibrate", *TIMING_KEYWORDS, "threshold", "first_touch", "cache", "counts")

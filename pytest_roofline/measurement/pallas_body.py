@@ -1,4 +1,4 @@
-"""Counting a Pallas kernel from its body, for kernels that state no ``cost_estimate``: the FLOPs and
+"""Counting a jaxpr's work (a traced program as its source wrote it, :func:`count_body`), and a Pallas kernel from its body, for kernels that state no ``cost_estimate``: the FLOPs and
 transcendentals of the body's jaxpr (per grid step, loops multiplied) times the grid, and the blocks the grid
 maps in and out as bytes. Reads jaxprs duck-typed (no private imports).
 
@@ -84,6 +84,28 @@ def _dot_flops(eqn: Any) -> float:
     return 2.0 * _size(eqn.outvars[0].aval) * inner
 
 
+def _ragged_dot_flops(eqn: Any) -> float:
+    """A grouped matmul's useful work: each row of the left operand meets one group's matrix, so
+    2 x (output elements) x (contracted size), whatever the number of groups."""
+    lhs = eqn.invars[0].aval.shape
+    numbers = eqn.params.get("ragged_dot_dimension_numbers")
+    contracting = getattr(numbers, "dot_dimension_numbers", None)
+    dims = contracting[0][0] if contracting else (len(lhs) - 1,)
+    return 2.0 * _size(eqn.outvars[0].aval) * float(np.prod([lhs[d] for d in dims] or [1]))
+
+
+def _conv_flops(eqn: Any) -> float:
+    """2 x (output elements) x (the kernel's size per output feature)."""
+    rhs = eqn.invars[1].aval.shape
+    numbers = eqn.params.get("dimension_numbers")
+    out_feature = getattr(numbers, "rhs_spec", (0,))[0]
+    return 2.0 * _size(eqn.outvars[0].aval) * float(np.prod(rhs)) / max(float(rhs[out_feature]), 1.0)
+
+
+_MATRIX_RULES = {"dot_general": _dot_flops, "ragged_dot_general": _ragged_dot_flops, "ragged_dot": _ragged_dot_flops,
+                 "conv_general_dilated": _conv_flops}
+
+
 def _while_trips(eqn: Any) -> float | None:
     """The trip count of a ``fori_loop`` lowered to a while (carry ``i, upper, ...``, cond ``i < upper``) whose
     bounds are literals; None where it cannot be told."""
@@ -106,8 +128,8 @@ def count_body(jaxpr: Any) -> BodyCount:
     for eqn in jaxpr.eqns:
         prim = eqn.primitive.name
         out = _size(eqn.outvars[0].aval) if eqn.outvars else 0.0
-        if prim == "dot_general":
-            total.matrix_flops += _dot_flops(eqn)
+        if prim in _MATRIX_RULES:
+            total.matrix_flops += _MATRIX_RULES[prim](eqn)
         elif prim in _TRANSCENDENTAL:
             total.transcendentals += out
         elif prim in _VECTOR:

@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.program.info import SourceWork
 from ..analysis.program.pallas_costs import KernelEstimate, TracedKernel, parse_cost_estimate
-from .pallas_body import count_kernel, inner_jaxprs
+from .pallas_body import count_body, count_kernel, inner_jaxprs
 
-__all__ = ["TracedProgram", "traced_program"]
+__all__ = ["TracedProgram", "traced_program", "source_work"]
 
 # Equations that only hold other jaxprs (their work is what they hold) or move no data of their own.
 _CONTAINERS = frozenset({"pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
@@ -97,3 +98,16 @@ def traced_program(traced: Any) -> TracedProgram:
     outside: list[str] = []
     _walk(jaxpr, 1.0, "", kernels, outside)
     return TracedProgram(tuple(kernels), tuple(outside)) if kernels else TracedProgram()
+
+
+def source_work(traced: Any, program: TracedProgram) -> SourceWork | None:
+    """The work ``traced`` (``jax.jit(f).trace(...)``) asks for as its source wrote it; None without a jaxpr."""
+    closed = getattr(traced, "jaxpr", None)
+    jaxpr = getattr(closed, "jaxpr", closed)
+    if jaxpr is None or not hasattr(jaxpr, "eqns"):
+        return None
+    count = count_body(jaxpr)
+    unknown = list(count.lower_bound)
+    if program.kernels:
+        unknown.insert(0, "Pallas kernels (counted by their own estimates)")
+    return SourceWork(count.flops, count.transcendentals, "; ".join(unknown))

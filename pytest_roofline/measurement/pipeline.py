@@ -21,6 +21,7 @@ from ..analysis.model.program_model import ProgramModel, program_model
 from ..analysis.model.roofline import RooflineEstimate
 from ..analysis.program.counts import Counts
 from ..analysis.program.hlo_reader import HloModule
+from ..analysis.program.info import more_than_source_text
 from ..analysis.program.interpreted import INTERPRET_NOTE, estimated_note
 from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
 from ..analysis.program.trips_ran import with_trips_ran
@@ -33,7 +34,7 @@ from ..analysis.runs.run_stats import relative_iqr
 from ..analysis.runs.time_spent import phase
 from ..analysis.verdict.hints import hints
 from ..base.calls import KernelCall, split_call
-from ..base.kinds import CeilingsUsed
+from ..base.kinds import CeilingsUsed, CountsFrom
 from ..base.labels import kernel_name
 from ..hardware.calibration_cache import refresh_mode
 from ..hardware.cpu import last_level_cache_bytes
@@ -126,6 +127,8 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     written = _written(module, footprint) if cache.state == "cold" else None
 
     def modelled(module: HloModule, counts: Counts) -> ProgramModel:
+        if options.counts_from == "source" and program.source is not None and not program.source.unknown:
+            counts = counts.of_source(program.source.flops)
         return program_model(spec, counts, module, topology.devices if topology else program.num_devices,
                              *given.values, buffers, written, topology)
 
@@ -153,12 +156,12 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
         name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
         roofline=replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0),
         timing=timed.timing, program=_program_info(program), ops_model=ops_model,
-        notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory)),
+        notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory, counts_from=options.counts_from)),
         hints=() if no_work else tuple(_hints(ops_model.rows, module, program, model, timed, idle,
                                               spec.cache_bandwidth is not None or cache.state == "cold")),
         hlo_text=program.hlo_text, xspace=timed.xspace, live=live, threshold=options.threshold, memory=memory,
         first_touch=touch, first_touch_mode=touch_mode, no_work=no_work, cache=cache, clocks=clocks,
-        processes=processes, idle=idle, exposure=exposed,
+        processes=processes, idle=idle, exposure=exposed, source=program.source,
     )
 
 
@@ -334,12 +337,21 @@ def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
 
 
 def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
-           spec: HardwareSpec, plan: _LivePlan, memory: MemoryFootprint | None) -> list[str]:
+           spec: HardwareSpec, plan: _LivePlan, memory: MemoryFootprint | None, *,
+           counts_from: CountsFrom = "compiled") -> list[str]:
     notes = [u.note for u in model.uses if u.note]
     if program.static:
         notes.append(_program_info(program).static_text)
     if program.staged_via:
         notes.append(program.staged_via)
+    source = program.source
+    if model.work.flops_source == "source" and model.work.compiled_flops is not None and source is not None:
+        notes.append(f"judged on the FLOPs the source asks for (counts='source'): "
+                     f"{more_than_source_text(model.work.compiled_flops, source.flops)}")
+    elif counts_from == "source":
+        why = source.unknown if source is not None else "no traced program to read"
+        notes.append(f"counts='source' asked, but the source's work cannot be counted ({why}): judged on the "
+                     f"compiled program's counts")
     if memory is None:
         notes.append("no peak memory: the compiler gave no memory analysis for this program")
     if plan.why:

@@ -19,7 +19,7 @@ __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpe
 
 MARKER_SIGNATURE = (
     f"roofline(min=None, *, flops=None, bytes=None, transcendentals=None, bound=None, model=None, "
-    f"ceilings=None, first_touch=None, cache=None, max_drop=None, max_memory=None, max_ops=None, "
+    f"ceilings=None, first_touch=None, cache=None, counts=None, max_drop=None, max_memory=None, max_ops=None, "
     f"max_exposed=None, {timing_defaults_text()}): measure this "
     "test's kernels "
     "against the roofline; fail when utilization < min (a fraction in (0, 1]) or, with bound='compute'/"
@@ -29,7 +29,8 @@ MARKER_SIGNATURE = (
     "threshold uses; flops/bytes/transcendentals replace the compiler's counts (analytic model FLOPs give "
     "MFU); ceilings='live'/'calibrated'/'datasheet' overrides --roofline-ceilings; first_touch='include'/'exclude' "
     "overrides --roofline-first-touch (whether the roofline includes the first touch of fresh pages); "
-    "cache='cold'/'warm'/'auto' overrides --roofline-cache (the cache state of the timed runs); max_drop (a "
+    "cache='cold'/'warm'/'auto' overrides --roofline-cache (the cache state of the timed runs); "
+    "counts='compiled'/'source' overrides --roofline-counts (judge on the source's FLOPs); max_drop (a "
     "fraction) is the "
     "smallest drop from the --roofline-baseline that fails; max_memory (bytes, '2 GiB', or a fraction of the "
     "device's memory such as 0.5 or '50%') fails a kernel whose compiled program needs more; max_ops (device ops "

@@ -101,6 +101,7 @@ class RooflineSession:
         s = self.settings
         return MeasureOptions().overridden({"hardware": s.hardware, "hardware_file": s.hardware_file,
                                             "ceilings": s.ceilings, "first_touch": s.first_touch, "cache": s.cache,
+                                            "counts": s.counts,
                                             **once, **overrides})
 
     def measure(self, call: KernelCall, options: MeasureOptions, key: str = "") -> Result:

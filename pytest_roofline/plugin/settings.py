@@ -23,10 +23,12 @@ from ..base.files import check_writable, read_yaml_mapping
 from ..base.kinds import (
     CACHE_MODES,
     CEILINGS_MODES,
+    COUNTS_FROM,
     FIRST_TOUCH_MODES,
     MODELS,
     CacheMode,
     CeilingsMode,
+    CountsFrom,
     FirstTouchMode,
     Model,
     choose,
@@ -79,6 +81,10 @@ def parse_model(raw: Any, where: str) -> Model:
 
 def parse_first_touch(raw: Any, where: str) -> FirstTouchMode:
     return choose(raw, FIRST_TOUCH_MODES, where, ConfigError)
+
+
+def parse_counts(raw: Any, where: str) -> CountsFrom:
+    return choose(raw, COUNTS_FROM, where, ConfigError)
 
 
 def parse_cache(raw: Any, where: str) -> CacheMode:
@@ -135,6 +141,10 @@ OPTIONS: tuple[Option, ...] = (
            "the cache state kernels are measured in: cold (the last-level cache is evicted before every timed "
            "run, outside the timing), warm (runs back to back) or auto (default: cold where a kernel's working "
            "set fits the last-level cache, warm where it does not, and on a TPU)", parse_cache, "STATE"),
+    Option("counts", "--roofline-counts", "roofline_counts", "PYTEST_ROOFLINE_COUNTS", "str",
+           "whose FLOPs kernels are judged on: compiled (the compiled program's, default) or source (the work the "
+           "program as written asks for, model-FLOPs utilization: a ragged dot XLA runs dense is judged on its "
+           "useful work)", parse_counts, "WHOSE"),
     Option("trace_dir", "--roofline-trace-dir", "roofline_trace_dir", "PYTEST_ROOFLINE_TRACE_DIR", "path",
            "where to save the trace (Perfetto, TensorBoard/XProf) and optimized HLO of failing kernels "
            "(default: .pytest_cache/d/roofline-traces, or a temporary directory)", _parse_path, "PATH"),
@@ -179,6 +189,7 @@ class Settings:
     model: Model = "program"
     first_touch: FirstTouchMode = "include"
     cache: CacheMode = "auto"
+    counts: CountsFrom = "compiled"
     trace_dir: str | None = None
     trace_all: bool = False
     history: str | None = None
@@ -212,7 +223,7 @@ class Settings:
         return self.config
 
 
-_CONFIG_KEYS = {"min", "max_drop", "thresholds", "devices", "ceilings", "model", "first_touch", "cache"}
+_CONFIG_KEYS = {"min", "max_drop", "thresholds", "devices", "ceilings", "model", "first_touch", "cache", "counts"}
 _PATTERN_KEYS = {"min", "max_drop"}
 
 
@@ -267,6 +278,7 @@ _CONFIG_SETTINGS: dict[str, Callable[[Any, str], Any]] = {
     "model": lambda raw, where: parse_model(raw, where),
     "first_touch": lambda raw, where: parse_first_touch(raw, where),
     "cache": lambda raw, where: parse_cache(raw, where),
+    "counts": lambda raw, where: parse_counts(raw, where),
 }
 
 

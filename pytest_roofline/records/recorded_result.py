@@ -75,6 +75,8 @@ class RecordedResult:
     census: Census | None = None  # device ops per run, and of which family
     exposure: Exposure | None = None  # the collectives' time that no compute overlapped (None: no collective)
     utilization_at_clocks: float | None = None  # against the roofline at the clocks the runs met
+    source_flops: float | None = None  # the FLOPs the source asks for (None: not comparable, or not recorded)
+    compiled_over_source: float | None = None  # the compiled program's FLOPs over the source's
     versions: Mapping[str, str] = field(default_factory=dict)
     ceilings_used: tuple[CeilingUse, ...] = ()
     # The judgement's figures

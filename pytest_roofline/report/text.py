@@ -13,6 +13,7 @@ from ..analysis.model import contention
 from ..analysis.model.first_touch import FAULT_COST_MOVES, FAULTS_CHEAPER
 from ..analysis.model.per_op import OpRow
 from ..analysis.model.roofline import impossible_text
+from ..analysis.program.info import MORE_THAN_SOURCE, more_than_source_text
 from ..base.kinds import FAILING_VERDICTS
 from ..base.units import format_fraction, format_quantity, format_seconds
 from ..hardware.spec import Ceiling, HardwareSpec
@@ -139,6 +140,13 @@ def failure_message(record: KernelRecord, reason: str) -> str:
     lines.append(f"  counts        {format_quantity(r.flops, 'FLOP')} ({r.flops_source}), "
                  f"{format_quantity(r.bytes_accessed, 'B')} ({r.bytes_source}), "
                  f"{format_quantity(r.transcendentals, 'transcendentals')}{lower}")
+    if r.compiled_over_source is not None and r.source_flops:
+        compiled = r.source_flops * r.compiled_over_source
+        judged = "judged on the source's (counts='source')" if r.flops_source == "source" else \
+            "judged on the compiled program's; counts='source' judges on the source's"
+        lines.append(f"  source        {format_quantity(r.source_flops, 'FLOP')} asked for by the program as written"
+                     + (f": {more_than_source_text(compiled, r.source_flops)}, {judged}"
+                        if r.compiled_over_source > MORE_THAN_SOURCE else ""))
     lines += _memory_lines(record)
     if r.no_work:
         lines.append("  intensity     none: the program computes nothing, so it is bound by neither")
@@ -250,6 +258,9 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
         marks.append(("marginal", "the threshold is inside the 95% interval: within the noise"))
     if r.first_touch_beaten:
         marks.append(("faults cheaper", FAULTS_CHEAPER))
+    if r.compiled_over_source is not None and r.compiled_over_source > MORE_THAN_SOURCE and r.source_flops:
+        marks.append((f"{r.compiled_over_source:.1f}x source FLOPs",
+                      more_than_source_text(r.source_flops * r.compiled_over_source, r.source_flops)))
     if r.contended and rec.verdict != "contended" and r.cpu_waiting is not None:
         marks.append(("contended", contention.waited_text(r.cpu_waiting)))
     return marks

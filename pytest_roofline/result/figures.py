@@ -20,7 +20,7 @@ from ..analysis.model.per_op import OpRow, OpsModel
 from ..analysis.model.roofline import RooflineEstimate
 from ..analysis.model.work_shares import CeilingUse
 from ..analysis.program.counts import Work
-from ..analysis.program.info import ProgramInfo
+from ..analysis.program.info import ProgramInfo, SourceWork
 from ..analysis.program.memory import MemoryFootprint
 from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.exposed import Exposure
@@ -61,6 +61,7 @@ class Measured:
     processes: Processes | None = None  # the program spans processes: their times, topology, who decided
     idle: IdleTime | None = None  # the time in a run the device executed no op, and how much waited on the host
     exposure: Exposure | None = None  # the collectives' time that no compute overlapped (None: no collective)
+    source: SourceWork | None = None  # the work the program as written asks for (None: no jaxpr to read)
 
     # The work
     @property
@@ -90,6 +91,26 @@ class Measured:
     @property
     def counts_lower_bound(self) -> bool:
         return self.work.counts_lower_bound
+
+    @property
+    def source_flops(self) -> float | None:
+        """The FLOPs the source asks for, where they can be compared with the compiled program's."""
+        return self.source.flops if self.source is not None and not self.source.unknown else None
+
+    @property
+    def compiled_over_source(self) -> float | None:
+        """The compiled program's FLOPs over the source's (None where they cannot be compared)."""
+        if self.source is None:
+            return None
+        compiled = self.source_compiled_flops
+        return self.source.factor(compiled) if compiled is not None else None
+
+    @property
+    def source_compiled_flops(self) -> float | None:
+        """The compiled program's own FLOPs (the compiler's or the HLO's count; None where the user gave them)."""
+        if self.work.flops_source == "source":
+            return self.work.compiled_flops
+        return self.work.flops if self.work.flops_source != "user" else None
 
     @property
     def loops(self) -> tuple[str, ...]:

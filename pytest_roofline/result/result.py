@@ -61,6 +61,9 @@ class Result(Measured):
                for k, v in (("cache", self.cache), ("processes", self.processes), ("clocks", self.clocks),
                             ("idle", self.idle), ("exposure", self.exposure))},
             "utilization_at_clocks": self.utilization_at_clocks,
+            "source_work": self.source.to_dict() if self.source is not None else None,
+            "source_flops": self.source_flops,
+            "compiled_over_source": self.compiled_over_source,
         }
 
     def first_touch_text(self) -> str:  # faults expected and counted, the split of the time, both utilizations

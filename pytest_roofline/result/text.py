@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..analysis.model import contention
 from ..analysis.model.first_touch import FAULT_COST_MOVES, FAULTS_CHEAPER
 from ..analysis.model.roofline import impossible_text
+from ..analysis.program.info import MORE_THAN_SOURCE, more_than_source_text
 from ..base.units import format_fraction, format_quantity, format_seconds
 from .figures import Measured
 
@@ -54,6 +55,9 @@ def describe(result: Measured) -> str:
         text += f" MARGINAL: the threshold {format_fraction(result.threshold)} is inside the interval"
     if result.counts_lower_bound:
         text += f" [counts are a lower bound: {result.work.lower_bound_reason}]"
+    factor, compiled = result.compiled_over_source, result.source_compiled_flops
+    if factor is not None and compiled is not None and result.source_flops and factor > MORE_THAN_SOURCE:
+        text += f" [{more_than_source_text(compiled, result.source_flops)}]"
     if result.no_work:
         text += " NO WORK: the compiled program computes nothing (it returns None or a constant)"
     if result.impossible:

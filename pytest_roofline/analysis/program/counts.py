@@ -10,7 +10,7 @@ read from the optimized HLO. Pure: the inputs are the dict (or list of dicts) an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...base.kinds import CountSource
@@ -73,10 +73,18 @@ class Counts:
     uncounted: tuple[str, ...] = ()  # custom calls whose work is not in the counts: "name (target)"
     estimated: tuple[str, ...] = ()  # Pallas kernels counted from their cost_estimate: "name (backend)"
     lower_bound_why: tuple[str, ...] = ()  # other reasons for lower_bound (work outside interpreted kernels)
+    compiled_flops: float | None = None  # where ``flops`` are the source's (counts="source"): the compiled program's
 
     @property
     def vector_flops(self) -> float:
         return max(self.flops - sum(self.matrix_flops.values()), 0.0)
+
+    def of_source(self, source_flops: float) -> Counts:
+        """These counts judged on the FLOPs the source asks for (model-FLOPs utilization): the matrix FLOPs scaled
+        alike, bytes and transcendentals as compiled."""
+        scale = source_flops / self.flops if self.flops > 0 else 0.0
+        return replace(self, flops=source_flops, matrix_flops={k: v * scale for k, v in self.matrix_flops.items()},
+                       source="source", compiled_flops=self.flops)
 
 
 def _while_loops(module: HloModule) -> list[Instruction]:
@@ -187,6 +195,7 @@ class Work:
     uncounted: tuple[str, ...] = ()  # custom calls whose work is missing from the counts
     estimated: tuple[str, ...] = ()  # Pallas kernels counted from their cost_estimate
     lower_bound_why: tuple[str, ...] = ()  # other reasons the counts are a lower bound (e.g. interpret mode)
+    compiled_flops: float | None = None  # where ``flops`` are the source's (counts="source"): the compiled program's
 
     @property
     def lower_bound_reason(self) -> str:
@@ -228,4 +237,5 @@ def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, t
         uncounted=counts.uncounted if (flops is None or bytes_accessed is None) else (),
         estimated=counts.estimated,
         lower_bound_why=counts.lower_bound_why if (flops is None or bytes_accessed is None) else (),
+        compiled_flops=counts.compiled_flops if flops is None else None,
     )

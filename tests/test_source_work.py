@@ -1,0 +1,76 @@
+"""The work the source asks for (its jaxpr), beside the compiled program's: dots, ragged dots, convolutions and
+elementwise work against analytic formulas; a ragged dot XLA:CPU runs dense said to do 8x; counts="source" judging
+on the source's FLOPs. Real tracing and compiling on this machine's CPU; the last test times real runs (slow)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_roofline.analysis.program.info import SourceWork, more_than_source_text
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+compile_program = pytest.importorskip("pytest_roofline.measurement.compiled").compile_program
+
+M, K, N, G = 1024, 512, 256, 8
+
+
+def _ragged(lhs: Any, rhs: Any, sizes: Any) -> Any:
+    return jax.lax.ragged_dot(lhs, rhs, sizes)
+
+
+def _ragged_args() -> tuple[Any, ...]:
+    return jnp.ones((M, K)), jnp.ones((G, K, N)), jnp.full((G,), M // G, jnp.int32)
+
+
+def test_the_source_counts_match_analytic_formulas() -> None:
+    a, b = jnp.ones((128, 64)), jnp.ones((64, 32))
+    assert compile_program(lambda x, y: x @ y, (a, b), {}, "mm").source == SourceWork(2 * 128 * 64 * 32)
+    # tanh is a transcendental, the add one FLOP per element
+    assert compile_program(lambda x: jnp.tanh(x) + 1.0, (a,), {}, "t").source == SourceWork(128 * 64, 128 * 64)
+    x, w = jnp.ones((2, 4, 16, 16)), jnp.ones((8, 4, 3, 3))
+    conv = compile_program(lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME"), (x, w), {}, "conv")
+    assert conv.source == SourceWork(2 * (2 * 8 * 16 * 16) * (4 * 3 * 3))
+    # A grouped matmul's useful work: each row meets one group's matrix, whatever the number of groups.
+    assert compile_program(_ragged, _ragged_args(), {}, "ragged").source == SourceWork(2 * M * K * N)
+
+
+def test_a_while_loop_or_a_pallas_kernel_leaves_the_source_uncompared() -> None:
+    program = compile_program(lambda v: jax.lax.while_loop(lambda s: s.sum() < 1e9, lambda s: s * 2.0, v),
+                              (jnp.ones(64),), {}, "loop")
+    assert program.source is not None and "while loop" in program.source.unknown
+    assert program.source.factor(1e9) is None
+
+
+def test_a_fori_loop_counts_its_trips() -> None:
+    program = compile_program(lambda v: jax.lax.fori_loop(0, 5, lambda i, y: y @ y, v), (jnp.ones((32, 32)),), {},
+                              "fori")
+    assert program.source is not None and not program.source.unknown
+    assert program.source.flops >= 5 * 2 * 32**3
+
+
+def test_the_words_for_a_program_that_does_more_than_its_source() -> None:
+    assert more_than_source_text(8.62e9, 1.07e9) == ("the compiled program does 8.1x the FLOPs the source asks for "
+                                                     "(8.62 GFLOP against 1.07 GFLOP)")
+
+
+@pytest.mark.slow
+def test_a_ragged_dot_run_dense_is_said_to_do_more_and_counts_source_judges_its_useful_work() -> None:
+    import pytest_roofline
+
+    fast = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
+    compiled = pytest_roofline.measure(_ragged, *_ragged_args(), **fast)
+    assert compiled.source_flops == 2 * M * K * N
+    factor = compiled.compiled_over_source
+    assert factor is not None and factor > 1.5, factor  # XLA:CPU runs every group over every row
+    assert f"{factor:.1f}x the FLOPs the source asks for" in str(compiled)
+    data = compiled.to_dict()
+    assert data["compiled_over_source"] == factor and data["source_flops"] == 2 * M * K * N
+    useful = pytest_roofline.measure(_ragged, *_ragged_args(), counts="source", **fast)
+    assert useful.flops == 2 * M * K * N and useful.work.flops_source == "source"
+    assert useful.compiled_over_source == pytest.approx(factor)
+    assert any("judged on the FLOPs the source asks for" in n for n in useful.notes)
+    # The same program on the same machine: judged on a 1/factor of the work, its utilization drops as much.
+    assert useful.roofline.compute_time_s == pytest.approx(compiled.roofline.compute_time_s / factor, rel=1e-6)
