@@ -182,7 +182,9 @@ def stage_as_given(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name:
     donated = [bool(getattr(info, "donated", False)) for info in jax.tree_util.tree_leaves(lowered.args_info)]
     if len(donated) != len(leaves):
         donated = [False] * len(leaves)
-    return Staged(traced, lowered, leaves, treedef, donated, static)
+    # nnx.jit's Traced holds JAX's own (with the jaxpr) as ``traced``.
+    inner = traced if hasattr(traced, "jaxpr") else getattr(traced, "traced", None)
+    return Staged(inner, lowered, leaves, treedef, donated, static)
 
 
 def stage(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Staged:

@@ -33,7 +33,10 @@ _FREE = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "tra
                    "multiple_of", "max_contiguous", "shift_left", "shift_right_logical", "shift_right_arithmetic", "bitcast_convert_type",
                    "stop_gradient", "debug_callback", "debug_print", "random_bits", "random_wrap", "random_unwrap",
                    "random_seed", "sort", "gather", "scatter", "scatter_add", "atomic_rmw", "semaphore_signal",
-                   "semaphore_wait", "dma_start", "dma_wait", "delay"})
+                   "semaphore_wait", "dma_start", "dma_wait", "delay", "split", "rev", "reduce_precision",
+                   "sharding_constraint", "optimization_barrier", "device_put", "pvary", "reduce_and", "reduce_or",
+                   # equinox's own primitives: predicates over a batch, and a conditional store
+                   "unvmap_any", "unvmap_all", "unvmap_max", "maybe_set"})
 
 
 @dataclass

@@ -21,23 +21,19 @@ from ..analysis.model.program_model import ProgramModel, program_model
 from ..analysis.model.roofline import RooflineEstimate
 from ..analysis.program.counts import Counts
 from ..analysis.program.hlo_reader import HloModule
-from ..analysis.program.info import more_than_source_text
-from ..analysis.program.interpreted import INTERPRET_NOTE, estimated_note
 from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
 from ..analysis.program.trips_ran import with_trips_ran
-from ..analysis.program.walk import CONTAINER_OPS, does_no_work, executed_op_count
+from ..analysis.program.walk import CONTAINER_OPS, constant_bytes, does_no_work, executed_op_count
 from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.exposed import Exposure, exposure
 from ..analysis.runs.hosts import Topology
 from ..analysis.runs.idle import IdleTime, idle_time
 from ..analysis.runs.run_stats import relative_iqr
 from ..analysis.runs.time_spent import phase
-from ..analysis.verdict.hints import hints
 from ..base.calls import KernelCall, split_call
-from ..base.kinds import CeilingsUsed, CountsFrom
+from ..base.kinds import CeilingsUsed
 from ..base.labels import kernel_name
 from ..hardware.calibration_cache import refresh_mode
-from ..hardware.cpu import last_level_cache_bytes
 from ..hardware.nvml import Clocks
 from ..hardware.spec import HardwareSpec
 from ..result.result import ProgramInfo, Result
@@ -46,6 +42,7 @@ from .machine.clock_readings import ClockWatch
 from .machine.device import resolve_hardware
 from .machine.eviction import Evictor, cache_size
 from .machine.reference_kernels import Reference, reference, reference_key_for
+from .notes import result_hints, result_notes
 from .options import MEASURE_OPTIONS, HardwareChoice, MeasureOptions, TimingSettings
 from .predict import count_program, read_program
 from .processes.peers import Peers, current_peers
@@ -156,8 +153,9 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
         name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
         roofline=replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0),
         timing=timed.timing, program=_program_info(program), ops_model=ops_model,
-        notes=tuple(_notes(model, ops_model, program, timed, spec, plan, memory, counts_from=options.counts_from)),
-        hints=() if no_work else tuple(_hints(ops_model.rows, module, program, model, timed, idle,
+        notes=tuple(result_notes(model, ops_model, program, timed, spec, plan.why, memory, counts_from=options.counts_from,
+                                   constants=constant_bytes(module))),
+        hints=() if no_work else tuple(result_hints(ops_model.rows, module, program, model, timed, idle,
                                               spec.cache_bandwidth is not None or cache.state == "cold")),
         hlo_text=program.hlo_text, xspace=timed.xspace, live=live, threshold=options.threshold, memory=memory,
         first_touch=touch, first_touch_mode=touch_mode, no_work=no_work, cache=cache, clocks=clocks,
@@ -334,64 +332,3 @@ def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
         idle = idle_time(found, program.platform, containers, timed.timing.runs)
         exposed = exposure(found, rows, program.platform, timed.timing.runs, containers)
     return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle, exposed
-
-
-def _notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
-           spec: HardwareSpec, plan: _LivePlan, memory: MemoryFootprint | None, *,
-           counts_from: CountsFrom = "compiled") -> list[str]:
-    notes = [u.note for u in model.uses if u.note]
-    if program.static:
-        notes.append(_program_info(program).static_text)
-    if program.staged_via:
-        notes.append(program.staged_via)
-    source = program.source
-    if model.work.flops_source == "source" and model.work.compiled_flops is not None and source is not None:
-        notes.append(f"judged on the FLOPs the source asks for (counts='source'): "
-                     f"{more_than_source_text(model.work.compiled_flops, source.flops)}")
-    elif counts_from == "source":
-        why = source.unknown if source is not None else "no traced program to read"
-        notes.append(f"counts='source' asked, but the source's work cannot be counted ({why}): judged on the "
-                     f"compiled program's counts")
-    if memory is None:
-        notes.append("no peak memory: the compiler gave no memory analysis for this program")
-    if plan.why:
-        notes.append(plan.why)
-    if model.work.transcendentals and spec.transcendental is None:
-        notes.append(f"{model.work.transcendentals:.3g} transcendentals not timed: {spec.name} has no "
-                     f"transcendental rate (add transcendentals_gps to its hardware entry)")
-    if model.work.collective_bytes and spec.interconnect_bandwidth is None:
-        notes.append(f"{model.work.collective_bytes:.3g} collective bytes not timed: {spec.name} has no "
-                     f"interconnect bandwidth")
-    if ops_model.check is not None and not ops_model.check.ok:
-        notes.append("per-op counts differ from the compiler's: " + "; ".join(ops_model.check.mismatches))
-    if any(program.donated):
-        notes.append("donated inputs were copied before each run, outside the timing")
-    if timed.timing.fallback_reason:
-        notes.append(f"wall clock used: {timed.timing.fallback_reason}")
-    if "hlo" in (model.work.flops_source, model.work.bytes_source):
-        notes.append("counts from the optimized HLO, by pytest-roofline: the compiler's cost analysis was "
-                     "unusable or left library calls (cuBLAS gemms, cuDNN convolutions) out")
-    interpreted = [k.name for k in program.traced.kernels if k.interpret]
-    if interpreted:
-        names = ", ".join(repr(n) for n in dict.fromkeys(interpreted))
-        notes.append(INTERPRET_NOTE.format(names=names, platform=program.platform.upper()))
-    if model.work.estimated:
-        notes.append(estimated_note(model.work.estimated))
-    if model.work.uncounted or model.work.lower_bound_why:
-        notes.append(model.work.lower_bound_reason)
-    if timed.events is not None:
-        notes.extend(timed.events.notes)
-    return notes
-
-
-def _hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, model: ProgramModel, timed: Timed,
-           idle: IdleTime | None, cache_known: bool = False) -> list[str]:
-    """``cache_known``: the model already held the bytes to the cache level the working set fits (its note
-    says so), so no cache hint."""
-    root = module.entry.root
-    return hints(rows, platform=program.platform, device_time_s=timed.timing.median_s, bound=model.estimate.bound,
-                 donated=any(program.donated), output_bytes=root.shape.bytes,
-                 working_set_bytes=working_set(module, None),
-                 has_loops=bool(model.work.loops), idle=idle,
-                 loops_ran=any("from the trace" in loop for loop in model.work.loops),
-                 cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None, cache_modelled=cache_known)

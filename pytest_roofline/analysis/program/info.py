@@ -9,11 +9,16 @@ from typing import Any
 
 from ...base.units import format_quantity
 
-__all__ = ["ProgramInfo", "SourceWork", "MORE_THAN_SOURCE", "more_than_source_text"]
+__all__ = ["ProgramInfo", "static_text", "SourceWork", "MORE_THAN_SOURCE", "more_than_source_text"]
 
 # A compiled program that does more than this many times the FLOPs its source asks for is said to (a ragged dot
 # run dense, a causal mask computed in full).
 MORE_THAN_SOURCE = 1.5
+
+
+def static_text(static: tuple[str, ...]) -> str:
+    """The static arguments in one sentence ("" where there were none)."""
+    return f"static (not arrays, compiled in): {'; '.join(static)}" if static else ""
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,7 @@ class ProgramInfo:
 
     @property
     def static_text(self) -> str:
-        """The static arguments in one sentence ("" where there were none)."""
-        if not self.static:
-            return ""
-        return f"static (not arrays, compiled in): {'; '.join(self.static)}"
+        return static_text(self.static)
 
     def to_dict(self) -> dict[str, Any]:
         return {"module_name": self.module_name, "device_kind": self.device_kind,

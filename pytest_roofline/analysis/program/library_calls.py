@@ -23,6 +23,12 @@ DATA_MOVEMENT_TARGETS = frozenset({
     "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost", "MoveToDevice",
     "AllocateBuffer", "LayoutConstraint", "annotate_device_placement", "PinToDevice", "__gpu$xla.gpu.copy",
 })
+# Python callbacks (jax.pure_callback, io_callback, debug callbacks, equinox's error checks): the host runs them, so
+# the device's work is the bytes it hands over.
+HOST_CALLBACK_TARGETS = frozenset({
+    "xla_python_cpu_callback", "xla_ffi_python_cpu_callback", "xla_python_gpu_callback", "xla_ffi_python_gpu_callback",
+    "xla_ffi_partitioned_python_cpu_callback", "xla_ffi_partitioned_python_gpu_callback",
+})
 
 
 def custom_call_target(inst: Instruction) -> str:
@@ -85,8 +91,8 @@ def _conv_custom_flops(comp: Computation, inst: Instruction, target: str) -> flo
 
 def custom_call_cost(module: HloModule, comp: Computation, inst: Instruction,
                       param_sources: tuple[str, ...] | None) -> OpCost:
-    """Gemm and convolution library calls counted from their operands; data-movement calls as bytes; any
-    other custom call is bytes plus a name in ``uncounted``."""
+    """Gemm and convolution library calls counted from their operands; data-movement calls and host callbacks as
+    bytes; any other custom call is bytes plus a name in ``uncounted``."""
     target = custom_call_target(inst)
     written = _first_leaf(inst.shape).bytes if inst.shape.is_tuple else inst.shape.bytes
     io_bytes = operand_bytes(comp, inst) + written
@@ -95,7 +101,7 @@ def custom_call_cost(module: HloModule, comp: Computation, inst: Instruction,
         flops = _gemm_flops(comp, inst)
     elif target.startswith(CONV_TARGET_PREFIXES):
         flops = _conv_custom_flops(comp, inst, target)
-    elif target in DATA_MOVEMENT_TARGETS:
+    elif target in DATA_MOVEMENT_TARGETS or target in HOST_CALLBACK_TARGETS:
         return OpCost(0.0, 0.0, io_bytes)
     elif pallas_backend(target) is not None:
         return _pallas_cost(module, comp, inst, target, io_bytes, param_sources)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from .hlo_reader import Computation, HloModule, Instruction
 from .xla_costs import FREE_OPS, costliest_branch
 
-__all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_op_count", "does_no_work"]
+__all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_op_count", "does_no_work", "constant_bytes"]
 
 CONTAINER_OPS = frozenset({"while", "call", "conditional"})
 _MAX_DEPTH = 16
@@ -74,3 +74,9 @@ def does_no_work(module: HloModule) -> bool:
 def executed_op_count(module: HloModule) -> int:
     """How many ops one run executes: each is one event in a CPU trace, which caps the profiled runs."""
     return sum(e.times for e in executed(module))
+
+
+def constant_bytes(module: HloModule) -> int:
+    """The bytes of the constants compiled into the program: arrays a kernel closes over instead of taking as
+    arguments (a model object's weights) are constants of its program."""
+    return sum(i.shape.bytes for c in module.computations.values() for i in c.instructions if i.opcode == "constant")

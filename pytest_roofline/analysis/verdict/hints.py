@@ -13,7 +13,7 @@ _LAYOUT_OPS = frozenset({"copy", "transpose", "copy-start"})
 
 
 def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: str, donated: bool,
-          output_bytes: float, working_set_bytes: float, has_loops: bool, idle: IdleTime | None, loops_ran: bool = False,
+          output_bytes: float, working_set_bytes: float, has_loops: bool, idle: IdleTime | None, loops_ran: Sequence[str] = (),
           cache_bytes: int | None = None, cache_modelled: bool = False) -> list[str]:
     """Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show.
 
@@ -36,8 +36,12 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
     if has_loops:
         loops = sorted({r.computation for r in rows if r.computation != "main"})
         trips = max((r.executions for r in rows), default=1)
-        ran = " (from the trace)" if loops_ran else ""
-        out.append(f"a while loop ({', '.join(loops)[:80]}) runs up to {trips} iterations{ran} one after another")
+        if loops_ran:
+            counted = "; ".join(loop.replace(" iterations ran (from the trace)", "") for loop in loops_ran)
+            out.append(f"while loops whose trip count depends on the data ran one iteration after another (iterations "
+                       f"per run from the trace, inner loops per iteration of the outer: {counted})")
+        else:
+            out.append(f"a while loop ({', '.join(loops)[:80]}) runs up to {trips} iterations one after another")
     cache = cache_bytes or 32 * 2**20
     if platform == "cpu" and bound == "memory" and 0 < working_set_bytes <= cache and not cache_modelled:
         told = "as the system reports it" if cache_bytes else "assumed"
