@@ -6,6 +6,7 @@ git, no pytest process, no JAX."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import statistics
 
 import pytest
@@ -26,6 +27,7 @@ from pytest_roofline.history.paired import (
     settled,
 )
 from pytest_roofline.records.kernel_record import KernelRecord, Unmeasured
+from pytest_roofline.records.recorded_result import RecordedResult, ops_note
 from pytest_roofline.report.ab_report import ab_document, ab_html, ab_lines
 
 KEY = ("t.py::test_k", "k")
@@ -266,3 +268,34 @@ def test_an_unchanged_kernel_whose_program_changed_says_so_in_one_line() -> None
 def test_no_op_times_on_a_side_no_diff() -> None:
     found = judge_kernel(_paired([0.5] * 6))
     assert found.ops_diff is None
+
+
+# How a GPU result reads when XLA ran its kernels as command buffers (the note run_times writes for a trace whose
+# kernels carry no hlo_op, or a cuGraphLaunch), and when a second pass with command buffers off timed its ops.
+HIDDEN = ("per-op kernel times are hidden: XLA ran this program's kernels as command buffers (CUDA graphs); the "
+          "program's time is kept. To see each op, run with XLA_FLAGS=--xla_gpu_enable_command_buffer=")
+
+
+def test_ab_says_why_a_regression_has_no_op_lines_under_command_buffers() -> None:
+    base = tuple(Observation(0.5, 4e-3, 0.0, 1e6, ops=(replace(_op("fusion.1", 4.0), measured_s=None),),
+                             ops_note=f"not shown: {HIDDEN}") for _ in range(6))
+    head = tuple(replace(o, utilization=0.25, device_time_s=8e-3) for o in base)
+    lines = ab_lines(_comparison([KernelRounds("t.py::test_a", "a", base, head)]))
+    assert f"t.py::test_a [a]: op by op: not shown: {HIDDEN}" in lines
+
+
+def test_ab_names_the_pass_its_op_times_come_from() -> None:
+    second = "times from a second profiled pass with command buffers off (...)"
+    base = tuple(replace(_with_ops(0.5, _op("fusion.1", 4.0)), ops_note=second) for _ in range(6))
+    head = tuple(replace(_with_ops(0.25, _op("fusion.1", 4.0), _op("copy.3", 4.0, opcode="copy")), ops_note=second)
+                 for _ in range(6))
+    lines = ab_lines(_comparison([KernelRounds("t.py::test_a", "a", base, head)]))
+    assert f"t.py::test_a [a]: op by op ({second}):" in lines
+
+
+def test_a_record_tells_where_its_op_times_come_from() -> None:
+    hidden = record_of("t.py::test_a", "a", fake_result(0.5, notes=(HIDDEN,)), "pass").result
+    assert ops_note(hidden) == f"not shown: {HIDDEN}"
+    second = RecordedResult.from_dict({**fake_result(0.5).to_dict(), "ops_times_from": "a second pass"})
+    assert ops_note(second) == "times from a second pass"
+    assert ops_note(record_of("t.py::test_a", "a", fake_result(0.5), "pass").result) == ""

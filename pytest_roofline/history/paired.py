@@ -19,6 +19,7 @@ from ..analysis.model.live import median_interval
 from ..analysis.model.per_op import OpRow
 from ..analysis.verdict.op_diff import OpDiff, diff_ops
 from ..records.kernel_record import KernelRecord, Unmeasured
+from ..records.recorded_result import ops_note
 
 __all__ = ["Side", "schedule", "PairedVerdict", "Observation", "KernelRounds", "PairedKernel", "collect",
            "judge_kernel", "judge_pairs", "settled", "MIN_ROUNDS", "DEFAULT_ROUNDS", "DEFAULT_MAX_DROP", "CONFIDENCE"]
@@ -53,12 +54,13 @@ class Observation:
     max_drop: float | None = None  # the kernel's max_drop setting in that run, where one was set
     max_drop_origin: str = ""
     ops: tuple[OpRow, ...] = ()  # the per-op rows with their measured times (none where the trace had no ops)
+    ops_note: str = ""  # where the ops' times come from (a second pass), or why there are none (command buffers)
 
     @classmethod
     def of(cls, record: KernelRecord) -> Observation:
         r = record.result
         return cls(record.utilization, r.device_time_s, r.flops, r.bytes_accessed, record.max_drop,
-                   record.max_drop_origin, r.ops)
+                   record.max_drop_origin, r.ops, ops_note(r))
 
 
 Key = tuple[str, str]  # (nodeid, label)
@@ -132,6 +134,7 @@ class PairedKernel:
     time_ratio: float | None = None  # head / base device time
     error: str = ""
     ops_diff: OpDiff | None = None  # what the head's program does differently, op by op (both sides had op times)
+    ops_note: str = ""  # where the op times come from (a second pass), or why there is no op diff
 
     @property
     def kernel(self) -> str:
@@ -197,7 +200,8 @@ def judge_kernel(kernel: KernelRounds, max_drop: float | None = None,
         return replace(blank, verdict="added" if base_u is None else "removed")
     blank = replace(blank, ratios=ratios, median=median(ratios) if ratios else None,
                     flops_ratio=_ratio_of(kernel, "flops"), bytes_ratio=_ratio_of(kernel, "bytes_accessed"),
-                    time_ratio=_ratio_of(kernel, "device_time_s"), ops_diff=_ops_diff(kernel))
+                    time_ratio=_ratio_of(kernel, "device_time_s"), ops_diff=_ops_diff(kernel),
+                    ops_note=next((o.ops_note for o in (*kernel.head, *kernel.base) if o is not None and o.ops_note), ""))
     if len(ratios) < MIN_ROUNDS:
         return blank
     low, high = median_interval(ratios, CONFIDENCE)

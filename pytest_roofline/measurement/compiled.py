@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -18,7 +18,7 @@ from .options import TimingSettings
 from .pallas_calls import TracedProgram, source_work, traced_program
 from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_program
 
-__all__ = ["CompiledProgram", "compile_program", "time_compiled", "allocator_stats", "block_until_ready"]
+__all__ = ["CompiledProgram", "compile_program", "without_command_buffers", "NO_COMMAND_BUFFERS", "time_compiled", "allocator_stats", "block_until_ready"]
 
 # jax.block_until_ready has no annotations: typed once here.
 block_until_ready: Callable[[Any], Any] = jax.block_until_ready
@@ -42,6 +42,7 @@ class CompiledProgram:
     static: tuple[str, ...] = ()  # the arguments compiled in (not arrays), in words
     staged_via: str = ""  # how it was jitted, where not as its author gave it
     source: SourceWork | None = None  # the work the program as written asks for (its jaxpr)
+    lowered: Any = field(default=None, repr=False)  # jax.stages.Lowered, to compile it again with other options
 
     @property
     def num_devices(self) -> int:
@@ -101,7 +102,25 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     except Exception:  # noqa: BLE001 - the result says the compiler gave no memory analysis
         raw_memory = None
     return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, backend.count == 0, placed,
-                           treedef, donated, device, raw_cost, raw_memory, traced, staged.static, staged.via, source)
+                           treedef, donated, device, raw_cost, raw_memory, traced, staged.static, staged.via, source,
+                           staged.lowered)
+
+
+# XLA:GPU's option that lists what runs as command buffers (CUDA graphs), emptied: every kernel is launched and
+# traced on its own. Other backends ignore it.
+NO_COMMAND_BUFFERS = {"xla_gpu_enable_command_buffer": ""}
+
+
+def without_command_buffers(program: CompiledProgram) -> CompiledProgram:
+    """The same program compiled again with command buffers off (:data:`NO_COMMAND_BUFFERS`), on the same inputs."""
+    if program.lowered is None:
+        raise MeasureError(f"{program.name}: its lowered program was not kept, so it cannot be compiled again")
+    try:
+        compiled = program.lowered.compile(compiler_options=NO_COMMAND_BUFFERS)
+    except Exception as exc:
+        raise MeasureError(f"{program.name}: compiling it with command buffers off failed: {exception_text(exc)}") \
+            from exc
+    return replace(program, compiled=compiled, hlo_text=compiled.as_text())
 
 
 # What JAX records each time XLA compiles a program (or loads it from the persistent cache); an in-memory cache

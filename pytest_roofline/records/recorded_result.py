@@ -20,6 +20,7 @@ from ..analysis.program.memory import MemoryFootprint
 from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.exposed import Exposure
 from ..analysis.runs.idle import IdleTime
+from ..analysis.runs.program_runs import ops_hidden
 from ..analysis.verdict.census import Census
 from ..analysis.verdict.decide import model_utilization
 from ..base.kinds import BOUNDS, Bound, CeilingsUsed, CountSource, Model, TimerUsed, choose
@@ -104,6 +105,7 @@ class RecordedResult:
     ops_roofline_time_s: float = 0.0
     ops_utilization: float = 0.0
     ops_check: OpsCheck | None = None
+    ops_times_from: str = ""  # where the per-op times come from, where not the timed runs (a second pass)
     hints: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     # The JSON it was read from, written back unchanged at the file boundary (never read by the reports)
@@ -219,6 +221,7 @@ _OF_RESULT: dict[str, Callable[[Result], Any]] = {
     "first_touch_text": lambda r: r.first_touch_text() if r.first_touch is not None else "",
     "ceilings_used": lambda r: tuple(r.ceilings_used),
     "ops": lambda r: tuple(r.ops),
+    "ops_times_from": lambda r: r.ops_model.times_from,
     "hints": lambda r: tuple(r.hints),
     "notes": lambda r: tuple(r.notes),
 }
@@ -243,3 +246,14 @@ _COMPOSITE: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "hints": lambda d: tuple(str(h) for h in d.get("hints") or ()),
     "notes": lambda d: tuple(str(n) for n in d.get("notes") or ()),
 }
+
+
+def ops_note(result: RecordedResult) -> str:
+    """Where a result's per-op times come from, where not its timed runs ("times from a second profiled pass ..."),
+    or why it has none (the trace hid them behind command buffers); "" otherwise."""
+    if result.ops_times_from:
+        return f"times from {result.ops_times_from}"
+    hidden = ops_hidden(result.notes)
+    if hidden and not any(r.measured_s for r in result.ops):
+        return f"not shown: {hidden}"
+    return ""

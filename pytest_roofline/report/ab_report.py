@@ -56,9 +56,11 @@ def op_lines(k: PairedKernel) -> list[str]:
     for an unchanged kernel whose compiled program changed."""
     diff = k.ops_diff
     if diff is None:
-        return []
+        hidden = k.ops_note.startswith("not shown") and k.verdict in ("regression", "improvement")
+        return [f"{k.kernel}: op by op: {k.ops_note}"] if hidden else []
     if k.verdict in ("regression", "improvement"):
-        return [f"{k.kernel}: op by op:", *("  " + line for line in diff.lines())]
+        source = f" ({k.ops_note})" if k.ops_note else ""
+        return [f"{k.kernel}: op by op{source}:", *("  " + line for line in diff.lines())]
     if k.verdict == "unchanged" and diff.program_changed:
         census = f"; {diff.census_change}" if diff.census_change else ""
         return [f"{k.kernel}: {diff.summary()}{census}, at no cost in time (verdict unchanged)"]

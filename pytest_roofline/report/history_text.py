@@ -13,7 +13,7 @@ from ..base.units import format_seconds
 from ..history.baseline import Series
 from ..history.compile_time import CompileCheck
 from ..history.reports import Run
-from ..records.recorded_result import RecordedResult
+from ..records.recorded_result import RecordedResult, ops_note
 from ..records.series_judgement import BaselineCheck, NoBaseline, SeriesKey
 from .text import summary_lines
 
@@ -53,9 +53,11 @@ def _table(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
 def op_diff_lines(before: RecordedResult, after: RecordedResult, indent: str = "    ") -> list[str]:
     """What the later result's program does differently, op by op, where both have measured per-op times."""
     if not any(r.measured_s for r in before.ops) or not any(r.measured_s for r in after.ops):
-        return []
+        hidden = next((n for n in (ops_note(after), ops_note(before)) if n.startswith("not shown")), "")
+        return [f"{indent}op by op: {hidden}"] if hidden else []
     diff = diff_ops(before.ops, after.ops, before.device_time_s, after.device_time_s)
-    return [f"{indent}op by op:", *(f"{indent}  {line}".replace("the head's program", "the current program")
+    source = ops_note(after) or ops_note(before)
+    return [f"{indent}op by op{f' ({source})' if source else ''}:", *(f"{indent}  {line}".replace("the head's program", "the current program")
                                     for line in diff.lines())]
 
 

@@ -123,7 +123,7 @@ def _model_lines(record: KernelRecord) -> list[str]:
     if r.ops:
         lines.append(f"  ops model     sum of per-op roofline times {format_seconds(r.ops_roofline_time_s)}: "
                      f"utilization {r.ops_utilization:.1%} (threshold checked against the {record.model} model)")
-        lines += top_ops_lines(r.ops, count=5)
+        lines += top_ops_lines(r.ops, count=5, times_from=r.ops_times_from)
     if r.ops_check is not None and not r.ops_check.ok:
         lines.append(f"  counts check  per-op sums differ from the compiler's: {'; '.join(r.ops_check.mismatches)}")
     return lines
@@ -187,12 +187,14 @@ def _artifact_lines(saved: Artifacts) -> list[str]:
     return [f"  trace         {saved.trace_dir}{untraced}"] + (["                " + " ; ".join(views)] if views else [])
 
 
-def top_ops_lines(ops: Sequence[OpRow], count: int = 5, indent: str = "    ") -> list[str]:
-    """The ops that lost the most time (measured - roofline), one line each."""
+def top_ops_lines(ops: Sequence[OpRow], count: int = 5, indent: str = "    ", times_from: str = "") -> list[str]:
+    """The ops that lost the most time (measured - roofline), one line each; ``times_from``: where their times
+    come from, where not the timed runs."""
     timed = sorted((op for op in ops if op.measured_s), key=lambda op: -op.time_lost_s)
     if not timed:
         return []
-    out = [f"{indent[:-2]}top ops by time lost (of {len(ops)} executed ops):"]
+    source = f"; times from {times_from}" if times_from else ""
+    out = [f"{indent[:-2]}top ops by time lost (of {len(ops)} executed ops{source}):"]
     for op in timed[:count]:
         runs = f" x{op.executions}" if op.executions > 1 else ""
         operands = ", ".join(op.operand_shapes[:3]) + (", ..." if len(op.operand_shapes) > 3 else "")
@@ -352,7 +354,7 @@ def summary_lines(records: Sequence[KernelRecord], unmeasured: Sequence[Unmeasur
     failing = [rec for rec in sorted(records, key=_sort_key) if rec.verdict in FAILING_VERDICTS and rec.result.ops]
     for rec in failing:
         out.append(f"{rec.kernel} ({rec.verdict}):")
-        out += top_ops_lines(rec.result.ops, count=3)
+        out += top_ops_lines(rec.result.ops, count=3, times_from=rec.result.ops_times_from)
         if rec.artifacts is not None:
             out.append(f"    trace: {rec.artifacts.trace_dir}")
     if unmeasured:

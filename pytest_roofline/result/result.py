@@ -41,6 +41,7 @@ class Result(Measured):
             "ops_roofline_time_s": self.ops_roofline_time_s,
             "ops_utilization": self.ops_utilization,
             "ops_check": self.ops_check.to_dict() if self.ops_check else None,
+            "ops_times_from": self.ops_model.times_from,
             "hints": list(self.hints),
             "ops": [r.to_dict() for r in self.ops],
             "census": self.census.to_dict(),

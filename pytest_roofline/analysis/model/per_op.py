@@ -171,6 +171,7 @@ class OpsModel:
 
     rows: tuple[OpRow, ...] = ()
     check: OpsCheck | None = None
+    times_from: str = ""  # where the rows' measured times come from, where not the timed runs themselves
 
     @property
     def roofline_time_s(self) -> float:

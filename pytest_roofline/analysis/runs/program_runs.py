@@ -41,12 +41,19 @@ from .trace_events import (
     programs,
 )
 
-__all__ = ["run_times", "COMMAND_BUFFER_REMEDY"]
+__all__ = ["run_times", "COMMAND_BUFFER_REMEDY", "HIDDEN_OPS", "ops_hidden"]
 
 HOST_LAUNCH_MARKERS = ("PjitFunction(", "ExecuteHelperOnSingleDevice", "LoadedExecutable::Execute")
 GPU_EXECUTE_WINDOW = "GpuExecutable::ExecuteThunks"
 COMMAND_BUFFER_REMEDY = "XLA_FLAGS=--xla_gpu_enable_command_buffer="
 _GRAPH_LAUNCH = re.compile(r"(cu|hip)GraphLaunch")
+# How a result's note says that the trace holds no per-op times (command buffers).
+HIDDEN_OPS = "per-op kernel times are hidden"
+
+
+def ops_hidden(notes: Iterable[str]) -> str:
+    """The note that says a run's per-op times are hidden by command buffers, or ""."""
+    return next((n for n in notes if n.startswith(HIDDEN_OPS)), "")
 
 Window = tuple[float, float]
 RunKey = tuple[str, Any]  # (device, run key): the run keys of one device sort in time order
@@ -302,7 +309,7 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
     notes: list[str] = []
     graph_launched = any(_GRAPH_LAUNCH.search(name) for _, name, _ in launch_of.values())
     if platform == "gpu" and ops and (graph_launched or not any("hlo_op" in e.stats for e in ops)):
-        notes.append(f"per-op kernel times are hidden: XLA ran this program's kernels as command buffers "
+        notes.append(f"{HIDDEN_OPS}: XLA ran this program's kernels as command buffers "
                      f"(CUDA graphs); the program's time is kept. To see each op, run with {COMMAND_BUFFER_REMEDY}")
     if len(per_device) > 1:
         method += f"; {len(per_device)} devices timed separately, the slowest per run"
