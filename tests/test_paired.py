@@ -6,8 +6,8 @@ git, no pytest process, no JAX."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 import statistics
+from dataclasses import replace
 
 import pytest
 from fakes import fake_result, record_of
