@@ -78,3 +78,41 @@ def test_each_device_has_five_runs_and_a_run_takes_its_slowest_device(launch_lin
     assert found.per_run_s[2] == pytest.approx(kernel_us(5, 2) * 1e-6)  # device 5 decided run 2
     assert "each kernel in the window of the host thread that launched it" in found.method
     assert "8 devices timed separately, the slowest per run" in found.method
+
+
+def skewed_profile() -> list[TraceEvent]:
+    """A CONSTRUCTED 8-GPU profile with no execute windows, only one ``PjitFunction(step)`` per run on the host,
+    every kernel launched inside it, and devices that run behind their launches: device d's kernels start
+    d x 140 us after the launch (runs are launched 1 ms apart, a kernel takes 50-95 us), so device 7's second
+    kernel of a run starts after the next run was launched."""
+    events: list[TraceEvent] = []
+    correlation = 0
+    for run in range(RUNS):
+        launched = run * 1_000 * US
+        events.append(TraceEvent("/host:CPU", "python", "PjitFunction(step)", launched, launched + 100 * US, {}))
+        for device in range(DEVICES):
+            start = launched + device * 140 * US
+            for k, op in enumerate(("fusion.1", "fusion.2")):
+                correlation += 1
+                at = launched + (5 + device + k) * US
+                events.append(TraceEvent("/host:CPU", "python", "hipExtModuleLaunchKernel", at, at + 1 * US,
+                                         {"correlation_id": correlation}))
+                length = kernel_us(device, run) / 2 * US
+                events.append(TraceEvent(f"/device:GPU:{device}", "Stream #1(Kernel)", op, start, start + length,
+                                         {"hlo_module": MODULE, "hlo_op": op, "program_id": 7,
+                                          "correlation_id": correlation}))
+                start += length
+    return events
+
+
+def test_a_run_is_the_kernels_its_launch_started_on_every_device_not_those_after_it_in_time() -> None:
+    """Matched by the time a kernel started, device 7's second kernel of run k would fall in run k+1's window and
+    stretch that run's span over two runs (to about 1 ms); matched by their launches, each device's run is its own
+    kernels and the run takes the slowest device's own span."""
+    found = run_times(skewed_profile(), MODULE, "gpu", expected_runs=RUNS)
+    for device in range(DEVICES):
+        assert found.per_device_s[f"/device:GPU:{device}"] == pytest.approx(
+            [kernel_us(device, run) * 1e-6 for run in range(RUNS)])
+    assert found.per_run_s == pytest.approx([max(kernel_us(d, run) for d in range(DEVICES)) * 1e-6
+                                             for run in range(RUNS)])
+    assert "kernel launches (correlation_id)" in found.method

@@ -191,7 +191,10 @@ def _split_runs(events: list[TraceEvent], ops: list[TraceEvent], module_events: 
                          f"(no run_id stat, no 'XLA Modules' line, no kernel launches, no host launch events)")
     name, starts = launches
     windows = [(s, starts[n + 1] if n + 1 < len(starts) else float("inf")) for n, s in enumerate(starts)]
-    return _by_windows(ops, windows, lambda e: e.start_ns, f"host launch events {name!r}")
+    # A device runs behind its host: a kernel belongs to the run that launched it (its launch call, joined by
+    # correlation_id), not to the run whose launch came before the kernel started.
+    kernels = " and kernel launches (correlation_id)" if launch_of else ""
+    return _by_windows(ops, windows, launched, f"host launch events {name!r}{kernels}")
 def _thread(e: TraceEvent) -> str:
     return f"{e.plane}#{e.line}"
 
