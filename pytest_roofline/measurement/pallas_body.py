@@ -35,6 +35,7 @@ _FREE = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "tra
                    "random_seed", "sort", "gather", "scatter", "scatter_add", "atomic_rmw", "semaphore_signal",
                    "semaphore_wait", "dma_start", "dma_wait", "delay", "split", "rev", "reduce_precision",
                    "sharding_constraint", "optimization_barrier", "device_put", "pvary", "reduce_and", "reduce_or",
+                   "pure_callback", "io_callback",  # the host's work, not the device's
                    # equinox's own primitives: predicates over a batch, and a conditional store
                    "unvmap_any", "unvmap_all", "unvmap_max", "maybe_set"})
 

@@ -84,7 +84,7 @@ class Counts:
         alike, bytes and transcendentals as compiled."""
         scale = source_flops / self.flops if self.flops > 0 else 0.0
         return replace(self, flops=source_flops, matrix_flops={k: v * scale for k, v in self.matrix_flops.items()},
-                       source="source", compiled_flops=self.flops)
+                       compiled_flops=self.flops)
 
 
 def _while_loops(module: HloModule) -> list[Instruction]:
@@ -228,7 +228,7 @@ def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, t
         flops=flops if flops is not None else counts.flops,
         transcendentals=transcendentals if transcendentals is not None else counts.transcendentals,
         bytes_accessed=bytes_accessed if bytes_accessed is not None else counts.bytes_accessed,
-        flops_source="user" if flops is not None else counts.source,
+        flops_source="user" if flops is not None else "source" if counts.compiled_flops is not None else counts.source,
         bytes_source="user" if bytes_accessed is not None else counts.source,
         matrix_flops=dict(counts.matrix_flops),
         counts_lower_bound=counts.lower_bound and (flops is None or bytes_accessed is None),

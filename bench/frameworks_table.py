@@ -1,0 +1,165 @@
+"""Framework code as its authors write it, measured: counted FLOPs against analytic ones, the iterations the trace
+showed for loops whose trip count depends on the data, the source's FLOPs beside the compiled program's, the
+utilization, and what one measurement costs in wall time against the kernel's own run time.
+
+Run: pip install -e '.[frameworks]'; python bench/frameworks_table.py   (prints a Markdown table)
+
+The kernels are those of tests/frameworks (flax.nnx with optax, equinox, diffrax, tokamax's XLA implementations,
+keras 3 on JAX), at the sizes below. A framework that is not installed is a row that says so.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import pytest_roofline  # noqa: E402
+
+SETTINGS = {"min_runs": 5, "max_runs": 20, "budget_s": 1.0}
+KEY = jax.random.PRNGKey(0)
+
+
+@dataclass
+class Case:
+    framework: str
+    kernel: str
+    sizes: str
+    analytic: float  # FLOPs, the matmuls' (2 per multiply-add)
+    build: Callable[[], tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]
+
+
+def _nnx(step: bool) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+    import optax
+    from flax import nnx
+
+    class Block(nnx.Module):  # type: ignore[misc]
+        def __init__(self, rngs: Any) -> None:
+            self.norm, self.up, self.down = nnx.LayerNorm(512, rngs=rngs), nnx.Linear(512, 2048, rngs=rngs), \
+                nnx.Linear(2048, 512, rngs=rngs)
+
+        def __call__(self, x: Any) -> Any:
+            return x + self.down(nnx.gelu(self.up(self.norm(x))))
+
+    model, x = Block(nnx.Rngs(0)), jnp.ones((512, 512))
+    if not step:
+        return nnx.jit(lambda m, v: m(v)), (model, x), {}
+    opt = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+
+    def train(m: Any, o: Any, v: Any) -> Any:
+        loss, grads = nnx.value_and_grad(lambda mm: jnp.mean(mm(v) ** 2))(m)
+        o.update(m, grads)
+        return loss
+
+    return nnx.jit(train), (model, opt, x), {}
+
+
+def _eqx() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+    import equinox as eqx
+    import optax
+
+    model, opt = eqx.nn.MLP(256, 256, 512, 2, key=KEY), optax.adamw(1e-3)
+
+    @eqx.filter_jit
+    def step(m: Any, state: Any, x: Any) -> Any:
+        grads = eqx.filter_grad(lambda mm: jnp.mean(jax.vmap(mm)(x) ** 2))(m)
+        updates, state = opt.update(grads, state, eqx.filter(m, eqx.is_array))
+        return eqx.apply_updates(m, updates), state
+
+    return step, (model, opt.init(eqx.filter(model, eqx.is_array)), jax.random.normal(KEY, (1024, 256))), {}
+
+
+def _diffrax() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+    import diffrax
+
+    def solve(y0: Any, w: Any) -> Any:
+        return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: jnp.tanh(y @ a)), diffrax.Tsit5(), t0=0.0, t1=1.0,
+                                   dt0=0.1, y0=y0, args=w,
+                                   stepsize_controller=diffrax.PIDController(rtol=1e-4, atol=1e-6)).ys
+
+    return solve, (jax.random.normal(KEY, (512, 256)), jax.random.normal(KEY, (256, 256)) / 16), {}
+
+
+def _tokamax(which: str) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+    from absl import flags
+
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS(sys.argv[:1])
+    import tokamax
+
+    if which == "attention":
+        q = jax.random.normal(KEY, (2, 1024, 8, 64))
+        return tokamax.dot_product_attention, (q, q, q), {"implementation": "xla"}
+    if which == "ragged":
+        return tokamax.ragged_dot, (jax.random.normal(KEY, (2048, 512)), jax.random.normal(KEY, (8, 512, 512)),
+                                    jnp.full((8,), 256, jnp.int32)), {"implementation": "xla"}
+    if which == "glu":
+        return tokamax.gated_linear_unit, (jax.random.normal(KEY, (2048, 1024)), jax.random.normal(KEY, (1024, 2, 2048))), \
+            {"activation": jax.nn.silu, "implementation": "xla"}
+    return tokamax.layer_norm, (jax.random.normal(KEY, (4096, 2048)), jnp.ones(2048), jnp.zeros(2048)), \
+        {"implementation": "xla"}
+
+
+def _keras() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+    import keras
+
+    model = keras.Sequential([keras.Input((512,)), keras.layers.Dense(2048, activation="relu"),
+                              keras.layers.Dense(512)])
+    weights, others = [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables]
+    return (lambda tv, ntv, x: model.stateless_call(tv, ntv, x)[0]), (weights, others, jnp.ones((512, 512))), {}
+
+
+CASES = [
+    Case("flax.nnx", "block forward (nnx.jit)", "512 x 512 -> 2048", 2 * 2 * 512 * 512 * 2048, lambda: _nnx(False)),
+    Case("flax.nnx + optax", "AdamW training step", "same block", 3 * 2 * 2 * 512 * 512 * 2048, lambda: _nnx(True)),
+    Case("equinox + optax", "filter_jit MLP step", "1024 x 256, width 512, depth 2",
+         3 * 2 * 1024 * (256 * 512 + 512 * 512 + 512 * 256), _eqx),
+    Case("diffrax", "Tsit5 adaptive solve", "512 x 256, tanh(y @ W)", float("nan"), _diffrax),
+    Case("tokamax", "dot_product_attention (xla)", "2 x 1024 x 8 heads x 64", 2 * 2 * (2 * 8 * 1024 * 1024 * 64),
+         lambda: _tokamax("attention")),
+    Case("tokamax", "ragged_dot (xla)", "2048 x 512 x 512, 8 groups", 2 * 2048 * 512 * 512, lambda: _tokamax("ragged")),
+    Case("tokamax", "gated_linear_unit (xla)", "2048 x 1024 -> 2 x 2048", 2 * 2048 * 1024 * 4096,
+         lambda: _tokamax("glu")),
+    Case("tokamax", "layer_norm (xla)", "4096 x 2048", 0.0, lambda: _tokamax("layer_norm")),
+    Case("keras 3 (jax)", "Dense MLP, stateless_call", "512 x 512 -> 2048", 2 * 2 * 512 * 512 * 2048, _keras),
+]
+
+
+def _g(flops: float) -> str:
+    return "-" if flops != flops or flops == 0 else f"{flops / 1e9:.3g}"
+
+
+def row(case: Case) -> str:
+    try:
+        fn, args, kwargs = case.build()
+    except ImportError as exc:
+        return f"| {case.framework} | {case.kernel} | {case.sizes} | not installed ({exc.name}) | | | | | |"
+    start = time.perf_counter()
+    r = pytest_roofline.measure(fn, args=args, kwargs=kwargs, **SETTINGS)
+    wall = time.perf_counter() - start
+    ran = "; ".join(loop.split(": ", 1)[1].replace(" iterations ran (from the trace)", "")
+                    for loop in r.work.loops if "from the trace" in loop) or "-"
+    factor = f"{r.compiled_over_source:.2f}" if r.compiled_over_source is not None else "-"
+    return (f"| {case.framework} | {case.kernel} | {case.sizes} | {_g(r.flops)} | {_g(case.analytic)} | {ran} | "
+            f"{factor} | {r.utilization:.1%} | {wall:.1f} s / {r.device_time_s * 1e3:.3g} ms |")
+
+
+def main() -> None:
+    print(f"jax {jax.__version__}, {jax.devices()[0].device_kind}")
+    print("| framework | kernel | sizes | GFLOP counted | GFLOP analytic | iterations from the trace | "
+          "compiled / source FLOPs | utilization | measure() wall / one run |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for case in CASES:
+        print(row(case), flush=True)
+
+
+if __name__ == "__main__":
+    main()
