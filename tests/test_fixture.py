@@ -239,9 +239,11 @@ def test_an_unexpected_error_while_measuring_is_a_kernel_that_could_not_be_measu
     h.fixture = RooflineFixture(h.session, NODE, None, h._fail, h.warnings.append, lambda k, v: None)
     with pytest.raises(Failed) as info:
         h.fixture(kernel, 1)
-    first = str(info.value).splitlines()[0]
+    first, *frames = str(info.value).splitlines()
     assert first == (f"roofline: kernel 'kernel' of {NODE} cannot be measured: kernel: pytest-roofline failed while "
-                     f"measuring it: AttributeError: 'Lowered' object has no attribute 'args_info'")
+                     f"measuring it (please report it): AttributeError: 'Lowered' object has no attribute 'args_info'")
+    shown = "\n".join(frames)
+    assert "in crashes" in shown and "pytest_roofline/plugin/session.py" in shown  # its own frames too
     assert info.value.__context__ is None
     (missing,) = h.session.unmeasured
     assert missing.label == "kernel" and "args_info" in missing.error

@@ -32,18 +32,19 @@ _MACHINERY_PARTS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep
                     f"{os.sep}pluggy{os.sep}")
 
 
-def _theirs(frame: traceback.FrameSummary) -> bool:
+def _shown(frame: traceback.FrameSummary, own: bool) -> bool:
     name = frame.filename
-    return not name.startswith(_MACHINERY) and not any(part in name for part in _MACHINERY_PARTS)
+    return (own or not name.startswith(_MACHINERY)) and not any(part in name for part in _MACHINERY_PARTS)
 
 
-def origin_frames(exc: BaseException | None, style: str = "auto") -> str:
+def origin_frames(exc: BaseException | None, style: str = "auto", own: bool = False) -> str:
     """The frames of the user's and its libraries' code where ``exc`` (the error a kernel raised) came from, in
     pytest's traceback style: "long"/"auto"/"native" with each line of source, "short" one line a frame,
-    "line"/"no" none; "" where no such frame is known (JAX's and pytest-roofline's own frames are left out)."""
+    "line"/"no" none; "" where no such frame is known. JAX's and pytest's frames are left out, and
+    pytest-roofline's own unless ``own`` (an error of pytest-roofline's, to report)."""
     if exc is None or style in ("no", "line"):
         return ""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _theirs(f)]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _shown(f, own)]
     if not frames:
         return ""
     lines = [f"{type(exc).__name__} raised here (innermost last):"]

@@ -104,7 +104,7 @@ def _filtered_jit(fn: Callable[..., Any], treedef: Any, dynamic: tuple[bool, ...
     key: Any = (fn, treedef, dynamic, tuple((type(v), v) for v in static))  # 1 and 1.0 compile differently
     try:
         cached = _WRAPPERS.get(key)
-    except TypeError:  # a static leaf that cannot be hashed: a wrapper of its own, compiled anew
+    except (TypeError, ValueError):  # a static leaf that cannot be hashed or compared: a wrapper of its own
         key, cached = None, None
     if cached is not None:
         return cached

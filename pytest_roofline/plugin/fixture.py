@@ -238,8 +238,8 @@ class RooflineFixture:
         except (MeasureError, ValueError) as exc:  # ValueError: a bad keyword value or an unknown device
             why, origin = str(exc), origin_frames(exc.__cause__, self._traceback_style)
         except Exception as exc:  # noqa: BLE001 - never a raw traceback, never a kernel missing from the report
-            why = f"{label}: pytest-roofline failed while measuring it: {exception_text(exc)}"
-            origin = origin_frames(exc, self._traceback_style)
+            why = f"{label}: pytest-roofline failed while measuring it (please report it): {exception_text(exc)}"
+            origin = origin_frames(exc, self._traceback_style, own=True)
         self._session.unmeasured.append(Unmeasured(self._nodeid, label, why))
         message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {why}"
         self._fail(f"{message}\n{origin}" if origin else message)  # outside the except: no chained traceback
