@@ -15,6 +15,9 @@ expected bound and the model into a verdict and its reason.
 * Below the threshold twice, but measured while other processes held the CPUs (:mod:`.contention`) and at or
   above it once the waiting is taken out, a kernel is "contended": a warning, not a failure (a neighbour must
   not fail a test); below it even then, it fails, and the reason says both.
+* Below the threshold with counts that are a lower bound (a loop whose iterations no trace showed, work nobody
+  counted), a kernel is "lower-bound": a warning, not a failure, and not measured again (more work than counted
+  may have run, so the shortfall proves nothing).
 * A kernel bound by the other resource than the test expects is "wrong-bound" (unless impossible).
 * Against a --roofline-baseline, a drop beyond its gate is a "regression" (measured twice first); on a
   contended machine it is "contended", a warning. A program over its ``max_memory`` is "over-memory". Either adds
