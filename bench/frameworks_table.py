@@ -23,6 +23,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import pytest_roofline  # noqa: E402
+from pytest_roofline.analysis.program.counts import RAN_FROM_TRACE  # noqa: E402
 
 SETTINGS = {"min_runs": 5, "max_runs": 20, "budget_s": 1.0}
 KEY = jax.random.PRNGKey(0)
@@ -33,8 +34,9 @@ class Case:
     framework: str
     kernel: str
     sizes: str
-    analytic: float  # FLOPs, the matmuls' (2 per multiply-add)
+    analytic: Callable[[], float]  # FLOPs, the matmuls' (2 per multiply-add); NaN where there is no formula
     build: Callable[[], tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]
+    analytic_bytes: float = float("nan")
 
 
 def _nnx(step: bool) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
@@ -77,15 +79,25 @@ def _eqx() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
     return step, (model, opt.init(eqx.filter(model, eqx.is_array)), jax.random.normal(KEY, (1024, 256))), {}
 
 
-def _diffrax() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+def _solution(y0: Any, w: Any) -> Any:
     import diffrax
 
-    def solve(y0: Any, w: Any) -> Any:
-        return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: jnp.tanh(y @ a)), diffrax.Tsit5(), t0=0.0, t1=1.0,
-                                   dt0=0.1, y0=y0, args=w,
-                                   stepsize_controller=diffrax.PIDController(rtol=1e-4, atol=1e-6)).ys
+    return diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: jnp.tanh(y @ a)), diffrax.Tsit5(), t0=0.0, t1=1.0,
+                               dt0=0.1, y0=y0, args=w, stepsize_controller=diffrax.PIDController(rtol=1e-4, atol=1e-6))
 
-    return solve, (jax.random.normal(KEY, (512, 256)), jax.random.normal(KEY, (256, 256)) / 16), {}
+
+DIFFRAX_ARGS = (jax.random.normal(KEY, (512, 256)), jax.random.normal(KEY, (256, 256)) / 16)
+
+
+def _diffrax() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+    return (lambda y0, w: _solution(y0, w).ys), DIFFRAX_ARGS, {}
+
+
+def _diffrax_flops() -> float:
+    """The steps the solver took (accepted and rejected, from its own statistics) x 6 stages x one 512 x 256 x 256
+    matmul each."""
+    stats = jax.jit(lambda y0, w: _solution(y0, w).stats)(*DIFFRAX_ARGS)
+    return (int(stats["num_steps"]) + int(stats["num_rejected_steps"])) * 6 * 2 * 512 * 256 * 256
 
 
 def _tokamax(which: str) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
@@ -117,46 +129,57 @@ def _keras() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
     return (lambda tv, ntv, x: model.stateless_call(tv, ntv, x)[0]), (weights, others, jnp.ones((512, 512))), {}
 
 
+def _is(value: float) -> Callable[[], float]:
+    return lambda: value
+
+
 CASES = [
-    Case("flax.nnx", "block forward (nnx.jit)", "512 x 512 -> 2048", 2 * 2 * 512 * 512 * 2048, lambda: _nnx(False)),
-    Case("flax.nnx + optax", "AdamW training step", "same block", 3 * 2 * 2 * 512 * 512 * 2048, lambda: _nnx(True)),
+    Case("flax.nnx", "block forward (nnx.jit)", "512 x 512 -> 2048", _is(2 * 2 * 512 * 512 * 2048), lambda: _nnx(False)),
+    Case("flax.nnx + optax", "AdamW training step", "same block", _is(3 * 2 * 2 * 512 * 512 * 2048), lambda: _nnx(True)),
     Case("equinox + optax", "filter_jit MLP step", "1024 x 256, width 512, depth 2",
-         3 * 2 * 1024 * (256 * 512 + 512 * 512 + 512 * 256), _eqx),
-    Case("diffrax", "Tsit5 adaptive solve", "512 x 256, tanh(y @ W)", float("nan"), _diffrax),
-    Case("tokamax", "dot_product_attention (xla)", "2 x 1024 x 8 heads x 64", 2 * 2 * (2 * 8 * 1024 * 1024 * 64),
+         _is(3 * 2 * 1024 * (256 * 512 + 512 * 512 + 512 * 256)), _eqx),
+    Case("diffrax", "Tsit5 adaptive solve", "512 x 256, tanh(y @ W)", _diffrax_flops, _diffrax),
+    Case("tokamax", "dot_product_attention (xla)", "2 x 1024 x 8 heads x 64", _is(2 * 2 * (2 * 8 * 1024 * 1024 * 64)),
          lambda: _tokamax("attention")),
-    Case("tokamax", "ragged_dot (xla)", "2048 x 512 x 512, 8 groups", 2 * 2048 * 512 * 512, lambda: _tokamax("ragged")),
-    Case("tokamax", "gated_linear_unit (xla)", "2048 x 1024 -> 2 x 2048", 2 * 2048 * 1024 * 4096,
+    Case("tokamax", "ragged_dot (xla)", "2048 x 512 x 512, 8 groups", _is(2 * 2048 * 512 * 512),
+         lambda: _tokamax("ragged")),
+    Case("tokamax", "gated_linear_unit (xla)", "2048 x 1024 -> 2 x 2048", _is(2 * 2048 * 1024 * 4096),
          lambda: _tokamax("glu")),
-    Case("tokamax", "layer_norm (xla)", "4096 x 2048", 0.0, lambda: _tokamax("layer_norm")),
-    Case("keras 3 (jax)", "Dense MLP, stateless_call", "512 x 512 -> 2048", 2 * 2 * 512 * 512 * 2048, _keras),
+    Case("tokamax", "layer_norm (xla)", "4096 x 2048", _is(float("nan")), lambda: _tokamax("layer_norm"),
+         analytic_bytes=2 * 4096 * 2048 * 4),  # x read once and written once
+    Case("keras 3 (jax)", "Dense MLP, stateless_call", "512 x 512 -> 2048", _is(2 * 2 * 512 * 512 * 2048), _keras),
 ]
 
 
-def _g(flops: float) -> str:
-    return "-" if flops != flops or flops == 0 else f"{flops / 1e9:.3g}"
+def _g(value: float) -> str:
+    return "-" if value != value or value == 0 else f"{value / 1e9:.3g}"
+
+
+def _mb(value: float) -> str:
+    return "-" if value != value else f"{value / 1e6:.3g}"
 
 
 def row(case: Case) -> str:
     try:
         fn, args, kwargs = case.build()
     except ImportError as exc:
-        return f"| {case.framework} | {case.kernel} | {case.sizes} | not installed ({exc.name}) | | | | | |"
+        return f"| {case.framework} | {case.kernel} | {case.sizes} | not installed ({exc.name}) | | | | | | | |"
     start = time.perf_counter()
     r = pytest_roofline.measure(fn, args=args, kwargs=kwargs, **SETTINGS)
     wall = time.perf_counter() - start
-    ran = "; ".join(loop.split(": ", 1)[1].replace(" iterations ran (from the trace)", "")
-                    for loop in r.work.loops if "from the trace" in loop) or "-"
+    ran = "; ".join(loop.split(": ", 1)[1].removesuffix(RAN_FROM_TRACE) for loop in r.work.loops
+                    if loop.endswith(RAN_FROM_TRACE)) or "-"
     factor = f"{r.compiled_over_source:.2f}" if r.compiled_over_source is not None else "-"
-    return (f"| {case.framework} | {case.kernel} | {case.sizes} | {_g(r.flops)} | {_g(case.analytic)} | {ran} | "
+    return (f"| {case.framework} | {case.kernel} | {case.sizes} | {_g(r.flops)} | {_g(case.analytic())} | "
+            f"{_mb(r.bytes_accessed)} | {_mb(case.analytic_bytes)} | {ran} | "
             f"{factor} | {r.utilization:.1%} | {wall:.1f} s / {r.device_time_s * 1e3:.3g} ms |")
 
 
 def main() -> None:
     print(f"jax {jax.__version__}, {jax.devices()[0].device_kind}")
-    print("| framework | kernel | sizes | GFLOP counted | GFLOP analytic | iterations from the trace | "
-          "compiled / source FLOPs | utilization | measure() wall / one run |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| framework | kernel | sizes | GFLOP counted | GFLOP analytic | MB counted | MB analytic | "
+          "iterations from the trace | compiled / source FLOPs | utilization | measure() wall / one run |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for case in CASES:
         print(row(case), flush=True)
 

@@ -189,15 +189,22 @@ def test_bad_call_keywords_fail_cleanly_before_measuring(keywords: dict[str, Any
     assert str(info.value) == f"roofline: roofline(...) in {NODE}: {fragment}" and not h.measure.calls
 
 
+def _measuring(measure: Any, traceback_style: str = "auto") -> Harness:
+    """A harness whose session measures with ``measure`` (a fake that raises), with pytest's --tb style."""
+    h = Harness()
+    h.session = RooflineSession(Settings(), measure=measure)
+    h.fixture = RooflineFixture(h.session, NODE, None, h._fail, h.warnings.append, lambda k, v: None,
+                                traceback_style=traceback_style)
+    return h
+
+
 def test_a_kernel_that_cannot_be_measured_fails_naming_test_and_kernel() -> None:
     from pytest_roofline.base.errors import MeasureError
 
     def broken(call: KernelCall, options: Any, keep: str) -> Any:
         raise MeasureError("kernel: compilation failed: boom")
 
-    h = Harness()
-    h.session = RooflineSession(Settings(), measure=broken)
-    h.fixture = RooflineFixture(h.session, NODE, None, h._fail, h.warnings.append, lambda k, v: None)
+    h = _measuring(broken)
     with pytest.raises(Failed) as info:
         h.fixture(kernel, 1)
     assert str(info.value) == f"roofline: kernel 'kernel' of {NODE} cannot be measured: kernel: compilation failed: boom"
@@ -218,10 +225,7 @@ def test_an_error_from_inside_the_kernel_shows_its_frames_as_tb_asks(style: str,
         except KeyError as exc:
             raise MeasureError("kernel: tracing/lowering failed: KeyError: unknown flag 'tb'") from exc
 
-    h = Harness()
-    h.session = RooflineSession(Settings(), measure=broken)
-    h.fixture = RooflineFixture(h.session, NODE, None, h._fail, h.warnings.append, lambda k, v: None,
-                                traceback_style=style)
+    h = _measuring(broken, traceback_style=style)
     with pytest.raises(Failed) as info:
         h.fixture(kernel, 1)
     text = str(info.value).splitlines()
@@ -234,9 +238,7 @@ def test_an_unexpected_error_while_measuring_is_a_kernel_that_could_not_be_measu
     def crashes(call: KernelCall, options: Any, keep: str) -> Any:
         raise AttributeError("'Lowered' object has no attribute 'args_info'")
 
-    h = Harness()
-    h.session = RooflineSession(Settings(), measure=crashes)
-    h.fixture = RooflineFixture(h.session, NODE, None, h._fail, h.warnings.append, lambda k, v: None)
+    h = _measuring(crashes)
     with pytest.raises(Failed) as info:
         h.fixture(kernel, 1)
     first, *frames = str(info.value).splitlines()

@@ -22,6 +22,22 @@ def kernel_us(device: int, run: int) -> float:
     return 100.0 + (60.0 if (device, run) == (5, 2) else 0.0) + (30.0 if device == 3 else 0.0) + 2.0 * run
 
 
+def launched_kernels(device: int, run: int, first_id: int, launches: list[tuple[str, float]],
+                     start: float) -> list[TraceEvent]:
+    """The run's two kernels on ``device``, one after the other from ``start``, each with its launch call (on the
+    host ``line`` at the time given in ``launches``) joined by ``correlation_id`` (``first_id``, then the next)."""
+    events: list[TraceEvent] = []
+    for k, (op, (line, launch)) in enumerate(zip(("fusion.1", "fusion.2"), launches, strict=True)):
+        correlation = first_id + k
+        events.append(TraceEvent("/host:CPU", line, "hipExtModuleLaunchKernel", launch, launch + 1 * US,
+                                 {"correlation_id": correlation}))
+        length = kernel_us(device, run) / 2 * US
+        events.append(TraceEvent(f"/device:GPU:{device}", "Stream #1(Kernel)", op, start, start + length,
+                                 {"hlo_module": MODULE, "hlo_op": op, "program_id": 7, "correlation_id": correlation}))
+        start += length
+    return events
+
+
 def constructed_profile(launch_lines: str = "own") -> list[TraceEvent]:
     """``launch_lines``: "own", each launch on its device's execute thread; "tracer", on a line of its own
     ("Host Threads/<tid>", as ROCm's and CUPTI's API tracers record them), so only time ties it to a window."""
@@ -36,18 +52,10 @@ def constructed_profile(launch_lines: str = "own") -> list[TraceEvent]:
             window = (opens, opens + 400 * US)
             events.append(TraceEvent("/host:CPU", thread, "GpuExecutable::ExecuteThunks", *window,
                                      {"module_name": MODULE}))
-            start = opens + 50 * US
-            for k, op in enumerate(("fusion.1", "fusion.2")):
-                correlation += 1
-                launch = opens + (10 + 5 * k) * US
-                line = thread if launch_lines == "own" else f"Host Threads/{2000 + device}"
-                events.append(TraceEvent("/host:CPU", line, "hipExtModuleLaunchKernel", launch, launch + 3 * US,
-                                         {"correlation_id": correlation}))
-                length = kernel_us(device, run) / 2 * US
-                events.append(TraceEvent(f"/device:GPU:{device}", "Stream #1(Kernel)", op, start, start + length,
-                                         {"hlo_module": MODULE, "hlo_op": op, "program_id": 7,
-                                          "correlation_id": correlation}))
-                start += length
+            line = thread if launch_lines == "own" else f"Host Threads/{2000 + device}"
+            launches = [(line, opens + (10 + 5 * k) * US) for k in range(2)]
+            events += launched_kernels(device, run, correlation + 1, launches, opens + 50 * US)
+            correlation += 2
     return events
 
 
@@ -91,17 +99,9 @@ def skewed_profile() -> list[TraceEvent]:
         launched = run * 1_000 * US
         events.append(TraceEvent("/host:CPU", "python", "PjitFunction(step)", launched, launched + 100 * US, {}))
         for device in range(DEVICES):
-            start = launched + device * 140 * US
-            for k, op in enumerate(("fusion.1", "fusion.2")):
-                correlation += 1
-                at = launched + (5 + device + k) * US
-                events.append(TraceEvent("/host:CPU", "python", "hipExtModuleLaunchKernel", at, at + 1 * US,
-                                         {"correlation_id": correlation}))
-                length = kernel_us(device, run) / 2 * US
-                events.append(TraceEvent(f"/device:GPU:{device}", "Stream #1(Kernel)", op, start, start + length,
-                                         {"hlo_module": MODULE, "hlo_op": op, "program_id": 7,
-                                          "correlation_id": correlation}))
-                start += length
+            launches = [("python", launched + (5 + device + k) * US) for k in range(2)]
+            events += launched_kernels(device, run, correlation + 1, launches, launched + device * 140 * US)
+            correlation += 2
     return events
 
 

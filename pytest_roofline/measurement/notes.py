@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..analysis.model.per_op import OpRow, OpsModel
 from ..analysis.model.program_model import ProgramModel
+from ..analysis.program.counts import RAN_FROM_TRACE
 from ..analysis.program.hlo_reader import HloModule
 from ..analysis.program.info import more_than_source_text, static_text
 from ..analysis.program.interpreted import INTERPRET_NOTE, estimated_note
@@ -28,8 +29,10 @@ _CONSTANTS_NOTED = 1 << 20
 
 
 def result_notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
-           spec: HardwareSpec, live_why: str, memory: MemoryFootprint | None, *,
-           counts_from: CountsFrom = "compiled", constants: int = 0) -> list[str]:
+                 spec: HardwareSpec, live_why: str, memory: MemoryFootprint | None, *,
+                 counts_from: CountsFrom = "compiled", constants: int = 0) -> list[str]:
+    """What the result's figures rest on, in words: ceilings, static arguments, whose FLOPs, missing rates,
+    fallbacks, uncounted work, and the trace's own notes."""
     notes = [u.note for u in model.uses if u.note]
     if constants >= _CONSTANTS_NOTED:
         notes.append(f"{format_quantity(constants, 'B')} of constants are compiled into the program: arrays the kernel "
@@ -80,8 +83,8 @@ def result_notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProg
     return notes
 
 
-def result_hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, model: ProgramModel, timed: Timed,
-           idle: IdleTime | None, cache_known: bool = False) -> list[str]:
+def result_hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, model: ProgramModel,
+                 timed: Timed, idle: IdleTime | None, cache_known: bool = False) -> list[str]:
     """``cache_known``: the model already held the bytes to the cache level the working set fits (its note
     says so), so no cache hint."""
     root = module.entry.root
@@ -89,5 +92,5 @@ def result_hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProg
                  donated=any(program.donated), output_bytes=root.shape.bytes,
                  working_set_bytes=working_set(module, None),
                  has_loops=bool(model.work.loops), idle=idle,
-                 loops_ran=[loop for loop in model.work.loops if loop.endswith("(from the trace)")],
+                 loops_ran=[loop for loop in model.work.loops if loop.endswith(RAN_FROM_TRACE)],
                  cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None, cache_modelled=cache_known)

@@ -341,7 +341,8 @@ def ops_from_second_pass(ops: OpsModel, program: CompiledProgram) -> OpsModel:
     has every kernel on its own), where the timed runs' trace hid them; the rows as they were if that fails."""
     try:
         with phase("second pass"):
-            again = time_compiled(without_command_buffers(program), _SECOND_PASS, len(ops.rows))
+            again = time_compiled(without_command_buffers(program), _SECOND_PASS,
+                                  sum(r.executions for r in ops.rows))
     except MeasureError:
         return ops
     if again.events is None or ops_hidden(again.events.notes):

@@ -19,7 +19,7 @@ from .pallas_costs import PALLAS_REMEDY
 from .xla_costs import OpCost, computation_cost
 
 __all__ = ["CostAnalysisError", "Counts", "Work", "normalize_cost_analysis", "program_counts", "hlo_counts",
-           "work_of", "incomplete_reasons", "loop_text"]
+           "work_of", "incomplete_reasons", "loop_text", "RAN_FROM_TRACE"]
 
 
 class CostAnalysisError(ValueError):
@@ -91,12 +91,16 @@ def _while_loops(module: HloModule) -> list[Instruction]:
     return [i for c in module.computations.values() for i in c.instructions if i.opcode == "while"]
 
 
+# How a loop counted by the iterations the trace showed ends its line (``while.7: 5 iterations ran ...``).
+RAN_FROM_TRACE = " iterations ran (from the trace)"
+
+
 def loop_text(loop: Instruction) -> str:
     """A while loop's trip count in words: the compiler's, the iterations that ran (from the trace), or unknown."""
     if loop.known_trip_count is None:
         return f"{loop.name}: trip count unknown (body counted once)"
     if loop.trip_count_source == "trace":
-        return f"{loop.name}: {loop.known_trip_count} iterations ran (from the trace)"
+        return f"{loop.name}: {loop.known_trip_count}{RAN_FROM_TRACE}"
     return f"{loop.name}: trip count {loop.known_trip_count}"
 
 

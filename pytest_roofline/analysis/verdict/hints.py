@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model.per_op import OpRow
+from ..program.counts import RAN_FROM_TRACE
 from ..runs.idle import IDLE_HINT, IdleTime
 
 __all__ = ["hints"]
@@ -37,7 +38,7 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
         loops = sorted({r.computation for r in rows if r.computation != "main"})
         trips = max((r.executions for r in rows), default=1)
         if loops_ran:
-            counted = "; ".join(loop.replace(" iterations ran (from the trace)", "") for loop in loops_ran)
+            counted = "; ".join(loop.removesuffix(RAN_FROM_TRACE) for loop in loops_ran)
             out.append(f"while loops whose trip count depends on the data ran one iteration after another (iterations "
                        f"per run from the trace, inner loops per iteration of the outer: {counted})")
         else:
