@@ -161,12 +161,46 @@ def test_a_contended_calibration_does_not_replace_a_quiet_one(tmp_path: Path, mo
     figures, where = calibration.calibration_figures(key, "replace", lambda: dict(busy), notices.append)
     assert figures["peaks"]["f32"] == 1e11  # the quiet one is kept
     assert "was not kept: other processes used 40% of the CPUs" in where
-    assert len(notices) == 1 and "kept the quiet calibration" in notices[0]
-    # With no quiet calibration to keep, the contended one is used, and says so.
-    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path / "fresh"))
-    figures, where = calibration.calibration_figures(key, "replace", lambda: dict(busy), notices.append)
-    assert figures["peaks"]["f32"] == 6e10 and "measured while other processes used 40% of the CPUs" in where
-    assert "its ceilings are low" in notices[-1]
+    assert len(notices) == 1 and "not cached; kept the quiet calibration" in notices[0]
+
+
+def test_a_contended_calibration_is_used_by_its_run_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake measurements: with no quiet calibration cached, a contended one serves this process and is never
+    written; the next run (a fresh process: the run-only memo cleared) calibrates again and caches a quiet one."""
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
+    notices: list[str] = []
+    calls: list[str] = []
+
+    def busy() -> dict[str, Any]:
+        calls.append("busy")
+        return dict(FAKE_CPU_FIGURES, peaks={"f32": 6e10, "bf16": 3e10}, contention=0.6)
+
+    figures, where = calibration.calibration_figures(key, "cached", busy, notices.append)
+    assert figures["peaks"]["f32"] == 6e10 and "other processes used 60% of the CPUs; this run only" in where
+    assert "not cached; the next quiet run calibrates again" in notices[-1]
+    assert not list(tmp_path.iterdir())  # nothing written
+    again, _ = calibration.calibration_figures(key, "cached", busy, notices.append)
+    assert again["peaks"]["f32"] == 6e10 and calls == ["busy"]  # the same process: calibrated once
+    monkeypatch.setattr(calibration, "_RUN_ONLY", {})  # the next run
+    quiet, where = calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.02))
+    assert quiet["peaks"]["f32"] == 1e11 and "measured now, cached in" in where
+    assert calibration.load_cached(key) is not None
+
+
+def test_a_contended_calibration_cached_by_an_older_version_is_not_read(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
+    calibration.store_cached(key, dict(FAKE_CPU_FIGURES, peaks={"f32": 6.9e10, "bf16": 3e10}, contention=0.6,
+                                       date="2026-11-26T07:00:00Z"))
+    notices: list[str] = []
+    figures, where = calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.0),
+                                                     notices.append)
+    assert figures["peaks"]["f32"] == 1e11 and "measured now" in where
+    assert "used 60% of the CPUs: not used, calibrating again" in notices[0]
 
 
 def test_bf16_converted_around_the_dot_meets_the_f32_ceiling() -> None:

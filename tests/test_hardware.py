@@ -184,3 +184,16 @@ def test_cpu_memory_is_the_machine_or_its_cgroup_limit(tmp_path: Path) -> None:
     (v1 / "memory.limit_in_bytes").write_text("1073741824\n")
     assert machine_memory(MEMINFO, "4:memory:/job\n", str(tmp_path / "v1")).value == 2**30  # type: ignore[union-attr]
     assert machine_memory("", "", str(tmp_path / "none")) is None
+
+
+def test_a_gpu_name_with_calibrated_ceilings_on_a_cpu_is_refused() -> None:
+    """Calibrating the CPU would file its figures under the GPU's name: refused before any calibration runs. The
+    same name with the datasheet's ceilings stays a deliberate what-if."""
+    pytest.importorskip("jax")
+    from pytest_roofline.measurement.machine.device import resolve_hardware
+
+    for ceilings in ("calibrated", "live"):
+        with pytest.raises(ValueError, match=r"'H100 SXM' is a GPU entry, but the device measured is a CPU"):
+            resolve_hardware("cpu", "cpu", "H100 SXM", ceilings=ceilings)
+    spec, used = resolve_hardware("cpu", "cpu", "H100 SXM", ceilings="datasheet")
+    assert spec.platform == "gpu" and used == "datasheet"

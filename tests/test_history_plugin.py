@@ -188,3 +188,47 @@ def test_a_drop_measured_on_a_contended_machine_warns_instead_of_failing(pyteste
                                  "machine*"])
     records = json.loads((pytester.path / "r.json").read_text())["results"]
     assert [r["verdict"] for r in records] == ["contended", "measured"]
+
+
+RACE = """
+import os, time
+from pathlib import Path
+from pytest_roofline.history import reports
+
+_name = reports.history_name
+
+def history_name(report):
+    # Both runs get the same name (the same second), and neither writes before both have it.
+    barrier = Path(os.environ["RACE_DIR"])
+    (barrier / str(os.getpid())).touch()
+    while len(arrived := list(barrier.iterdir())) < 2:
+        time.sleep(0.001)
+    start = max(p.stat().st_mtime for p in arrived) + 0.2  # then both go on within microseconds
+    while time.time() < start:
+        pass
+    return "roofline-20261126T072050Z-nogit.json"
+
+reports.history_name = history_name
+"""
+
+
+def test_two_runs_ending_in_the_same_second_keep_both_runs(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """Two real pytest processes (a fake measure) writing one history directory at the same moment, under the same
+    name: both runs are kept, each under the name it printed."""
+    import os
+    import subprocess
+    import sys
+
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.6, 0.6") + RACE)
+    pytester.makepyfile(test_k=TWO)
+    (tmp_path / "race").mkdir()
+    env = {**os.environ, "RACE_DIR": str(tmp_path / "race"),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--roofline-history=hist"]
+    runs = [subprocess.Popen(command, cwd=pytester.path, env=env, stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outputs = [run.communicate(timeout=300)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    names = sorted(p.name for p in (pytester.path / "hist").iterdir())
+    assert names == ["roofline-20261126T072050Z-nogit-2.json", "roofline-20261126T072050Z-nogit.json"]
+    assert sorted(name for out in outputs for name in names if f"hist/{name}" in out or f"hist{os.sep}{name}" in out) == names

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["read_yaml_mapping", "write_text_atomic", "write_directory_atomic", "check_writable"]
+__all__ = ["read_yaml_mapping", "write_text_atomic", "write_text_new", "write_directory_atomic", "check_writable"]
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same documents, ten times faster
 
@@ -56,6 +56,29 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     return target
 
 
+def write_text_new(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` whole, only if no file of that name exists: FileExistsError otherwise, even when
+    another process makes it at the same moment (the complete file is hard-linked to its name, which the system
+    does only where the name is free)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: reserve the name, then fill it
+            os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
 def write_directory_atomic(target: str | os.PathLike[str], fill: Callable[[Path], None]) -> Path:
     """Make ``target`` by letting ``fill`` write a temporary directory beside it, then renaming it: a failed
     ``fill`` leaves nothing behind; an existing ``target`` is replaced."""
@@ -67,10 +90,21 @@ def write_directory_atomic(target: str | os.PathLike[str], fill: Callable[[Path]
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
-    if final.exists():
-        shutil.rmtree(final)
-    directory.rename(final)
-    return final
+    for _ in range(8):  # another process may put its own there meanwhile: the last one wins, whole
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{final.name[:60]}.old.", dir=final.parent))
+            try:
+                final.rename(old / "replaced")
+            except FileNotFoundError:
+                pass
+            shutil.rmtree(old, ignore_errors=True)
+        try:
+            directory.rename(final)
+            return final
+        except OSError:
+            continue
+    shutil.rmtree(directory, ignore_errors=True)
+    raise OSError(f"could not put {final} in place: other processes kept writing it")
 
 
 def check_writable(path: str | os.PathLike[str]) -> str | None:

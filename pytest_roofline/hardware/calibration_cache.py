@@ -104,37 +104,48 @@ def store_cached(key: Mapping[str, Any], figures: Mapping[str, Any]) -> Path:
 
 def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Callable[[], dict[str, Any]],
                         notice: Callable[[str], None] = lambda text: None) -> tuple[dict[str, Any], str]:
-    """The cached figures for ``key``, or new ones from ``measure()`` (cached now); and where they came from.
+    """The cached figures for ``key``, or new ones from ``measure()``; and where they came from.
 
-    A new calibration during which other processes used more than :data:`CONTENDED_ABOVE` of the CPUs
-    (``figures["contention"]``) does not replace a cached one measured on a quiet machine: the quiet one is
-    kept, and ``notice`` says so. Without a quiet one it is used, and its source says it was contended.
+    Only a quiet calibration is cached. One during which other processes used more than :data:`CONTENDED_ABOVE`
+    of the CPUs (``figures["contention"]``) is used by this process only, and ``notice`` says so: a quiet
+    calibration cached earlier is kept instead, and the next quiet run calibrates again. A contended calibration
+    cached by an older version is not read.
     """
     cached = load_cached(key)
-    if cached is not None and refresh == "cached":
-        return cached, f"cached in {cache_file(key)}" + _contended_text(cached)
+    if cached is not None and _contended(cached):
+        notice(f"the cached calibration of {cached.get('date', '?')} was measured while other processes used "
+               f"{cached['contention']:.0%} of the CPUs: not used, calibrating again")
+        cached = None
+    if refresh == "cached":
+        if cached is not None:
+            return cached, f"cached in {cache_file(key)}"
+        if (mine := _RUN_ONLY.get(cache_file(key))) is not None:
+            return mine
     figures = measure()
     figures["date"] = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     busy = figures.get("contention")
-    if busy is not None and busy > CONTENDED_ABOVE and cached is not None and not _contended(cached):
-        notice(f"the new calibration ran while other processes used {busy:.0%} of the CPUs: kept the quiet "
-               f"calibration of {cached.get('date', '?')} ({cache_file(key)})")
+    if not _contended(figures):
+        _RUN_ONLY.pop(cache_file(key), None)
+        return figures, f"measured now, cached in {store_cached(key, figures)}"
+    if cached is not None:
+        notice(f"the new calibration ran while other processes used {busy:.0%} of the CPUs: not cached; kept the "
+               f"quiet calibration of {cached.get('date', '?')} ({cache_file(key)})")
         return cached, (f"cached in {cache_file(key)}; a calibration on {figures['date']} was not kept: other "
                         f"processes used {busy:.0%} of the CPUs during it")
-    path = store_cached(key, figures)
-    if _contended(figures):
-        notice(f"calibrated while other processes used {busy:.0%} of the CPUs: its ceilings are low (live "
-               f"ceilings correct part of it); recalibrate on a quiet machine")
-    return figures, f"measured now, cached in {path}" + _contended_text(figures)
+    notice(f"calibrated while other processes used {busy:.0%} of the CPUs: its ceilings are low, so they are used "
+           f"by this run only and not cached; the next quiet run calibrates again")
+    _RUN_ONLY[cache_file(key)] = figures, (f"measured now while other processes used {busy:.0%} of the CPUs; "
+                                          f"this run only, not cached")
+    return _RUN_ONLY[cache_file(key)]
+
+
+# Contended calibrations of this process, by cache file: used by this run only, never written.
+_RUN_ONLY: dict[Path, tuple[dict[str, Any], str]] = {}
 
 
 def _contended(figures: Mapping[str, Any]) -> bool:
     busy = figures.get("contention")
     return busy is not None and busy > CONTENDED_ABOVE
-
-
-def _contended_text(figures: Mapping[str, Any]) -> str:
-    return f"; measured while other processes used {figures['contention']:.0%} of the CPUs" if _contended(figures) else ""
 
 
 def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cpu") -> HardwareSpec:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..base.files import write_text_atomic
+from ..base.files import write_text_new
 from ..records.kernel_record import KernelRecord, Unmeasured
 
 __all__ = ["ReportError", "SessionEnd", "Run", "load_report", "load_run", "run_from_document", "load_history",
@@ -165,13 +165,13 @@ def history_name(report: Mapping[str, Any]) -> str:
 
 
 def add_to_history(directory: str | Path, report: Mapping[str, Any], text: str) -> Path:
-    """Write ``text`` (the report) into the history directory under :func:`history_name`, atomically, never
-    over an existing run."""
+    """Write ``text`` (the report) into the history directory under :func:`history_name`, whole, never over an
+    existing run: two runs ending in the same second, side by side, get ``-2`` and so on."""
     root = Path(directory)
     name = history_name(report)
-    target = root / name
-    n = 2
-    while target.exists():
-        target = root / name.replace(".json", f"-{n}.json")
-        n += 1
-    return write_text_atomic(target, text)
+    for n in range(1, 1000):
+        try:
+            return write_text_new(root / (name if n == 1 else name.replace(".json", f"-{n}.json")), text)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{root}: 999 runs named {name} already")

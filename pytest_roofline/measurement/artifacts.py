@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -15,7 +16,13 @@ __all__ = ["save_artifacts"]
 
 
 def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[-150:] or "kernel"
+    """A folder name for ``text`` (a test id and a kernel's label). Where characters other than a test id's
+    separators are lost, or the name is cut, a digest of the whole text keeps two kernels apart (labels
+    ``α`` and ``β``); the same kernel always gets the same folder, so its trace replaces its last one."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
+    if len(safe) <= 150 and re.fullmatch(r"[A-Za-z0-9_.\-/:\[\]]*", text):
+        return safe or "kernel"
+    return f"{safe[-140:]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}".lstrip("-_")
 
 
 def save_artifacts(result: Result, root: str | Path, nodeid: str, label: str) -> dict[str, str]:

@@ -46,8 +46,13 @@ def _jax_hardware(settings: Settings, recalibrate: bool) -> tuple[HardwareSpec, 
     from ..measurement.machine.device import detect_device, resolve_hardware
 
     platform, device_kind = detect_device()
-    return resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,
-                            settings.ceilings, "replace" if recalibrate else "cached")
+    try:
+        return resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,
+                                settings.ceilings, "replace" if recalibrate else "cached")
+    except ValueError as exc:
+        if settings.hardware is None:
+            raise
+        raise ValueError(f"{settings.origins.get('hardware', 'hardware')}: {exc}") from None
 
 
 def _jax_save(result: Result, root: str, nodeid: str, label: str) -> dict[str, str]:

@@ -13,6 +13,7 @@ accelerators on request. The cache is :mod:`pytest_roofline.hardware.calibration
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from statistics import median
@@ -154,18 +155,39 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
              f"a {stream // _MIB} MiB memory stream donated and into fresh pages, an in-cache stream, exp/tanh, "
              f"{len(REFERENCE_KEYS)} reference kernels; about 30-60 s); later runs read the cache")
     figures = _Figures(platform)
+    step = _Steps(progress)
     for dtype_name, dtype in (("f32", jnp.float32), ("bf16", jnp.bfloat16)):
         _matmul_peak(figures, dtype_name, dtype, shapes)
+        step.done(f"{dtype_name} matmul {figures.data['peaks'].get(dtype_name, 0) / 1e9:.0f} GFLOP/s")
     _converted_bf16(figures)
     donated_s = _memory(figures, stream, stream_how)
     _first_touch(figures, stream, donated_s)
     _cache(figures)
+    step.done(f"memory {figures.data['memory'] / 1e9:.0f} GB/s")
     figures.data["transcendental"], spread, how = _transcendental_rate(platform)
     figures.record("transcendental", spread, how)
     for ref_key in ("vector", "transcendental"):
         figures.reference_alone(ref_key)
+    step.done(f"transcendentals {figures.data['transcendental'] / 1e9:.1f} G/s")
     assert set(figures.data["references"]) | set(figures.data["unmeasured"]) == set(REFERENCE_KEYS)
     return figures.data
+
+
+class _Steps:
+    """Progress through a calibration, one line per step with the time since it started: a calibration beside
+    other work can take minutes."""
+
+    def __init__(self, progress: Callable[[str], None]) -> None:
+        self.progress = progress
+        self.start = time.perf_counter()
+        self.count = 0
+
+    def done(self, what: str) -> None:
+        self.count += 1
+        self.progress(f"calibration step {self.count} of {_STEPS}: {what} ({time.perf_counter() - self.start:.0f} s)")
+
+
+_STEPS = 4
 
 
 def _time_beside(program: CompiledProgram, platform: str, ref_key: str) -> Timed:

@@ -50,6 +50,11 @@ def resolve_hardware(platform: str, device_kind: str, hardware: str | HardwareSp
         return cpu_spec(device_kind, refresh), "calibrated" if ceilings == "calibrated" else "live"
     spec = find_spec(table, platform, device_kind, hardware)
     if ceilings in ("calibrated", "live"):
+        if spec.platform != platform:
+            raise ValueError(f"hardware {spec.name!r} is a {spec.platform.upper()} entry, but the device measured is "
+                             f"a {platform.upper()} ({device_kind}): {ceilings} ceilings would file this "
+                             f"{platform.upper()}'s figures under {spec.name!r}; drop the hardware name, or use "
+                             f"ceilings='datasheet' to judge against its datasheet")
         from .calibration_kernels import calibrated_spec
 
         return calibrated_spec(spec, device_kind, refresh), "calibrated" if ceilings == "calibrated" else "live"
