@@ -1,39 +1,93 @@
-"""The per-device lock that keeps xdist workers from timing two kernels at once."""
+"""The per-device lock that keeps xdist workers and runs side by side from timing two kernels at once: real
+processes holding it, one of them stopped."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
-from pytest_roofline.plugin.lock import device_lock, lock_path
+from pytest_roofline.plugin import lock
+from pytest_roofline.plugin.lock import DeviceLockError, device_lock, lock_path
 
 fcntl = pytest.importorskip("fcntl")
 
 
+HOLD = ("import sys; from pytest_roofline.plugin.lock import device_lock\n"
+        "with device_lock('cpu'):\n    print('held', flush=True); sys.stdin.readline()\n")
+
+
+def _holder() -> subprocess.Popen[str]:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def _release(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    holder.stdin.write("\n")
+    holder.stdin.close()
+    holder.wait(timeout=30)
+
+
 def test_lock_excludes_another_process() -> None:
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys; from pytest_roofline.plugin.lock import device_lock\n"
-         "with device_lock():\n    print('held', flush=True); sys.stdin.readline()\n"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = _holder()
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with open(lock_path(), "a") as handle:
+        with open(lock_path("cpu"), "a") as handle:
             with pytest.raises(BlockingIOError):
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     finally:
-        assert holder.stdin is not None
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        holder.wait(timeout=30)
-    with device_lock():  # released: this process can take it
+        _release(holder)
+    with device_lock("cpu"):  # released: this process can take it
         pass
+
+
+def test_a_wait_names_the_holder_and_ends_when_it_lets_go() -> None:
+    holder = _holder()
+    said: list[str] = []
+
+    def say(text: str) -> None:
+        said.append(text)
+        if len(said) == 1:  # the holder lets go once this process has said it waits
+            _release(holder)
+
+    with device_lock("cpu", say=say):
+        pass
+    assert said[0].startswith(f"waiting for the device lock {lock_path('cpu')}, held by process {holder.pid} (-c) since ")
+    assert said[-1].startswith("got the device lock after ")
+
+
+def test_a_stopped_holder_is_reported_not_waited_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lock, "STOPPED_FOR_S", 0.2)
+    holder = _holder()
+    os.kill(holder.pid, signal.SIGSTOP)
+    try:
+        assert lock.holder_state(holder.pid) in ("stopped", "running")  # /proc may lag the signal by a moment
+        with pytest.raises(DeviceLockError, match=rf"held by process {holder.pid} .*which is stopped .*kill -CONT"):
+            with device_lock("cpu", say=lambda text: None):
+                pass
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+        _release(holder)
+    assert lock.holder_state(holder.pid) == "gone"
+
+
+def test_one_lock_for_a_cpu_however_jax_platforms_is_spelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    jax = pytest.importorskip("jax")
+    if jax.default_backend() != "cpu":
+        pytest.skip("this machine's default device is not a CPU")
+    paths = set()
+    for spelled in ("cpu", "", "CPU"):
+        monkeypatch.setenv("JAX_PLATFORMS", spelled)
+        paths.add(lock_path())
+    assert paths == {lock_path("cpu")}
 
 
 def test_lock_path_depends_on_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    first = lock_path()
+    first = lock_path("gpu")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    assert lock_path() != first
+    assert lock_path("gpu") != first

@@ -60,7 +60,6 @@ def test_pinned_workers_take_different_locks_and_cpu_workers_one(monkeypatch: py
     for worker in ("gw0", "gw1", "gw2"):
         pinned = pin_worker(worker, {}, lambda: two)
         monkeypatch.setenv(pinned.variable, pinned.value)
-        paths.append(lock_path())
+        paths.append(lock_path("gpu"))
     assert paths[0] != paths[1] and paths[0] == paths[2]  # gw2 shares gw0's device, and its lock
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    assert lock_path() == lock_path() and lock_path().endswith("_all.lock")  # a CPU: one lock for the host
+    assert lock_path("cpu").endswith("-cpu.lock")  # a CPU: one lock for the host, whatever is visible

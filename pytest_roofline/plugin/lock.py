@@ -1,33 +1,141 @@
-"""An exclusive file lock per device, so that processes (xdist workers) never time two kernels at once."""
+"""An exclusive file lock per device, so that processes (xdist workers, runs side by side) never time two kernels
+at once; a wait for it says who holds it, and a holder that is stopped is reported instead of waited on."""
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import IO
 
-__all__ = ["device_lock", "lock_path"]
+__all__ = ["DeviceLockError", "device_lock", "lock_path", "holder_state"]
+
+# How long a holder may stay stopped (SIGSTOP, Ctrl-Z) before the wait gives up, and how often a long wait says so.
+STOPPED_FOR_S = 5.0
+REMIND_EVERY_S = 60.0
 
 
-def lock_path() -> str:
-    """One lock file per device a process would use: same visible accelerators, same lock."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("TPU_VISIBLE_CHIPS") or "all"
-    platforms = os.environ.get("JAX_PLATFORMS") or "default"
-    safe = "".join(ch if ch.isalnum() else "_" for ch in f"{platforms}-{visible}")
-    return os.path.join(tempfile.gettempdir(), f"pytest-roofline-{os.getuid() if hasattr(os, 'getuid') else 0}-{safe}.lock")
+class DeviceLockError(RuntimeError):
+    """The device lock cannot be had: its holder is stopped."""
+
+
+def _say(text: str) -> None:
+    print(f"roofline: {text}", file=sys.__stderr__ or sys.stderr, flush=True)
+
+
+def lock_path(platform: str | None = None) -> str:
+    """One lock file per device: every process on a CPU shares one (they share its cores), whatever
+    ``JAX_PLATFORMS`` says; on an accelerator, one per set of visible devices. ``platform``: the device's (JAX's
+    default backend when None, once JAX is in use; else what the environment names)."""
+    platform = platform or _platform()
+    if platform == "cpu":
+        key = "cpu"
+    else:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("TPU_VISIBLE_CHIPS") or "all"
+        key = f"{platform}-{visible}"
+    safe = "".join(ch if ch.isalnum() else "_" for ch in key)
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return os.path.join(tempfile.gettempdir(), f"pytest-roofline-{uid}-{safe}.lock")
+
+
+def _platform() -> str:
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        try:
+            return str(jax.default_backend())
+        except Exception:  # noqa: BLE001 - no backend: the environment's name is the best there is
+            pass
+    named = (os.environ.get("JAX_PLATFORMS") or os.environ.get("JAX_PLATFORM_NAME") or "").split(",")[0].strip()
+    return {"cuda": "gpu", "rocm": "gpu"}.get(named.lower(), named.lower() or "default")
+
+
+def holder_state(pid: int) -> str:
+    """``"running"``, ``"stopped"`` or ``"gone"``: the holder's state from /proc (``"running"`` where /proc
+    does not say)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            state = fh.read().rsplit(")", 1)[-1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+    except (OSError, IndexError):
+        return "running"
+    return "stopped" if state in ("T", "t") else "gone" if state in ("Z", "X") else "running"
 
 
 @contextmanager
-def device_lock() -> Iterator[None]:
+def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:  # Windows: no cross-process lock; run measurements without xdist there
         yield
         return
-    with open(lock_path(), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    path = lock_path(platform)
+    with open(path, "a+", encoding="utf-8") as handle:
+        _acquire(handle, path, say)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()} {time.time():.0f} {' '.join(sys.argv)[:200]}\n")
+        handle.flush()
         try:
             yield
         finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:
+    """Take the lock; while another process holds it, say who and since when, and give up on a stopped one."""
+    import fcntl
+
+    if _try(handle, fcntl):
+        return
+    pid, since, what = _holder(path)
+    who = f"process {pid} ({what})" if pid else "another process"
+    say(f"waiting for the device lock {path}, held by {who}" + (f" since {_clock(since)}" if since else ""))
+    started = stopped_at = time.monotonic()
+    reminded = started
+    delay = 0.01
+    while not _try(handle, fcntl):
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+        now = time.monotonic()
+        state = holder_state(pid) if pid else "running"
+        if state != "stopped":
+            stopped_at = now
+        elif now - stopped_at >= STOPPED_FOR_S:
+            raise DeviceLockError(
+                f"the device lock {path} is held by {who}, which is stopped (SIGSTOP or Ctrl-Z)"
+                + (f"; it took the lock at {_clock(since)}" if since else "")
+                + f": resume it (kill -CONT {pid}) or end it; not waiting on a stopped process")
+        if now - reminded >= REMIND_EVERY_S:
+            reminded = now
+            gone = " (that process is gone: a process it started holds the lock)" if state == "gone" else ""
+            say(f"still waiting for the device lock after {now - started:.0f} s, held by {who}{gone}")
+    say(f"got the device lock after {time.monotonic() - started:.1f} s")
+
+
+def _try(handle: IO[str], fcntl: object) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[attr-defined]
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _holder(path: str) -> tuple[int, float, str]:
+    """What the holder wrote into the lock file: its process id, when it took the lock, its command line."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            pid, since, what = (fh.readline().strip().split(" ", 2) + ["", "", ""])[:3]
+        return int(pid), float(since), what
+    except (OSError, ValueError):
+        return 0, 0.0, ""
+
+
+def _clock(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(epoch))

@@ -45,10 +45,14 @@ def _jax_measure(call: KernelCall, options: MeasureOptions, keep: str) -> Result
 def _jax_hardware(settings: Settings, recalibrate: bool) -> tuple[HardwareSpec, str]:
     from ..measurement.machine.device import detect_device, resolve_hardware
 
+    # The device is found before the lock is taken: on a program that spans processes, JAX's start-up exchanges
+    # every process's devices, which a process waiting for the lock would never reach. The ceilings (a
+    # calibration, perhaps) are resolved under it, where nothing waits on another process.
     platform, device_kind = detect_device()
     try:
-        return resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,
-                                settings.ceilings, "replace" if recalibrate else "cached")
+        with device_lock(platform):
+            return resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,
+                                    settings.ceilings, "replace" if recalibrate else "cached")
     except ValueError as exc:
         if settings.hardware is None:
             raise
@@ -208,9 +212,7 @@ class RooflineSession:
         """The detected hardware's ceilings and the ceilings mode in use (imports JAX; calibrates a CPU unless
         cached)."""
         recalibrate, self._recalibrate = self._recalibrate, False
-        with device_lock():
-            spec, mode = self._hardware(self.settings, recalibrate)
-        return spec, mode
+        return self._hardware(self.settings, recalibrate)
 
     def save(self, result: Result, nodeid: str, label: str) -> dict[str, str]:
         """Save the kernel's trace and HLO; returns the paths for the record."""
