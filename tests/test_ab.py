@@ -148,6 +148,71 @@ def test_worktree_is_removed_when_the_block_fails(tmp_path: Path) -> None:
         pass
 
 
+@needs_git
+def test_a_killed_runs_worktree_is_removed_by_the_next_run(tmp_path: Path) -> None:
+    """A real process enters the worktree and is killed outright (SIGKILL: nothing of its own runs); the next
+    run's clean-up removes its folder and git's record of it, and leaves a live run's alone."""
+    import signal
+
+    from pytest_roofline.cli.worktree import remove_leftovers
+
+    repo = _repo(tmp_path, {"a.txt": "one\n"})
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    hold = ("import sys; from pathlib import Path; from pytest_roofline.cli.worktree import worktree\n"
+            f"with worktree(Path({str(repo)!r}), {commit!r}) as p:\n    print(p, flush=True); sys.stdin.readline()\n")
+    killed = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    alive = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert killed.stdout is not None and alive.stdout is not None and alive.stdin is not None
+    left, kept = Path(killed.stdout.readline().strip()), Path(alive.stdout.readline().strip())
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    assert left.exists() and _worktrees(repo) == 3
+    said: list[str] = []
+    assert remove_leftovers(repo, said.append) == 1
+    assert not left.parent.exists() and kept.exists() and _worktrees(repo) == 2
+    assert said == [f"pytest-roofline ab: removed {left.parent}, left by an earlier run (process {killed.pid}) "
+                    "that was killed"]
+    alive.stdin.write("\n")
+    alive.stdin.close()
+    alive.wait(timeout=30)
+    assert not kept.exists() and _worktrees(repo) == 1
+
+
+@needs_git
+def test_an_unwritable_json_path_stops_ab_before_its_first_round(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _repo(tmp_path, {"tests/test_k.py": "open('ran', 'w').close()\n\ndef test_k():\n    pass\n"})
+    target = Path("/proc/pytest-roofline/ab.json")  # no one can write there, a superuser neither
+    if not Path("/proc/self").exists():
+        pytest.skip("no /proc on this system")
+    status, out, err = _ab(capsys, repo, "--base", "HEAD", "--json", str(target), "--", "tests")
+    assert status == 2 and out == ""
+    assert err.startswith(f"pytest-roofline ab: error: --json {target}: cannot write it: "), err
+    assert not (repo / "ran").exists() and _worktrees(repo) == 1  # no round ran
+
+
+def test_a_failed_write_after_the_rounds_keeps_the_table_and_the_regression(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path: Path) -> None:
+    """A fake comparison with a regression (no rounds run); the file system refuses the JSON once the rounds are
+    done: the table is printed, the error names the path given, and the exit status stays the regression's 1."""
+    from test_paired import KernelRounds, _comparison, _obs  # the comparisons test_paired.py builds
+
+    from pytest_roofline.cli import ab_rounds
+
+    slow = KernelRounds("t.py::test_a", "a", tuple(_obs(0.5) for _ in range(6)), tuple(_obs(0.25) for _ in range(6)))
+    monkeypatch.setattr(ab_rounds, "run_ab", lambda options, cwd, log: (_comparison([slow]), None))
+
+    def refuse(path: object, text: str) -> None:
+        raise OSError(28, "No space left on device", str(tmp_path / ".ab.json.tmp1234"))
+
+    monkeypatch.setattr(ab_rounds, "write_text_atomic", refuse)
+    text, status = ab_rounds.ab_command(ab_rounds.AbOptions("main", 6), str(tmp_path / "ab.json"), None)
+    assert status == 1
+    assert "REGRESSION" in text and "1 kernel regressed" in text
+    assert text.splitlines()[-1] == (f"pytest-roofline ab: error: --json {tmp_path / 'ab.json'}: cannot write it: "
+                                     "No space left on device")
+
+
 # Two trees of one project: a package under src/ whose VERSION differs, and a test asserting its own tree's.
 def _trees(tmp_path: Path, conftest: str = "") -> tuple[Path, Path]:
     roots = []

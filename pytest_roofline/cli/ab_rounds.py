@@ -16,13 +16,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.files import write_text_atomic
+from ..base.files import check_writable, write_text_atomic
 from ..history.paired import (
     MIN_ROUNDS,
     Comparison,
@@ -48,7 +47,7 @@ from .ab_long_lived import (
     start_servers,
 )
 from .analyze import CliError
-from .worktree import commit_of, is_dirty, toplevel, worktree
+from .worktree import commit_of, is_dirty, remove_leftovers, toplevel, worktree
 
 __all__ = ["AbOptions", "run_ab", "ab_command", "CHILD"]
 
@@ -128,7 +127,9 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
     root = toplevel(cwd)
     commit = commit_of(root, options.base)
     head_commit, dirty = commit_of(root, "HEAD"), is_dirty(root)
-    with worktree(root, commit) as base_root, tempfile.TemporaryDirectory(prefix="pytest-roofline-ab-") as tmp:
+    remove_leftovers(root, log)
+    with worktree(root, commit) as base_root:
+        tmp = str(base_root.parent / "work")
         base, head = _sides(root, cwd, base_root, commit, dirty, head_commit)
         found = None
         if options.long_lived:
@@ -235,16 +236,22 @@ def ab_command(options: AbOptions, json_path: str | None, html_path: str | None)
     """Run the comparison, write ``--json`` and ``--html``; the table and the exit status."""
     if html_path is not None and (missing := plotly_missing()) is not None:
         raise CliError(f"--html {html_path}: {missing}")
+    for option, path in (("--json", json_path), ("--html", html_path)):
+        if path is not None and (why := check_writable(path)) is not None:
+            raise CliError(f"{option} {path}: cannot write it: {why}")
     comparison, head = run_ab(options, Path.cwd(), lambda line: print(line, file=sys.stderr, flush=True))
-    written = []
-    try:
-        if json_path is not None:
-            write_text_atomic(json_path, json.dumps(ab_document(comparison), indent=2) + "\n")
-            written.append(f"wrote {json_path}")
-        if html_path is not None:
-            shown = dataclasses.replace(head, path=f"the head's report of round {comparison.rounds}")
-            write_text_atomic(html_path, html_report(shown, ab=comparison))
-            written.append(f"wrote {html_path}")
-    except OSError as exc:
-        raise CliError(f"{exc.filename}: cannot write it: {exc.strerror or exc}") from None
-    return "\n".join([*ab_lines(comparison), *written]), comparison.exit_status
+    lines, failed = [*ab_lines(comparison)], False
+    for option, path in (("--json", json_path), ("--html", html_path)):
+        if path is None:
+            continue
+        try:
+            if option == "--json":
+                write_text_atomic(path, json.dumps(ab_document(comparison), indent=2) + "\n")
+            else:
+                shown = dataclasses.replace(head, path=f"the head's report of round {comparison.rounds}")
+                write_text_atomic(path, html_report(shown, ab=comparison))
+            lines.append(f"wrote {path}")
+        except OSError as exc:  # the table stands; a regression's exit status is kept
+            lines.append(f"pytest-roofline ab: error: {option} {path}: cannot write it: {exc.strerror or exc}")
+            failed = True
+    return "\n".join(lines), comparison.exit_status or (2 if failed else 0)

@@ -1,20 +1,25 @@
 """The git side of ``pytest-roofline ab``: the repository around a folder, a revision's commit, whether the
 working tree has changes, and a revision checked out into a temporary worktree that is removed afterwards (also
 on Ctrl-C). The user's working tree and index are never touched: ``git worktree`` writes only its own
-bookkeeping under ``.git/worktrees``, and that is pruned with the worktree."""
+bookkeeping under ``.git/worktrees``, and that is pruned with the worktree. A run killed outright (SIGKILL)
+cannot clean up: its folder names its process, and the next run removes the folders of processes that are gone."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from .analyze import CliError
 
-__all__ = ["toplevel", "commit_of", "is_dirty", "worktree"]
+__all__ = ["toplevel", "commit_of", "is_dirty", "worktree", "remove_leftovers"]
+
+_PREFIX = "pytest-roofline-ab-"
+_OWNER = "owner-pid"
 
 
 def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -47,8 +52,11 @@ def is_dirty(root: Path) -> bool:
 
 @contextmanager
 def worktree(root: Path, commit: str) -> Iterator[Path]:
-    """``commit`` checked out (detached) in a temporary folder, removed when the block ends however it ends."""
-    folder = Path(tempfile.mkdtemp(prefix="pytest-roofline-ab-"))
+    """``commit`` checked out (detached) in a temporary folder, removed when the block ends however it ends. The
+    folder holds ``base`` (the worktree), ``work`` (for the run's own files) and the process id that made it."""
+    folder = Path(tempfile.mkdtemp(prefix=_PREFIX))
+    (folder / _OWNER).write_text(str(os.getpid()), encoding="ascii")
+    (folder / "work").mkdir()
     path = folder / "base"
     added = _git(["worktree", "add", "--detach", "--quiet", str(path), commit], root)
     if added.returncode != 0:
@@ -61,3 +69,34 @@ def worktree(root: Path, commit: str) -> Iterator[Path]:
         _git(["worktree", "remove", "--force", str(path)], root)
         shutil.rmtree(folder, ignore_errors=True)
         _git(["worktree", "prune"], root)
+
+
+def remove_leftovers(root: Path, log: Callable[[str], None]) -> int:
+    """Remove the temporary folders (and their git worktrees) of ``ab`` runs whose process is gone, a run killed
+    before it could clean up; how many. Folders of runs still going, or of other users, are left alone."""
+    removed = 0
+    for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        try:
+            pid = int((folder / _OWNER).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            continue  # not ours to judge: no owner written
+        if _alive(pid):
+            continue
+        if (folder / "base").exists():
+            _git(["worktree", "remove", "--force", str(folder / "base")], root)
+        shutil.rmtree(folder, ignore_errors=True)
+        log(f"pytest-roofline ab: removed {folder}, left by an earlier run (process {pid}) that was killed")
+        removed += 1
+    if removed:
+        _git(["worktree", "prune"], root)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
