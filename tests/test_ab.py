@@ -195,9 +195,10 @@ def test_a_failed_write_after_the_rounds_keeps_the_table_and_the_regression(monk
                                                                            tmp_path: Path) -> None:
     """A fake comparison with a regression (no rounds run); the file system refuses the JSON once the rounds are
     done: the table is printed, the error names the path given, and the exit status stays the regression's 1."""
-    from test_paired import KernelRounds, _comparison, _obs  # the comparisons test_paired.py builds
+    from test_paired import _comparison, _obs  # the comparisons test_paired.py builds
 
     from pytest_roofline.cli import ab_rounds
+    from pytest_roofline.history.paired import KernelRounds
 
     slow = KernelRounds("t.py::test_a", "a", tuple(_obs(0.5) for _ in range(6)), tuple(_obs(0.25) for _ in range(6)))
     monkeypatch.setattr(ab_rounds, "run_ab", lambda options, cwd, log: (_comparison([slow]), None))
