@@ -199,3 +199,25 @@ def test_a_record_of_a_real_result_is_what_its_json_reads_back() -> None:
     assert replace(kept, hardware=again.hardware) == again
     assert kept.hardware.to_dict() == again.hardware.to_dict()
     assert kept.ops and kept.census is not None and kept.live is not None  # the optional parts were there to compare
+
+
+def test_a_run_faster_than_the_roofline_is_suspect_whatever_the_median() -> None:
+    """Made-up runs: a layer norm read 80% at the median while three of its eight runs took less than its roofline
+    time. The result is suspect (and says what to distrust) in its text, the failure, the summary and the JSON;
+    its verdict is left as it was."""
+    base = fake_result(0.8)  # roofline 0.8 ms
+    times = (0.6e-3, 0.62e-3, 0.7e-3, 1.0e-3, 1.0e-3, 1.05e-3, 1.1e-3, 1.2e-3)
+    result = replace(base, timing=replace(base.timing, per_run_s=times, wall_per_run_s=times))
+    assert result.fast_runs == (3, pytest.approx(0.8 / 0.6)) and not result.impossible
+    assert result.suspect.startswith("3 of 8 runs took less than the roofline time (the fastest at 133%, above "
+                                      "105%): suspect the memory bandwidth 10 GB/s")
+    assert f"SUSPECT ({result.suspect})" in str(result)
+    record = record_of("t.py::test_norm", "norm", result, "pass", threshold=0.6)
+    assert f"  SUSPECT       {result.suspect}" in failure_message(record, "").splitlines()
+    summary = "\n".join(summary_lines([record]))
+    assert "pass (min 60%) [faster than roofline]" in summary
+    assert json.loads(json.dumps(report_document([record], {}, ".", {})))["results"][0]["result"]["suspect"] \
+        == result.suspect
+    steady = replace(base, timing=replace(base.timing, per_run_s=(0.8e-3,) * 8, wall_per_run_s=(0.8e-3,) * 8))
+    assert steady.fast_runs[0] == 0 and steady.suspect == "" and "faster than roofline" not in "\n".join(
+        summary_lines([record_of("t.py::test_norm", "norm", steady, "pass", threshold=0.6)]))

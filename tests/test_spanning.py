@@ -140,3 +140,23 @@ def test_a_process_that_dies_stops_the_other_with_a_message(tmp_path: Path, dead
             "Terminating process because the JAX distributed service detected fatal errors.") in first.stdout, \
         first.stdout[-3000:]
     assert "The following tasks are unhealthy (stopped sending heartbeats): 1" in first.stdout
+
+
+def test_two_processes_start_from_an_empty_calibration_cache(tmp_path: Path, deadline_s: float) -> None:
+    """Nothing cached: one process calibrates under the device lock while the other waits for it, and neither
+    holds the lock while JAX's start-up exchanges the processes' devices (before, the process holding the lock
+    waited for the other's devices, and the other for the lock, until JAX gave up after 5 minutes). The deadline
+    adds ten of this machine's calibrations, timed first."""
+    calibrate = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
+    calibrate["PYTEST_ROOFLINE_CACHE_DIR"] = str(tmp_path / "timed")
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-c", STARTUP], env=calibrate, check=True, capture_output=True)
+    calibration_s = time.monotonic() - start
+    project = _project(tmp_path / "project") if (tmp_path / "project").mkdir() is None else tmp_path
+    empty = tmp_path / "empty"
+    first, second = _run_both(project, {"PYTEST_ROOFLINE_CACHE_DIR": str(empty)}, "-k", "matmul",
+                              timeout=deadline_s + 10 * calibration_s)
+    assert first.returncode == 0 and second.returncode == 0, first.stdout[-3000:] + second.stdout[-3000:]
+    both = first.stdout + second.stdout
+    assert both.count("calibrating this machine's ceilings once") == 1, both[-3000:]  # the other read the cache
+    assert len(list(empty.glob("calibration-cpu-*.json"))) == 1

@@ -113,6 +113,8 @@ def _judgement_lines(record: KernelRecord) -> list[str]:
         lines.append(f"  not judged    {record.not_judged}")
     if r.impossible:
         lines.append(f"  IMPOSSIBLE    utilization {impossible_text(r.suspect)}")
+    elif r.suspect:
+        lines.append(f"  SUSPECT       {r.suspect}")
     return lines
 
 
@@ -256,6 +258,9 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
     if r.clocks is not None and r.clocks.throttled:
         marks.append(("throttled", f"the GPU throttled during the runs ({', '.join(r.clocks.throttled)})"
                       + (", also when measured again" if r.clocks.remeasured else "")))
+    if r.suspect and not r.impossible:
+        marks.append(("faster than roofline", "a run took less than the roofline time: a ceiling or a count is "
+                      "off, or a cache served it (the failure and JSON 'suspect' say which to distrust)"))
     if r.marginal:
         marks.append(("marginal", "the threshold is inside the 95% interval: within the noise"))
     if r.first_touch_beaten:

@@ -17,7 +17,7 @@ from ..analysis.model.compiler_agreement import OpsCheck
 from ..analysis.model.first_touch import FirstTouch
 from ..analysis.model.live import Live, Uncertainty, pair_utilizations, uncertainty
 from ..analysis.model.per_op import OpRow, OpsModel
-from ..analysis.model.roofline import RooflineEstimate
+from ..analysis.model.roofline import IMPOSSIBLE_ABOVE, RooflineEstimate, faster_runs_text
 from ..analysis.model.work_shares import CeilingUse
 from ..analysis.program.counts import Work
 from ..analysis.program.info import ProgramInfo, SourceWork
@@ -252,11 +252,14 @@ class Measured:
         """Whether the roofline (and so ``utilization``) includes the first touch of fresh pages."""
         return self.first_touch is not None and self.first_touch_mode == "include"
 
-    def _uncertainty_with(self, touch_s: float) -> Uncertainty:
+    def _per_run_with(self, touch_s: float) -> tuple[float, ...]:
         live = self.live
         roof = replace(self.roofline, first_touch_time_s=touch_s)
-        return uncertainty(pair_utilizations(roof, self.per_run_s, live.resource if live else None,
-                                             live.drift_per_run if live else None))
+        return tuple(pair_utilizations(roof, self.per_run_s, live.resource if live else None,
+                                       live.drift_per_run if live else None))
+
+    def _uncertainty_with(self, touch_s: float) -> Uncertainty:
+        return uncertainty(self._per_run_with(touch_s))
 
     def _utilization_with(self, touch_s: float) -> float:
         if self.live:
@@ -341,9 +344,25 @@ class Measured:
         return self.figures.impossible
 
     @property
+    def fast_runs(self) -> tuple[int, float]:
+        """Runs faster than the roofline allows (above 105% against compute and traffic alone, each against its
+        own live ceiling where live): how many, and the highest utilization of any run."""
+        per_run = self._per_run_with(0.0)
+        return sum(u > IMPOSSIBLE_ABOVE for u in per_run), max(per_run, default=0.0)
+
+    @property
     def suspect(self) -> str:
-        """What to distrust when the utilization is impossible ("" otherwise)."""
-        return suspect(self.bound, self.ceilings_used, self.hardware, self.work) if self.impossible else ""
+        """What to distrust when the utilization is impossible, or when any run beat the roofline whatever the
+        median says ("" otherwise)."""
+        if self.impossible:
+            return suspect(self.bound, self.ceilings_used, self.hardware, self.work)
+        count, fastest = self.fast_runs
+        if not count:
+            return ""
+        why = suspect(self.bound, self.ceilings_used, self.hardware, self.work)
+        if self.hardware.platform != "cpu" and self.ceilings == "datasheet":
+            why += "; or clocks above those the datasheet's peaks assume"
+        return faster_runs_text(count, len(self.per_run_s), fastest, why)
 
     @property
     def census(self) -> Census:

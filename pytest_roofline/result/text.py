@@ -62,6 +62,8 @@ def describe(result: Measured) -> str:
         text += " NO WORK: the compiled program computes nothing (it returns None or a constant)"
     if result.impossible:
         text += f" IMPOSSIBLE ({impossible_text(result.suspect)})"
-    elif result.first_touch_beaten:
+    elif result.suspect:
+        text += f" SUSPECT ({result.suspect})"
+    if result.first_touch_beaten and not result.impossible:
         text += f" [first touch cheaper than calibrated: {FAULTS_CHEAPER}; {FAULT_COST_MOVES}]"
     return text

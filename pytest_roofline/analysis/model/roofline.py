@@ -21,6 +21,7 @@ from ...base.units import format_fraction
 __all__ = [
     "IMPOSSIBLE_ABOVE",
     "impossible_text",
+    "faster_runs_text",
     "RooflineEstimate",
     "estimate",
     "utilization",
@@ -35,6 +36,13 @@ def impossible_text(suspect: str = "") -> str:
     distrust where it is known, else that a peak or a count is wrong."""
     return f"above {format_fraction(IMPOSSIBLE_ABOVE)}: " + (f"suspect {suspect}" if suspect else
                                                             "a peak or a count is wrong")
+
+
+def faster_runs_text(count: int, runs: int, fastest: float, suspect: str) -> str:
+    """Why a result with runs faster than its roofline is suspect, whatever its median: how many, the fastest,
+    and what to distrust."""
+    return (f"{count} of {runs} runs took less than the roofline time (the fastest at {fastest:.0%}, above "
+            f"{format_fraction(IMPOSSIBLE_ABOVE)}): suspect {suspect}")
 
 
 def critical_intensity(peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> float:
