@@ -59,16 +59,16 @@ def deadline_s() -> float:
     return max(120.0, 60 * (time.monotonic() - start))
 
 
-def _run_both(project: Path, extra_env: dict[str, str], *args: str,
-              timeout: float) -> list[subprocess.CompletedProcess[str]]:
+def _run_both(project: Path, extra_env: dict[str, str], *args: str, timeout: float,
+              quiet: bool = True) -> list[subprocess.CompletedProcess[str]]:
     keep = ("PYTEST_ROOFLINE_CACHE_DIR",)  # the session's calibration, never the user's
     env = {k: v for k, v in os.environ.items()
            if k in keep or not k.startswith(("PYTEST_ROOFLINE", "XLA_FLAGS", "JAX_PLATFORMS"))}
     env.update(DEMO_PORT=str(_free_port()), PYTEST_ROOFLINE_PEER_TIMEOUT="120", **extra_env)
     procs = []
     for i in (0, 1):
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={project}/junit{i}.xml",
-               *args]
+        cmd = [sys.executable, "-m", "pytest", *(["-q"] if quiet else []), "-p", "no:cacheprovider",
+               f"--junitxml={project}/junit{i}.xml", *args]
         procs.append(subprocess.Popen(cmd, cwd=project, env={**env, "DEMO_PROCESS": str(i)}, text=True,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
     outs = []
@@ -143,20 +143,23 @@ def test_a_process_that_dies_stops_the_other_with_a_message(tmp_path: Path, dead
 
 
 def test_two_processes_start_from_an_empty_calibration_cache(tmp_path: Path, deadline_s: float) -> None:
-    """Nothing cached: one process calibrates under the device lock while the other waits for it, and neither
-    holds the lock while JAX's start-up exchanges the processes' devices (before, the process holding the lock
-    waited for the other's devices, and the other for the lock, until JAX gave up after 5 minutes). The deadline
-    adds ten of this machine's calibrations, timed first."""
+    """Nothing cached, started as a user would (no -q: the header detects the hardware): one process calibrates
+    under the device lock while the other waits for it, and neither holds the lock while JAX's start-up exchanges
+    the processes' devices (before, the process holding the lock waited for the other's devices, and the other for
+    the lock, until JAX gave up after 5 minutes). The deadline adds ten of this machine's calibrations, timed
+    first."""
     calibrate = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
     calibrate["PYTEST_ROOFLINE_CACHE_DIR"] = str(tmp_path / "timed")
     start = time.monotonic()
     subprocess.run([sys.executable, "-c", STARTUP], env=calibrate, check=True, capture_output=True)
     calibration_s = time.monotonic() - start
-    project = _project(tmp_path / "project") if (tmp_path / "project").mkdir() is None else tmp_path
+    (tmp_path / "project").mkdir()
+    project = _project(tmp_path / "project")
     empty = tmp_path / "empty"
     first, second = _run_both(project, {"PYTEST_ROOFLINE_CACHE_DIR": str(empty)}, "-k", "matmul",
-                              timeout=deadline_s + 10 * calibration_s)
+                              timeout=deadline_s + 10 * calibration_s, quiet=False)
     assert first.returncode == 0 and second.returncode == 0, first.stdout[-3000:] + second.stdout[-3000:]
     both = first.stdout + second.stdout
     assert both.count("calibrating this machine's ceilings once") == 1, both[-3000:]  # the other read the cache
+    assert both.count("roofline: CPU ") == 2  # each header names the hardware
     assert len(list(empty.glob("calibration-cpu-*.json"))) == 1
