@@ -221,3 +221,26 @@ def test_a_run_faster_than_the_roofline_is_suspect_whatever_the_median() -> None
     steady = replace(base, timing=replace(base.timing, per_run_s=(0.8e-3,) * 8, wall_per_run_s=(0.8e-3,) * 8))
     assert steady.fast_runs[0] == 0 and steady.suspect == "" and "faster than roofline" not in "\n".join(
         summary_lines([record_of("t.py::test_norm", "norm", steady, "pass", threshold=0.6)]))
+
+
+def test_a_contention_correction_above_the_roofline_is_no_figure_and_no_verdict() -> None:
+    """Made-up runs: a kernel at 60% whose threads waited 45% of their ready time beside a neighbour. Taking the
+    waiting out would read 109%, above the roofline (its runs agree: an interval of no width): that figure is
+    shown nowhere, and below a threshold of 80% the kernel cannot be judged (a warning, neither pass nor fail)."""
+    from pytest_roofline.analysis.verdict.decide import decide
+
+    result = replace(fake_result(0.6, waiting=0.45), threshold=0.8)
+    result = replace(result, timing=replace(result.timing, others_cpu_share=0.5))
+    assert result.contended and result.on_cpu_rejected and result.utilization_on_cpu is None
+    decision = decide(result.figures, 0.8, first_utilization=0.6)
+    assert decision.verdict == "contended" and decision.warning and not decision.fails
+    assert "cannot judge: its threads waited for a CPU held by another process during 45% of the time" in \
+        decision.reason and "109" not in decision.reason
+    assert "would put it above the roofline" in str(result) and "109" not in str(result)
+    record = record_of("t.py::test_k", "k", result, "contended", threshold=0.8)
+    assert "109" not in failure_message(record, "") and result.to_dict()["utilization_on_cpu"] is None
+    # A correction that stays under the roofline is still shown and judged on.
+    modest = replace(fake_result(0.6, waiting=0.2), threshold=0.8)
+    modest = replace(modest, timing=replace(modest.timing, others_cpu_share=0.5))
+    assert modest.utilization_on_cpu == pytest.approx(0.75) and not modest.on_cpu_rejected
+    assert decide(modest.figures, 0.8, first_utilization=0.6).verdict == "fail"

@@ -91,6 +91,7 @@ class RecordedResult:
     cpu_waiting: float | None = None
     others_cpu_share: float | None = None
     utilization_on_cpu: float | None = None
+    on_cpu_rejected: bool = False  # taking the waiting out would put it above the roofline: no figure
     no_work: bool = False
     # Memory and the first touch of fresh pages
     memory: MemoryFootprint | None = None

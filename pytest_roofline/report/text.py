@@ -101,7 +101,8 @@ def _judgement_lines(record: KernelRecord) -> list[str]:
         on_cpu, others = r.utilization_on_cpu, r.others_cpu_share
         lines.append(f"  contended     {contention.waited_text(r.cpu_waiting)}"
                      + (f" (other processes used {others:.0%} of the CPUs)" if others is not None else "")
-                     + (f"; without that waiting {on_cpu:.1%} against the calibrated ceilings" if on_cpu else ""))
+                     + (f"; without that waiting {on_cpu:.1%} against the calibrated ceilings" if on_cpu else "")
+                     + (f"; {contention.ABOVE_ROOFLINE}" if r.on_cpu_rejected else ""))
     if record.baseline is not None:
         lines.append(f"  baseline      {record.baseline.message()}")
     if record.first_utilization is not None:

@@ -311,9 +311,11 @@ class Measured:
         core_low = self._uncertainty_with(0.0).low if self.first_touch_charged else None
         on_cpu, ops_on_cpu = (self.utilization_on_cpu, self._on_cpu(self.ops_roofline_time_s)) if self.contended \
             else (None, None)
+        rejected = self.contended and (on_cpu is None or ops_on_cpu is None) and self.cpu_waiting is not None \
+            and bool(self.timing.waiting_per_run)
         return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity,
                        self.utilization_interval, core_low, on_cpu, ops_on_cpu, self.no_work,
-                       self.counts_lower_bound)
+                       self.counts_lower_bound, self.cpu_waiting if rejected else None)
 
     @property
     def cpu_waiting(self) -> float | None:
@@ -330,13 +332,21 @@ class Measured:
     @property
     def utilization_on_cpu(self) -> float | None:
         """Against the calibrated ceilings, each run's time with its threads' waiting for a CPU taken out (None
-        where the system does not say)."""
+        where the system does not say, and where that would be above the roofline: :attr:`on_cpu_rejected`)."""
         return self._on_cpu(self.roofline_time_s)
 
-    def _on_cpu(self, roofline_s: float) -> float | None:
+    @property
+    def on_cpu_rejected(self) -> bool:
+        """Taking the waiting out would put the utilization above the roofline: no figure to show or judge on."""
+        return self._on_cpu(self.roofline_time_s, checked=False) not in (None, self.utilization_on_cpu)
+
+    def _on_cpu(self, roofline_s: float, checked: bool = True) -> float | None:
         if self.cpu_waiting is None:
             return None
-        return contention.on_cpu_utilization(roofline_s, self.per_run_s, self.timing.waiting_per_run)
+        on_cpu = contention.on_cpu_utilization(roofline_s, self.per_run_s, self.timing.waiting_per_run)
+        if checked and on_cpu is not None and not contention.plausible(on_cpu, self.utilization_interval):
+            return None
+        return on_cpu
 
     @property
     def impossible(self) -> bool:

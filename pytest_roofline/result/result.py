@@ -57,6 +57,7 @@ class Result(Measured):
             "others_cpu_share": self.timing.others_cpu_share if self.cpu_waiting is not None else None,
             "contended": self.contended,
             "utilization_on_cpu": self.utilization_on_cpu,
+            "on_cpu_rejected": self.on_cpu_rejected,
             "no_work": self.no_work,
             **{k: v.to_dict() if v is not None else None
                for k, v in (("cache", self.cache), ("processes", self.processes), ("clocks", self.clocks),

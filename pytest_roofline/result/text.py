@@ -50,7 +50,8 @@ def describe(result: Measured) -> str:
         text += (f"; live ceilings: {result.live.describe()}; against the calibration alone "
                  f"{result.utilization_calibrated:.1%}")
     if result.contended and result.cpu_waiting is not None:
-        text += f"; {contention.describe(result.cpu_waiting, result.utilization_on_cpu, result.timing.others_cpu_share)}"
+        text += "; " + contention.describe(result.cpu_waiting, result.utilization_on_cpu, result.timing.others_cpu_share,
+                                           result.on_cpu_rejected)
     if result.marginal and result.threshold is not None:
         text += f" MARGINAL: the threshold {format_fraction(result.threshold)} is inside the interval"
     if result.counts_lower_bound:

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-__all__ = ["CONTENDED_ABOVE", "OTHERS_ABOVE", "contended", "on_cpu_utilization", "describe", "waited_text"]
+__all__ = ["CONTENDED_ABOVE", "OTHERS_ABOVE", "contended", "on_cpu_utilization", "plausible", "describe",
+           "waited_text", "ABOVE_ROOFLINE"]
 
 # Quiet, the threads of a measuring process wait for a CPU during 0-1.5% of their ready time (a 2-core AMD EPYC
 # VM); beside a busy or memory-copying neighbour process 28-55%. Between the two, well clear of both.
@@ -45,17 +46,30 @@ def on_cpu_utilization(roofline_s: float, per_run_s: Sequence[float], waiting_pe
     return median(roofline_s / (t * max(1.0 - w, 1e-9)) for t, w in zip(per_run_s, waiting_per_run, strict=True))
 
 
+def plausible(on_cpu: float, interval: tuple[float, float]) -> bool:
+    """Whether a utilization with the waiting taken out can be true: at most 100% plus the width of the measured
+    utilization's own interval. Above it the waiting share overstates what the neighbour cost (the threads waited
+    while the work was held up elsewhere, on memory or on each other), and the figure is no utilization."""
+    return on_cpu <= 1.0 + (interval[1] - interval[0])
+
+
+ABOVE_ROOFLINE = ("taking that waiting out would put it above the roofline (beyond 100% plus its interval's width), "
+                  "so the waiting does not say what the neighbour cost")
+
+
 def waited_text(waiting: float) -> str:
     """How long a contended measurement's threads waited, in the words every report uses."""
     return (f"the kernel's threads waited for a CPU held by another process during {waiting:.0%} of the time they "
             f"were ready to run")
 
 
-def describe(waiting: float, on_cpu: float | None, others: float | None = None) -> str:
+def describe(waiting: float, on_cpu: float | None, others: float | None = None, rejected: bool = False) -> str:
     """One line for a contended measurement."""
     used = f"; other processes used {others:.0%} of the CPUs meanwhile" if others is not None else ""
     text = (f"contended: {waited_text(waiting)} (scheduler statistics{used}), so this utilization may be off by "
             f"tens of percent")
     if on_cpu is not None:
         text += f"; without the waiting {on_cpu:.1%} against the calibrated ceilings"
+    elif rejected:
+        text += f"; {ABOVE_ROOFLINE}"
     return text

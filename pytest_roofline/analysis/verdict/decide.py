@@ -35,6 +35,7 @@ from typing import Protocol
 from ...base.kinds import FAILING_VERDICTS, Bound, ExpectedBound, Model, Verdict
 from ...base.units import format_fraction, format_quantity
 from ...hardware.spec import HardwareSpec
+from ..model import contention
 from ..model.roofline import IMPOSSIBLE_ABOVE, impossible_text
 from ..model.work_shares import CeilingUse
 from ..program.counts import Work
@@ -75,6 +76,9 @@ class Figures:
     ops_on_cpu: float | None = None
     no_work: bool = False  # the compiled program computes nothing
     lower_bound: bool = False  # the counts are a lower bound: a utilization below a threshold is not judged
+    # Contended, but taking the waiting out would put the utilization above the roofline: the waiting share, and
+    # no figure without it (on_cpu / ops_on_cpu None where so)
+    waiting_above_roofline: float | None = None
 
     def utilization_for(self, model: Model) -> float:
         return model_utilization(model, self.utilization, self.ops_utilization)
@@ -141,7 +145,8 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
         regression = baseline.message() + twice
         if decision.fails:
             decision = replace(decision, reason=f"{decision.reason}; {regression}")
-        elif figures.on_cpu is not None:  # contended: a neighbour must not fail a test; say it, do not fail
+        elif figures.on_cpu is not None or figures.waiting_above_roofline is not None:
+            # contended: a neighbour must not fail a test; say it, do not fail
             decision = replace(decision, verdict="contended", warning=True,
                                reason=f"{regression}; not judged: measured on a contended machine")
         else:
@@ -196,7 +201,12 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
         reason = (f"utilization{which} {util:.1%}{within} is below its threshold {format_fraction(threshold)} "
                   f"({how}){noise}")
         on_cpu = figures.on_cpu_for(model)
-        if on_cpu is not None:
+        if on_cpu is None and figures.waiting_above_roofline is not None:
+            verdict = "contended"
+            reason += (f"; cannot judge: its threads waited for a CPU held by another process during "
+                       f"{figures.waiting_above_roofline:.0%} of the time they were ready to run, and "
+                       f"{contention.ABOVE_ROOFLINE}")
+        elif on_cpu is not None:
             without = f"{on_cpu:.1%} without the time its threads waited for a CPU held by another process"
             if on_cpu >= threshold:
                 verdict = "contended"
