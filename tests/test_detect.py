@@ -76,3 +76,16 @@ def test_the_guides_rates_are_exactly_what_the_bench_prints() -> None:
     stated = readme[start:readme.index("```", start)].rstrip("\n").split("\n")
     assert len(stated) == 13  # the header and 12 cases, 24 rates
     assert stated == bench.table(1000)  # every rate, at the 0.1% it is stated to
+
+
+def test_a_gate_wider_than_the_baseline_is_too_noisy_and_a_hidden_drop_undecided() -> None:
+    wild = gate([0.30, 0.95, 0.42, 1.0, 0.25, 0.8])
+    assert wild.allowed_drop > 1.0 and wild.too_noisy
+    assert wild.state(0.0) == "too noisy" and wild.state(0.9) == "too noisy"  # not even a drop to zero fires it
+    noisy = gate([0.60, 0.70, 0.55, 0.66, 0.50, 0.62])
+    assert 0.5 < noisy.allowed_drop < 0.7 and not noisy.too_noisy
+    assert noisy.state(0.42) == "undecided"  # a 31% drop: beyond the 5% floor, inside the gate
+    assert noisy.state(0.2) == "regression" and noisy.state(0.60) == "ok" and noisy.state(1.2) == "improved"
+    assert noisy.state_text(0.42).startswith("undecided: dropped 31.1%, beyond the 5% floor, inside its gate 60.1%")
+    quiet = gate([0.6] * 10)
+    assert quiet.state(0.58) == "ok" and quiet.state(0.5) == "regression"  # within the floor; beyond it

@@ -299,3 +299,16 @@ def test_a_record_tells_where_its_op_times_come_from() -> None:
     second = RecordedResult.from_dict({**fake_result(0.5).to_dict(), "ops_times_from": "a second pass"})
     assert ops_note(second) == "times from a second pass"
     assert ops_note(record_of("t.py::test_a", "a", fake_result(0.5), "pass").result) == ""
+
+
+def test_a_kernel_whose_interval_still_reaches_past_the_gate_is_undecided_not_unchanged() -> None:
+    """Made-up rounds: a 2x slowdown in most rounds, but two rounds at par: the interval reaches past the gate after
+    the last round. Not "unchanged": undecided, counted in the closing line, exit 0 unless --strict."""
+    kernel = _paired([0.5, 0.5, 1.0, 0.5, 1.0, 0.5])
+    c = _comparison([kernel])
+    (judged,) = c.kernels
+    assert judged.undecided and c.undecided == 1 and c.exit_status == 0
+    (row,) = [line for line in ab_lines(c) if line.startswith("t.py::")]
+    assert row.endswith("undecided (median below 0.95, interval reaches past 0.95-1.05)")
+    assert ab_lines(c)[-1] == ("no kernel regressed; 1 undecided (the noise hides whether it regressed; more --rounds "
+                               "narrow the interval, --strict fails them)")

@@ -244,3 +244,21 @@ def test_a_contention_correction_above_the_roofline_is_no_figure_and_no_verdict(
     modest = replace(modest, timing=replace(modest.timing, others_cpu_share=0.5))
     assert modest.utilization_on_cpu == pytest.approx(0.75) and not modest.on_cpu_rejected
     assert decide(modest.figures, 0.8, first_utilization=0.6).verdict == "fail"
+
+
+def test_a_kernel_the_baseline_cannot_judge_is_marked_and_counted_in_the_summary() -> None:
+    """Made-up baselines: one whose gate is wider than the baseline (nights from 25% to 100%), one whose noise hides
+    a 31% drop. Neither is a regression or a silent pass: the summary marks both and counts them."""
+    wild = BaselineCheck(record_of("t.py::a", "a", fake_result(0.1), "pass").key, 0.1,
+                         gate([0.30, 0.95, 0.42, 1.0, 0.25, 0.8]), "6 runs in hist", "the default")
+    noisy = BaselineCheck(record_of("t.py::b", "b", fake_result(0.42), "pass").key, 0.42,
+                          gate([0.60, 0.70, 0.55, 0.66, 0.50, 0.62]), "6 runs in hist", "the default")
+    assert (wild.state, noisy.state) == ("too noisy", "undecided") and not wild.regressed and not noisy.regressed
+    records = [record_of("t.py::a", "a", fake_result(0.1), "pass", baseline=wild),
+               record_of("t.py::b", "b", fake_result(0.42), "pass", baseline=noisy)]
+    summary = "\n".join(summary_lines(records))
+    assert "[baseline too noisy]" in summary and "[baseline undecided]" in summary
+    assert "baseline: 1 kernel(s) too noisy to judge (a gate as wide as the baseline), 1 undecided" in summary
+    assert wild.message().startswith("too noisy to judge (gate ")
+    again = KernelRecord.from_dict(records[1].to_dict())
+    assert isinstance(again.baseline, BaselineCheck) and again.baseline.state == "undecided"

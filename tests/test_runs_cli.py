@@ -99,6 +99,49 @@ def test_compare_against_a_history(tmp_path: Path, capsys: pytest.CaptureFixture
     assert status == 1 and "(6 runs in " in out
 
 
+def _made(folder: Path) -> Path:
+    folder.mkdir()
+    return folder
+
+
+# Made-up nights whose utilization swings by more than a factor of two: a gate of 4 x their noise is wider than
+# the baseline itself, and no drop can fire it.
+WILD = [{"test_a": u, "test_b": 0.40 + 0.005 * (i % 2)} for i, u in enumerate((0.30, 0.95, 0.42, 1.0, 0.25, 0.8))]
+# Made-up nights as noisy as a shared 2-core machine's: a 4 x noise gate of about 36%, wider than the floor.
+NOISY = [{"test_a": u, "test_b": 0.40 + 0.005 * (i % 2)} for i, u in enumerate((0.60, 0.70, 0.55, 0.66, 0.50, 0.62))]
+
+
+def test_a_gate_that_cannot_fire_is_too_noisy_to_judge_not_ok(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    directory = _history(tmp_path, WILD)
+    worse = _write(tmp_path / "worse.json", _report({"test_a": 0.1, "test_b": 0.4}, 9))
+    for command in (["compare", str(directory), str(worse)], ["history", str(_history(_made(tmp_path / "h"), [*WILD, {
+            "test_a": 0.1, "test_b": 0.4}]))]):
+        status, out, _ = _cli(capsys, *command)
+        assert status == 0, out
+        (row,) = [line for line in out.splitlines() if line.startswith("test_k.py::test_a [kernel]") and "%" in line]
+        assert row.endswith("too noisy"), row
+        assert "too noisy to judge (gate " in out and "4 x noise " in out
+        assert out.splitlines()[-1] == "0 regressed, 1 too noisy to judge (neither passed nor failed; --strict fails them)"
+        assert _cli(capsys, *command[:1], "--strict", *command[1:])[0] == 1
+
+
+def test_a_drop_the_noise_hides_is_undecided_with_both_figures(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A 30% drop on noisy nights: beyond the 5% floor, inside a gate of about 36%. It is neither ok nor a
+    regression, and compare and history say so alike."""
+    directory = _history(tmp_path, NOISY)
+    drop = _write(tmp_path / "drop.json", _report({"test_a": 0.42, "test_b": 0.4}, 9))
+    status, out, _ = _cli(capsys, "compare", str(directory), str(drop))
+    assert status == 0
+    (detail,) = [line for line in out.splitlines() if line.startswith("  test_k.py::test_a [kernel]: undecided")]
+    assert "undecided: dropped 31.1%, beyond the 5% floor, inside its gate " in detail
+    assert out.splitlines()[-1].startswith("0 regressed, 1 undecided")
+    status, out, _ = _cli(capsys, "history", str(_history(_made(tmp_path / "h"), [*NOISY, {"test_a": 0.42, "test_b": 0.4}])))
+    assert status == 0 and "undecided: dropped 31.1%" in out and out.splitlines()[-1].startswith("0 regressed, 1 undecided")
+    assert _cli(capsys, "compare", "--strict", str(directory), str(drop))[0] == 1
+
+
 def test_compile_time_is_judged_only_when_a_ratio_is_asked_for(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """Made-up compile times: test_a's grows from 10 ms to 30 ms at the same utilization."""

@@ -64,6 +64,7 @@ class AbOptions:
     max_drop: float | None = None
     pytest_args: tuple[str, ...] = ()
     long_lived: bool = False  # one long-lived process per side, each test in its own rounds
+    strict: bool = False  # exit 1 for an undecided kernel too
 
 
 @dataclass(frozen=True)
@@ -254,4 +255,5 @@ def ab_command(options: AbOptions, json_path: str | None, html_path: str | None)
         except OSError as exc:  # the table stands; a regression's exit status is kept
             lines.append(f"pytest-roofline ab: error: {option} {path}: cannot write it: {exc.strerror or exc}")
             failed = True
-    return "\n".join(lines), comparison.exit_status or (2 if failed else 0)
+    status = comparison.exit_status or (1 if options.strict and comparison.undecided else 0)
+    return "\n".join(lines), status or (2 if failed else 0)

@@ -19,6 +19,10 @@ __all__ = ["main"]
 T = TypeVar("T")
 
 
+STRICT = ("also exit 1 for a kernel that could not be judged: a gate too noisy to fire, or a drop beyond the floor "
+          "that the noise hides (undecided)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-roofline", description="Roofline tools that work on files.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -57,11 +61,13 @@ def _parser() -> argparse.ArgumentParser:
                     "model, jax version) show the series, its change points (E-divisive with a t-test) and its "
                     "minimum detectable drop, and judge the latest run against the runs before it. Incomplete "
                     "runs are listed and left out. Exit status 1 when a series' latest run is a regression.")
+    compare.add_argument("--strict", action="store_true", help=STRICT)
     hist.add_argument("directory", help="the --roofline-history directory")
     hist.add_argument("--last", type=_positive, default=30, metavar="N", help="values shown per sparkline (default 30)")
     hist.add_argument("--max-compile", type=_ratio, metavar="RATIO",
                       help="also a regression: a latest compile time above RATIO x the median of the runs before "
                            "it (off unless given)")
+    hist.add_argument("--strict", action="store_true", help=STRICT)
     html = commands.add_parser(
         "html", help="a self-contained HTML report with roofline charts (pip install 'pytest-roofline[html]')",
         description="Write one HTML file that opens with no network: the sortable summary, the program-level "
@@ -101,6 +107,7 @@ def _add_ab(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     help="pairs of long-lived pytest processes, one per side, each running every test not yet "
                          "settled for two rounds (base-head, head-base) before the next pair starts; each pair's "
                          "mean ratio is one unit of the interval, since two processes keep offsets of their own")
+    ab.add_argument("--strict", action="store_true", help=STRICT)
     ab.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
     ab.add_argument("--html", metavar="FILE", help="also write the HTML report with the comparison first")
 
@@ -146,9 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "show":
             out, status = report_commands.show(args.report)
         elif args.command == "compare":
-            out, status = report_commands.compare(args.baseline, args.current, args.max_drop, args.max_compile)
+            out, status = report_commands.compare(args.baseline, args.current, args.max_drop, args.max_compile,
+                                                  args.strict)
         elif args.command == "history":
-            out, status = report_commands.history(args.directory, args.last, args.max_compile)
+            out, status = report_commands.history(args.directory, args.last, args.max_compile, args.strict)
         elif args.command == "ab":
             out, status = _ab(args, passed)
         elif args.command == "export":
@@ -176,7 +184,7 @@ def _ab(args: argparse.Namespace, passed: list[str]) -> tuple[str, int]:
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         return ab_command(AbOptions(args.base, args.rounds, args.max_drop, tuple(passed),
-                                     args.long_lived), args.json, args.html)
+                                     args.long_lived, args.strict), args.json, args.html)
     except KeyboardInterrupt:
         print("pytest-roofline ab: interrupted; its temporary worktree was removed", file=sys.stderr)
         return "", 2

@@ -12,8 +12,15 @@ from ..hardware.nvml import clock_drop
 from ..history.baseline import Baseline, Series, build_series
 from ..history.compile_time import CompileCheck, compile_check
 from ..history.reports import ReportError, load_history, load_run
-from ..records.series_judgement import SeriesKey
-from ..report.history_text import compare_lines, compare_op_lines, github_benchmark, history_lines, show_lines
+from ..records.series_judgement import BaselineCheck, SeriesKey
+from ..report.history_text import (
+    compare_lines,
+    compare_op_lines,
+    github_benchmark,
+    history_lines,
+    history_state,
+    show_lines,
+)
 from .analyze import CliError
 
 __all__ = ["show", "compare", "history", "export"]
@@ -39,8 +46,9 @@ def show(path: str) -> tuple[str, int]:
 
 
 def compare(baseline_path: str, current_path: str, max_drop: float | None,
-            max_compile: float | None = None) -> tuple[str, int]:
-    """Exit status 1 when a kernel regressed (utilization, or compile time with ``max_compile``), else 0."""
+            max_compile: float | None = None, strict: bool = False) -> tuple[str, int]:
+    """Exit status 1 when a kernel regressed (utilization, or compile time with ``max_compile``), or with
+    ``strict`` could not be judged (too noisy, undecided), else 0."""
     baseline = _read(lambda: Baseline.load(baseline_path, warn))
     current = _read(lambda: load_run(current_path))
     checks = []
@@ -55,6 +63,7 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None,
     present = {key for key, _ in checks}
     gone = sorted(k for k in baseline.values if k not in present)
     regressed = any(c.regressed for _, c in checks) or any(c.regressed for c in compiles.values())
+    regressed = regressed or (strict and any(isinstance(c, BaselineCheck) and c.unjudged for _, c in checks))
     drops = {r.key: clock_drop(r.result.clocks, baseline.records[r.key].result.clocks)
              for r in current.records if r.key in baseline.records}
     judged = dict(checks)
@@ -71,9 +80,9 @@ def _compile_of_latest(series: Series, max_compile: float) -> CompileCheck | Non
     return compile_check(series.key, series.compile_s[-1], series.compile_s[:-1], max_compile)
 
 
-def history(directory: str, last: int, max_compile: float | None = None) -> tuple[str, int]:
+def history(directory: str, last: int, max_compile: float | None = None, strict: bool = False) -> tuple[str, int]:
     """Exit status 1 when the latest run of a series is a regression (utilization, or compile time with
-    ``max_compile``), else 0."""
+    ``max_compile``), or with ``strict`` could not be judged (too noisy, undecided), else 0."""
     runs = _read(lambda: load_history(directory, warn))
     if not runs:
         raise CliError(f"{directory}: no reports in this directory (--roofline-history=DIR writes roofline-*.json)")
@@ -83,6 +92,7 @@ def history(directory: str, last: int, max_compile: float | None = None) -> tupl
     if max_compile is not None:
         compiles = {s.key: c for s in series if (c := _compile_of_latest(s, max_compile)) is not None}
     regressed = any(f.regression for _, f in judged) or any(c.regressed for c in compiles.values())
+    regressed = regressed or (strict and any(history_state(f) in ("too noisy", "undecided") for _, f in judged))
     return "\n".join(history_lines(directory, runs, judged, last, compiles, _clock_drops(series))), \
         1 if regressed else 0
 

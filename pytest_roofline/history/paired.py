@@ -137,6 +137,12 @@ class PairedKernel:
     ops_note: str = ""  # where the op times come from (a second pass), or why there is no op diff
 
     @property
+    def undecided(self) -> bool:
+        """Measured on both sides for a verdict's worth of rounds, and the interval still reaches past the gate:
+        neither a regression nor unchanged."""
+        return self.verdict == "unchanged" and not self.settled and self.low is not None
+
+    @property
     def kernel(self) -> str:
         return f"{self.nodeid} [{self.label}]"
 
@@ -262,6 +268,11 @@ class Comparison:
     @property
     def regressed(self) -> bool:
         return any(k.verdict == "regression" for k in self.kernels)
+
+    @property
+    def undecided(self) -> int:
+        """Kernels measured on both sides whose interval still reaches past the gate after the last round."""
+        return sum(k.undecided for k in self.kernels)
 
     @property
     def exit_status(self) -> int:

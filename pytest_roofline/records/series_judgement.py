@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.verdict.regressions import Gate, Z
+from ..analysis.verdict.regressions import Gate, GateState, Z
 
 __all__ = ["SeriesKey", "BaselineCheck", "NoBaseline", "baseline_from_dict"]
 
@@ -56,10 +56,21 @@ class BaselineCheck:
     def regressed(self) -> bool:
         return self.gate.regressed(self.current)
 
+    @property
+    def state(self) -> GateState:
+        """Regression, too noisy to judge, undecided, improved or ok (:meth:`Gate.state`)."""
+        return self.gate.state(self.current)
+
+    @property
+    def unjudged(self) -> bool:
+        """Neither a regression nor a pass: the gate cannot fire, or the noise hides a drop beyond its floor."""
+        return self.state in ("too noisy", "undecided")
+
     def to_dict(self) -> dict[str, Any]:
         """The record's ``baseline`` field."""
         gate = self.gate
         return {"baseline": gate.baseline, "current": self.current, "drop": self.drop, "regressed": self.regressed,
+                "state": self.state,
                 "allowed_drop": gate.allowed_drop, "noise": gate.noise, "runs": gate.runs, "floor": gate.floor,
                 "z": gate.z, "floor_origin": self.floor_origin, "origin": self.origin, "message": self.message()}
 
@@ -72,8 +83,9 @@ class BaselineCheck:
     def message(self) -> str:
         change = f"dropped {self.drop:.1%}" if self.drop >= 0 else f"rose {-self.drop:.1%}"
         verdict = "beyond" if self.regressed else "within"
-        return (f"utilization {self.current:.1%} {change} from the baseline's {self.baseline:.1%} ({self.origin}), "
+        text = (f"utilization {self.current:.1%} {change} from the baseline's {self.baseline:.1%} ({self.origin}), "
                 f"{verdict} its {self.gate.describe()}; floor from {self.floor_origin}")
+        return f"{self.gate.state_text(self.current)}: {text}" if self.unjudged else text
 
 
 @dataclass(frozen=True)

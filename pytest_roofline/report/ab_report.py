@@ -31,8 +31,9 @@ def verdict_cell(k: PairedKernel) -> str:
         return f"REGRESSION (below {1 - k.max_drop:.2f})"
     if k.verdict == "improvement":
         return f"improvement (above {1 + k.max_drop:.2f})"
-    if k.verdict == "unchanged" and not k.settled and k.low is not None:
-        return f"unchanged (interval reaches past {1 - k.max_drop:.2f}-{1 + k.max_drop:.2f})"
+    if k.undecided:
+        below = f"median below {1 - k.max_drop:.2f}, " if k.median is not None and k.median < 1 - k.max_drop else ""
+        return f"undecided ({below}interval reaches past {1 - k.max_drop:.2f}-{1 + k.max_drop:.2f})"
     if k.verdict == "unchanged" and k.low is None:
         return "unchanged (too few rounds to call)"
     return {"error": "ERROR", "added": "added (head only)", "removed": "removed (base only)"}.get(k.verdict,
@@ -94,6 +95,9 @@ def ab_lines(c: Comparison) -> list[str]:
     regressed = sum(k.verdict == "regression" for k in kernels)
     end = (f"{regressed} kernel{'s' if regressed != 1 else ''} regressed" if regressed
            else "no kernel regressed")
+    if c.undecided:
+        end += (f"; {c.undecided} undecided (the noise hides whether {'they' if c.undecided > 1 else 'it'} "
+                f"regressed; more --rounds narrow the interval, --strict fails them)")
     return [*_header(c), "", *table, *(["", *notes] if notes else []), "", f"max_drop: {', '.join(drops)}", end]
 
 

@@ -96,7 +96,7 @@ def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[Serie
             rows.append((key.kernel, "-", "", "", "", *extra, "new" if check.new_kernel else "no comparable baseline"))
             details.append(f"  {key.kernel}: {check.reason}")
             continue
-        status = "REGRESSION" if check.regressed else ("improved" if check.drop < -check.gate.allowed_drop else "ok")
+        status: str = "REGRESSION" if check.regressed else check.state
         if slow:
             status = "COMPILE REGRESSION" if status != "REGRESSION" else "REGRESSION, COMPILE REGRESSION"
         rows.append((key.kernel, f"{check.baseline:.1%}", f"{check.current:.1%}", f"{-check.drop:+.1%}",
@@ -104,10 +104,23 @@ def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[Serie
         if check.regressed:
             drop = (clock_notes or {}).get(key)
             details.append(f"  {key.kernel}: regression: {check.message()}" + (f"; {drop}" if drop else ""))
+        elif check.unjudged:
+            details.append(f"  {key.kernel}: {check.message()}")
         details += (op_notes or {}).get(key, [])
     for key in gone:
         rows.append((key.kernel, "", "-", "", "", *(("",) if compiles else ()), "not in the current run"))
-    return [*lines, *_table(rows), *details]
+    judged = [check for _, check in checks if isinstance(check, BaselineCheck)]
+    return [*lines, *_table(rows), *details, counts_line([c.state for c in judged])]
+
+
+def counts_line(states: Sequence[str]) -> str:
+    """How many kernels regressed, and how many could not be judged (too noisy, undecided): the closing line of
+    ``compare`` and ``history``."""
+    parts = [f"{states.count('regression')} regressed"]
+    parts += [f"{states.count(s)} {s if s == 'undecided' else 'too noisy to judge'}" for s in ("too noisy", "undecided")
+              if states.count(s)]
+    unjudged = states.count("too noisy") + states.count("undecided")
+    return ", ".join(parts) + (" (neither passed nor failed; --strict fails them)" if unjudged else "")
 
 
 def _series_op_lines(series: Series, finding: Finding) -> list[str]:
@@ -155,7 +168,7 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
         offset = len(series.values) - len(shown)
         marks = [cp.index - offset for cp in finding.change_points if cp.index >= offset]
         gate = finding.gate
-        status = "regression" if finding.regression else ("too few runs" if gate is None else "ok")
+        status = history_state(finding)
         compiled = compiles.get(series.key)
         if compiled is not None and compiled.regressed:
             status = "compile regression" if status != "regression" else "regression, compile regression"
@@ -178,6 +191,9 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
             details.append(f"{where}: REGRESSION: {reason}" + (f"; {drop}" if drop else ""))
         if finding.regression:
             details += _series_op_lines(series, finding)
+        elif gate is not None and gate.state(finding.latest) in ("too noisy", "undecided"):
+            details.append(f"{where}: latest run {finding.latest:.1%} against the median {gate.baseline:.1%} of the "
+                           f"{gate.runs} runs before it: {gate.state_text(finding.latest)}")
     lines += _table(rows)
     if details:
         lines.append("")
@@ -185,7 +201,15 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
     lines.append("detectable: the minimum detectable drop, max(5%, 4 x the noise the history shows); "
                  "| in the sparkline: a change point; compile: the latest run's compile time"
                  + (" (x: against the median of the runs before it)" if compiles else ""))
+    lines.append(counts_line([history_state(finding) for _, finding in judged]))
     return lines
+
+
+def history_state(finding: Finding) -> str:
+    """A series' latest run: regression (the gate or a lasting change point), too few runs, or its gate state."""
+    if finding.regression:
+        return "regression"
+    return "too few runs" if finding.gate is None else finding.gate.state(finding.latest)
 
 
 def github_benchmark(run: Run) -> list[dict[str, Any]]:

@@ -271,6 +271,8 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
                       more_than_source_text(r.source_flops * r.compiled_over_source, r.source_flops)))
     if r.contended and rec.verdict != "contended" and r.cpu_waiting is not None:
         marks.append(("contended", contention.waited_text(r.cpu_waiting)))
+    if isinstance(rec.baseline, BaselineCheck) and rec.baseline.unjudged:
+        marks.append((f"baseline {rec.baseline.state}", rec.baseline.message()))
     return marks
 
 
@@ -344,6 +346,12 @@ def _footnotes(records: Sequence[KernelRecord]) -> list[str]:
                    "buffers) unless first_touch='exclude'; the column gives the other figure")
     if any(rec.result.first_touch_beaten for rec in records):
         out.append(f"[faults cheaper]: {FAULTS_CHEAPER}; {FAULT_COST_MOVES}")
+    against: list[str] = [rec.baseline.state for rec in records
+                          if isinstance(rec.baseline, BaselineCheck) and rec.baseline.unjudged]
+    if against:
+        out.append(f"baseline: {against.count('too noisy')} kernel(s) too noisy to judge (a gate as wide as the "
+                   f"baseline), {against.count('undecided')} undecided (a drop beyond the floor that the noise "
+                   f"hides): neither passed nor failed against the baseline; each one's line in the JSON says why")
     contended = [rec.result.cpu_waiting for rec in records if rec.result.contended and rec.result.cpu_waiting is not None]
     if contended:
         low, high = f"{min(contended):.0%}", f"{max(contended):.0%}"

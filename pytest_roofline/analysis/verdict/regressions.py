@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from statistics import median
+from typing import Literal
 
-__all__ = ["WINDOW", "MIN_WINDOW", "Z", "FLOOR", "P_MAX", "MIN_SEGMENT", "Gate", "ChangePoint", "Finding",
+__all__ = ["WINDOW", "MIN_WINDOW", "Z", "FLOOR", "P_MAX", "MIN_SEGMENT", "Gate", "GateState", "ChangePoint", "Finding",
            "relative_noise", "gate", "history_gate", "change_points", "welch_p", "judge_series"]
 
 WINDOW = 10  # runs in the baseline window (about two weeks of nights)
@@ -50,6 +51,10 @@ def relative_noise(values: Sequence[float]) -> float:
     return MAD_TO_SIGMA * median(abs(v - centre) for v in values) / centre
 
 
+GateState = Literal["regression", "too noisy", "undecided", "improved", "ok"]
+"""A value against a :class:`Gate`; "too noisy" and "undecided" are neither a pass nor a regression."""
+
+
 @dataclass(frozen=True)
 class Gate:
     """The level a run is judged against and how far below it a run may fall."""
@@ -67,6 +72,33 @@ class Gate:
 
     def regressed(self, value: float) -> bool:
         return self.drop(value) > self.allowed_drop
+
+    @property
+    def too_noisy(self) -> bool:
+        """The gate is as wide as the baseline itself: no drop, not even to zero, could fire it."""
+        return self.allowed_drop >= 1.0
+
+    def state(self, value: float) -> GateState:
+        """``value`` against the gate: a regression; too noisy to judge (a gate that cannot fire); undecided (a
+        drop beyond the floor that the noise hides); improved (a rise beyond the gate); else ok."""
+        drop = self.drop(value)
+        if self.regressed(value):
+            return "regression"
+        if self.too_noisy:
+            return "too noisy"
+        if drop > self.floor:
+            return "undecided"
+        return "improved" if drop < -self.allowed_drop else "ok"
+
+    def state_text(self, value: float) -> str:
+        """The words for :meth:`state` where it is neither a regression nor ok: both figures."""
+        state, drop = self.state(value), self.drop(value)
+        if state == "too noisy":
+            return f"too noisy to judge ({self.describe()})"
+        if state == "undecided":
+            return (f"undecided: dropped {drop:.1%}, beyond the {self.floor:.0%} floor, inside its {self.describe()}: "
+                    f"the noise hides whether it is a regression")
+        return state
 
     def describe(self) -> str:
         noise = (f"noise {self.noise:.1%} over the runs" if self.runs >= MIN_WINDOW
