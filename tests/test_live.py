@@ -198,3 +198,20 @@ def test_waiting_for_the_processes_own_threads_is_not_contention() -> None:
     assert beside.to_dict()["others_cpu_share"] == pytest.approx(0.48)
     record = record_of("t.py::test_k", "k", beside, "fail", 0.8, "o")
     assert "(other processes used 48% of the CPUs)" in failure_message(record, "below its threshold")
+
+
+def test_a_live_correction_that_puts_a_kernel_above_its_roofline_is_not_used() -> None:
+    """Made-up runs of a compute-bound kernel at 95% of its calibrated roofline, its reference matmul at 79% of its
+    calibrated rate beside it (the bf16 matmul of the example suite on a quiet Zen 4): scaled by that drift the
+    kernel would read 120%, so the drift is not the kernel's and the calibration alone is used. A drift that keeps
+    it under the roofline stays."""
+    from pytest_roofline.analysis.model.live import correction_above_roofline
+    from pytest_roofline.analysis.model.roofline import RooflineEstimate
+
+    roof = RooflineEstimate(0.040, 0.004, 1e11, 1e10)
+    runs = [0.0421] * 6
+    why = correction_above_roofline(roof, runs, "compute", [0.79] * 6)
+    assert why.startswith("the live ceilings would put the utilization above the roofline (the reference ran at 79%")
+    assert "120" not in why and why.endswith("calibrated ceilings used")
+    assert correction_above_roofline(roof, runs, "compute", [0.97] * 6) == ""  # 98%: kept
+    assert correction_above_roofline(roof, runs, "compute", [1.2] * 6) == ""  # a faster machine lowers it: kept

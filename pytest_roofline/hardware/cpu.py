@@ -50,6 +50,9 @@ def cpu_info(cpuinfo_text: str | None = None) -> dict[str, Any]:
         "clock": clock,
         "flags": fields.get("flags", "").split(),
         "cores": cores,
+        # Family, model and stepping tell CPUs apart that share a model name (a VM's "AMD EPYC" is a Zen 3 or a
+        # Zen 4 alike)
+        "generation": "/".join(fields.get(k, "") for k in ("cpu family", "model", "stepping")),
     }
 
 

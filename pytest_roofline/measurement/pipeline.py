@@ -15,7 +15,15 @@ import jaxlib
 from ..analysis.model.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
 from ..analysis.model.compiler_agreement import ops_check
 from ..analysis.model.first_touch import FirstTouch, first_touch
-from ..analysis.model.live import Live, bracketing_times, drifts, implausible_drift, pair_utilizations, settled
+from ..analysis.model.live import (
+    Live,
+    bracketing_times,
+    correction_above_roofline,
+    drifts,
+    implausible_drift,
+    pair_utilizations,
+    settled,
+)
 from ..analysis.model.per_op import OpRow, OpsModel, attach_times
 from ..analysis.model.program_model import ProgramModel, program_model
 from ..analysis.model.roofline import RooflineEstimate
@@ -153,15 +161,18 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     module, model, (ops_model, idle, exposed) = _counted_as_ran(module, model, program, timed, modelled)
     if touch is not None:
         touch = replace(touch, counted_faults=timed.timing.median_faults)
+    charged_roof = replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0)
     live, why = _live(plan, timed, spec)
+    if live is not None and (why := correction_above_roofline(charged_roof, timed.timing.per_run_s, live.resource,
+                                                               live.drift_per_run)):
+        live = None
     if plan.reference is not None and live is None:
         used = "calibrated"
         plan = replace(plan, why=why)
     no_work = does_no_work(module)
     return Result(
         name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
-        roofline=replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0),
-        timing=timed.timing, program=_program_info(program), ops_model=ops_model,
+        roofline=charged_roof, timing=timed.timing, program=_program_info(program), ops_model=ops_model,
         notes=tuple(result_notes(model, ops_model, program, timed, spec, plan.why, memory, counts_from=options.counts_from,
                                    constants=constant_bytes(module))),
         hints=() if no_work else tuple(result_hints(ops_model.rows, module, program, model, timed, idle,

@@ -33,6 +33,7 @@ __all__ = [
     "settled",
     "MAX_PLAUSIBLE_DRIFT",
     "implausible_drift",
+    "correction_above_roofline",
 ]
 
 CONFIDENCE = 0.95
@@ -152,6 +153,21 @@ def implausible_drift(drift: float, contended_calibration: bool = False) -> str:
              "buffers were reused)")
     return (f"the reference ran at {drift:.0%} of its calibrated rate, above the {MAX_PLAUSIBLE_DRIFT:.0%} no "
             f"machine reaches: {cause}; calibrated ceilings used")
+
+
+def correction_above_roofline(roof: RooflineEstimate, kernel_s: Sequence[float], resource: Resource,
+                              drift_per_run: Sequence[float]) -> str:
+    """Why the live ceilings must not be used for these runs ("" when they may): they would put the median
+    utilization above 100% plus its interval's width, higher than the calibration alone puts it. No kernel beats
+    its roofline, so the reference's drift is not this kernel's (it slowed beside the kernel where the kernel did
+    not); the figure is not shown."""
+    live = uncertainty(pair_utilizations(roof, kernel_s, resource, drift_per_run))
+    alone = roof.roofline_time_s / median(kernel_s)
+    if live.utilization <= 1.0 + (live.high - live.low) or live.utilization <= alone:
+        return ""
+    return (f"the live ceilings would put the utilization above the roofline (the reference ran at "
+            f"{median(drift_per_run):.0%} of its calibrated rate beside it, a drift this kernel did not share): "
+            f"calibrated ceilings used")
 
 
 @dataclass(frozen=True)

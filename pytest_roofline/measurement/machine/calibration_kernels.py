@@ -12,6 +12,7 @@ accelerators on request. The cache is :mod:`pytest_roofline.hardware.calibration
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from collections.abc import Callable
@@ -80,6 +81,8 @@ def machine_key(platform: str, device_kind: str) -> dict[str, Any]:
         info = cpu_info()
         key["cpu_model"] = info["model"]
         key["cores"] = info["cores"]
+        key["cpu_generation"] = info["generation"]  # family/model/stepping: one model name, several CPUs
+        key["cpu_flags"] = hashlib.sha256(" ".join(sorted(info["flags"])).encode()).hexdigest()[:12]
     return key
 
 
