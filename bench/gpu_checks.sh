@@ -18,6 +18,10 @@
 #   ab         DIR/ab.txt: bench/ab_demo.py --rounds 6 (a regression explained op by op)
 #   longlived  DIR/ab.txt: `pytest-roofline ab --base HEAD --long-lived --rounds 12` on two example kernels, in a
 #              git copy of this tree (identical code on both sides)
+#   frameworks DIR/frameworks.txt: tests/frameworks and bench/frameworks_table.py (flax, optax, equinox, diffrax,
+#              tokamax importable: pip install -e '.[frameworks]', or a folder of them on PYTHONPATH)
+#   sidebyside DIR/sidebyside.txt: two pytest runs of two example kernels at once on the one GPU, into one history
+#              directory (both runs kept; the second waits for the device lock and says who holds it)
 set -u
 out=${1:?usage: gpu_checks.sh DIR [CHECK ...]}
 shift
@@ -62,6 +66,18 @@ for check in $checks; do
                    run "$out/ab.txt" 180 pytest-roofline ab --base HEAD --long-lived --rounds 12 \
                        --json "$out/longlived.json" -- example_suite -q -k "rms_norm or matmul"
                    cd "$root" ;;
+        frameworks) header >>"$out/frameworks.txt" 2>&1
+                    run "$out/frameworks.txt" 300 "$py" -m pytest tests/frameworks -v -p no:cacheprovider
+                    run "$out/frameworks.txt" 200 "$py" bench/frameworks_table.py ;;
+        sidebyside) header >>"$out/sidebyside.txt" 2>&1
+                    hist=$(mktemp -d)/history
+                    for i in 1 2; do
+                        timeout 120 "$py" -m pytest example_suite -q -p no:cacheprovider -k "rms_norm or batched" \
+                            --roofline-history="$hist" >"$out/sidebyside-$i.txt" 2>&1 &
+                    done
+                    wait
+                    { echo "\$ two runs at once into $hist"; cat "$out/sidebyside-1.txt" "$out/sidebyside-2.txt"
+                      echo "history: $(ls "$hist" | wc -l) runs: $(ls "$hist" | tr '\n' ' ')"; } >>"$out/sidebyside.txt" ;;
         *) echo "unknown check: $check (see the top of $0)" >&2; exit 2 ;;
     esac
 done
