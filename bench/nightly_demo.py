@@ -62,7 +62,8 @@ def main() -> int:
     if len(failed) != 1 or SLOW_TEST not in failed[0]:
         problems.append(f"--roofline-baseline: expected {SLOW_TEST} alone to fail, got {failed}")
     hist = run([*cli, "history", str(history)])
-    flagged = [line.split()[0] for line in hist.stdout.splitlines() if line.rstrip().endswith("regression")]
+    flagged = [line.split()[0] for line in hist.stdout.splitlines()
+               if not line.startswith(" ") and line.rstrip().endswith("regression")]
     if hist.returncode != 1 or len(flagged) != 1 or SLOW_TEST not in flagged[0]:
         problems.append(f"history: expected exit 1 and {SLOW_TEST} alone flagged, got {hist.returncode}, {flagged}")
     compare = run([*cli, "compare", str(six_nights), str(work / "slow.json")])

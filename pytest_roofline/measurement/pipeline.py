@@ -167,7 +167,8 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
                                                                live.drift_per_run)):
         live = None
     if plan.reference is not None and live is None:
-        used = "calibrated"
+        # The calibrated ceilings stand in for this measurement (the note says why); the result stays in its live
+        # series, so that a history is not split each time a reference's drift is set aside.
         plan = replace(plan, why=why)
     no_work = does_no_work(module)
     return Result(
