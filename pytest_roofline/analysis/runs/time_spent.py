@@ -25,6 +25,7 @@ PHASES = (
     "references",  # the reference kernel run beside each timed run (live ceilings)
     "profiler",  # starting and stopping the profiler
     "trace reading",  # turning the trace into per-run and per-op device times
+    "second pass",  # the ops timed again with command buffers off, where the timed runs' trace hid them (a GPU)
     "cache state",  # evicting the cache before cold runs, and the warm runs that check the eviction
     "model",  # counting the program and the roofline model, before and after the runs
     "second measurement",  # a shortfall measured again before a test fails
@@ -116,15 +117,24 @@ class Stopwatch:
 
 def spend(name: str, seconds: float) -> None:
     """Add ``seconds`` to phase ``name`` of the open stopwatch (nothing when none is open)."""
+    _known(name)
     watch = _open.get()
     if watch is not None:
         watch.add(name, seconds)
+
+
+def _known(name: str) -> None:
+    """A phase name is checked whether or not a stopwatch is open: a name only a GPU's path uses must fail the
+    CPU's tests too."""
+    if name not in PHASES:
+        raise ValueError(f"unknown phase {name!r}; phases: {', '.join(PHASES)}")
 
 
 @contextmanager
 def phase(name: str) -> Iterator[None]:
     """Time the block as phase ``name`` of the open stopwatch, less the phases inside it (nothing when none is
     open)."""
+    _known(name)
     watch = _open.get()
     if watch is None:
         yield

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import jaxlib
 
 from ...base.quantiles import quantile, relative_iqr
+from ...base.units import format_quantity
 from ...hardware.calibration_cache import (
     CACHE_VERSION,
     CEILING_QUANTILE,
@@ -161,17 +162,17 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
     step = _Steps(progress)
     for dtype_name, dtype in (("f32", jnp.float32), ("bf16", jnp.bfloat16)):
         _matmul_peak(figures, dtype_name, dtype, shapes)
-        step.done(f"{dtype_name} matmul {figures.data['peaks'].get(dtype_name, 0) / 1e9:.0f} GFLOP/s")
+        step.done(f"{dtype_name} matmul {format_quantity(figures.data['peaks'].get(dtype_name, 0), 'FLOP/s')}")
     _converted_bf16(figures)
     donated_s = _memory(figures, stream, stream_how)
     _first_touch(figures, stream, donated_s)
     _cache(figures)
-    step.done(f"memory {figures.data['memory'] / 1e9:.0f} GB/s")
+    step.done(f"memory {format_quantity(figures.data['memory'], 'B/s')}")
     figures.data["transcendental"], spread, how = _transcendental_rate(platform)
     figures.record("transcendental", spread, how)
     for ref_key in ("vector", "transcendental"):
         figures.reference_alone(ref_key)
-    step.done(f"transcendentals {figures.data['transcendental'] / 1e9:.1f} G/s")
+    step.done(f"transcendentals {format_quantity(figures.data['transcendental'], '/s')}")
     assert set(figures.data["references"]) | set(figures.data["unmeasured"]) == set(REFERENCE_KEYS)
     return figures.data
 
