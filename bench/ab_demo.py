@@ -94,7 +94,8 @@ def main() -> int:
     rounds = ["--rounds", str(args.rounds)] if args.rounds else []
     repo = work / "repo"
     build(repo)
-    cli = str(Path(sys.executable).parent / "pytest-roofline")
+    script = Path(sys.executable).parent / "pytest-roofline"  # else the package run as a module (not installed)
+    cli = [str(script)] if script.exists() else [sys.executable, "-m", "pytest_roofline"]
     rows, problems = [], []
     pytest_cmd = [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider"]
     twice = sum(run(pytest_cmd, repo)[1] for _ in range(2))
@@ -104,7 +105,7 @@ def main() -> int:
             (repo / "README.md").write_text("demo, again\n")
             git(repo, "commit", "-qam", "README only")
         out = work / f"ab-{len(rows)}.json"
-        done, seconds = run([cli, "ab", "--base", "HEAD~1", *rounds, "--json", str(out), "--", "tests", "-q"], repo)
+        done, seconds = run([*cli, "ab", "--base", "HEAD~1", *rounds, "--json", str(out), "--", "tests", "-q"], repo)
         verdicts = {k["nodeid"].split("::")[-1]: k["verdict"] for k in json.loads(out.read_text())["kernels"]}
         regressed = {name: v for name, v in verdicts.items() if v == "regression"}
         want_status = 1 if expected else 0
