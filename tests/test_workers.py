@@ -4,12 +4,15 @@ is pinned and every worker shares the host-wide lock."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 from pytest_roofline.plugin.lock import lock_path
 from pytest_roofline.plugin.workers import Accelerators, list_accelerators, pin_worker
+
+pytest_plugins = ["pytester"]
 
 
 def fake_host(tmp_path: Path, nvidia: int = 0, tpu: int = 0) -> str:
@@ -63,3 +66,69 @@ def test_pinned_workers_take_different_locks_and_cpu_workers_one(monkeypatch: py
         paths.append(lock_path("gpu"))
     assert paths[0] != paths[1] and paths[0] == paths[2]  # gw2 shares gw0's device, and its lock
     assert lock_path("cpu").endswith("-cpu.lock")  # a CPU: one lock for the host, whatever is visible
+
+
+ALONE = """
+import time
+from pathlib import Path
+
+import pytest
+from fakes import FAKE_CPU, fake_result
+from pytest_roofline.plugin.hooks import SESSION_KEY
+from pytest_roofline.plugin.session import RooflineSession
+
+LOG = Path(__file__).parent / "intervals.txt"
+
+
+def _interval(kind, seconds):
+    start = time.monotonic()
+    time.sleep(seconds)
+    with LOG.open("a") as fh:
+        fh.write(f"{kind} {start} {time.monotonic()}\\n")
+
+
+def measure(call, options, keep):
+    _interval("measure", 0.3)  # stands in for a kernel's timed runs
+    return fake_result(0.5)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    old = config.stash[SESSION_KEY]
+    config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=measure,
+                                                hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
+                                                save=lambda *a: {"trace_dir": "", "perfetto": "", "hlo": "", "xplane": ""})
+"""
+
+ALONE_TESTS = """
+import pytest
+from conftest import _interval
+
+@pytest.mark.parametrize("i", range(4))
+def test_kernel(roofline, i):
+    roofline.measure(len, [i])
+
+@pytest.mark.parametrize("i", range(8))
+def test_other(i):
+    _interval("other", 0.1)  # another worker's test: Python work on the same cores
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xdist") is None, reason="pytest-xdist is not installed")
+def test_cpu_workers_measure_alone_no_other_test_beside_a_measurement(pytester: pytest.Pytester,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two real xdist workers on this CPU, a fake measurement (0.3 s of sleep, named as such) in four tests and
+    eight other tests: no other test's interval overlaps a measurement's, and the run says so once at start."""
+    pytester.makeconftest(ALONE)
+    pytester.makepyfile(test_k=ALONE_TESTS)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # the workers import tests/fakes.py
+    monkeypatch.delenv("PYTEST_ROOFLINE_CPU_WORKERS", raising=False)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=12)
+    result.stdout.fnmatch_lines(["roofline: 2 xdist workers share this CPU's * cores: each kernel is measured alone*"])
+    intervals = [line.split() for line in (pytester.path / "intervals.txt").read_text().splitlines()]
+    measures = [(float(a), float(b)) for kind, a, b in intervals if kind == "measure"]
+    others = [(float(a), float(b)) for kind, a, b in intervals if kind == "other"]
+    assert len(measures) == 4 and len(others) == 8
+    beside = [(m, o) for m in measures for o in others if o[0] < m[1] and m[0] < o[1]]
+    assert not beside, beside

@@ -21,10 +21,11 @@ from ..report.document import session_block
 from ..report.text import header_line, summary_lines
 from .abort_watch import AbortWatch
 from .fixture import RooflineFixture
+from .lock import share_the_host, test_running
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
 from .session import RooflineSession, default_trace_root
 from .settings import OPTIONS, ConfigError, Settings, resolve_settings
-from .workers import pin_worker
+from .workers import cpu_workers, cpu_workers_line, pin_worker
 
 SESSION_KEY = pytest.StashKey[RooflineSession]()
 MARKER_KEY = pytest.StashKey[MarkerSpec]()
@@ -75,6 +76,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_RunCounter(config), "roofline-run-counter")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
+    if os.environ.get("PYTEST_XDIST_WORKER") and _cpu_workers(config) == "alone":
+        share_the_host()
+        config.pluginmanager.register(_OneTestAtATimeAroundMeasurements(), "roofline-alone")
+
+
+def _cpu_workers(config: pytest.Config) -> str:
+    try:
+        return cpu_workers(os.environ)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _prepare_process(config: pytest.Config) -> None:
@@ -247,11 +258,30 @@ class _RunCounter:
         self.config.stash[RUN_KEY] += 1
 
 
+class _OneTestAtATimeAroundMeasurements:
+    """An xdist worker on a CPU: each test holds the host's activity lock shared, so that a measurement (which
+    holds it alone) never runs beside another worker's test."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
+        with test_running():
+            return (yield)
+
+
 class _XdistHooks:
-    """Controller side of xdist: merge every worker's records."""
+    """Controller side of xdist: merge every worker's records; say once how workers share a CPU."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        workers = getattr(self.config.option, "numprocesses", None)
+        if hasattr(self.config, "workerinput") or not isinstance(workers, int) or workers < 2:
+            return
+        mode = _cpu_workers(self.config)
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        if mode and reporter is not None:
+            reporter.write_line(cpu_workers_line(workers, os.cpu_count() or 1, mode))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

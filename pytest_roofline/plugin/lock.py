@@ -9,9 +9,9 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["DeviceLockError", "device_lock", "lock_path", "holder_state"]
+__all__ = ["DeviceLockError", "device_lock", "lock_path", "holder_state", "share_the_host", "test_running"]
 
 # How long a holder may stay stopped (SIGSTOP, Ctrl-Z) before the wait gives up, and how often a long wait says so.
 STOPPED_FOR_S = 5.0
@@ -49,7 +49,11 @@ def _platform() -> str:
         except Exception:  # noqa: BLE001 - no backend: the environment's name is the best there is
             pass
     named = (os.environ.get("JAX_PLATFORMS") or os.environ.get("JAX_PLATFORM_NAME") or "").split(",")[0].strip()
-    return {"cuda": "gpu", "rocm": "gpu"}.get(named.lower(), named.lower() or "default")
+    if not named:  # JAX's own default: the CPU on a host without accelerators
+        from .workers import list_accelerators
+
+        return "cpu" if list_accelerators() is None else "default"
+    return {"cuda": "gpu", "rocm": "gpu"}.get(named.lower(), named.lower())
 
 
 def holder_state(pid: int) -> str:
@@ -65,14 +69,65 @@ def holder_state(pid: int) -> str:
     return "stopped" if state in ("T", "t") else "gone" if state in ("Z", "X") else "running"
 
 
-@contextmanager
-def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) -> Iterator[None]:
+# This process's handle on the host's activity lock, where xdist workers share a CPU one test at a time around a
+# measurement (:func:`share_the_host`); None otherwise.
+_ACTIVITY: IO[str] | None = None
+_IN_TEST = [False]  # whether a test of this process holds the activity lock shared now
+
+
+def activity_path() -> str:
+    """The lock every test of a CPU's xdist workers holds shared, and a measurement holds alone."""
+    return lock_path("cpu").replace(".lock", "-activity.lock")
+
+
+def share_the_host() -> None:
+    """Make this xdist worker measure alone on the CPU: while it times a kernel no other worker's test runs, and
+    no test starts while a measurement waits or runs (:func:`test_running`, :func:`device_lock`)."""
+    global _ACTIVITY
+    if _ACTIVITY is None and _fcntl() is not None:
+        _ACTIVITY = open(activity_path(), "a+", encoding="utf-8")  # noqa: SIM115 - held for the process's life
+
+
+def _fcntl() -> Any:
     try:
         import fcntl
     except ImportError:  # Windows: no cross-process lock; run measurements without xdist there
+        return None
+    return fcntl
+
+
+@contextmanager
+def test_running() -> Iterator[None]:
+    """Around each test of a worker that shares the host: the activity lock held shared. It is taken only while
+    no measurement holds or waits for the device lock (that lock is the turnstile), so measurements are not
+    starved by a stream of tests."""
+    fcntl = _fcntl()
+    if _ACTIVITY is None or fcntl is None:
+        yield
+        return
+    with open(lock_path("cpu"), "a+", encoding="utf-8") as turnstile:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(_ACTIVITY, fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+    _IN_TEST[0] = True
+    try:
+        yield
+    finally:
+        _IN_TEST[0] = False
+        fcntl.flock(_ACTIVITY, fcntl.LOCK_UN)
+
+
+@contextmanager
+def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) -> Iterator[None]:
+    fcntl = _fcntl()
+    if fcntl is None:
         yield
         return
     path = lock_path(platform)
+    alone = _ACTIVITY is not None and path == lock_path("cpu")
+    in_test = alone and _IN_TEST[0]
+    if in_test:  # let go of this test's share first: a measurement waiting for it would wait for this one
+        fcntl.flock(_ACTIVITY, fcntl.LOCK_UN)
     with open(path, "a+", encoding="utf-8") as handle:
         _acquire(handle, path, say)
         handle.seek(0)
@@ -80,12 +135,32 @@ def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) 
         handle.write(f"{os.getpid()} {time.time():.0f} {' '.join(sys.argv)[:200]}\n")
         handle.flush()
         try:
+            if alone:
+                _alone(fcntl, say)
             yield
         finally:
+            if in_test:  # this test goes on, sharing the host again, before the next measurement may start
+                fcntl.flock(_ACTIVITY, fcntl.LOCK_SH)
+            elif alone:  # outside a test (the header's calibration): hold nothing afterwards
+                fcntl.flock(_ACTIVITY, fcntl.LOCK_UN)
             handle.seek(0)
             handle.truncate()
             handle.flush()
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _alone(fcntl: Any, say: Callable[[str], None]) -> None:
+    """Wait until no other worker's test runs (the activity lock held alone)."""
+    try:
+        fcntl.flock(_ACTIVITY, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    started = time.monotonic()
+    fcntl.flock(_ACTIVITY, fcntl.LOCK_EX)
+    waited = time.monotonic() - started
+    if waited >= 1.0:
+        say(f"waited {waited:.1f} s for the other workers' tests to finish before measuring alone")
 
 
 def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:

@@ -12,7 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Accelerators", "list_accelerators", "pin_worker", "Pinning"]
+__all__ = ["Accelerators", "list_accelerators", "pin_worker", "Pinning", "CPU_WORKERS_ENV", "cpu_workers",
+           "cpu_workers_line"]
+
+CPU_WORKERS_ENV = "PYTEST_ROOFLINE_CPU_WORKERS"
 
 
 @dataclass(frozen=True)
@@ -83,3 +86,26 @@ def pin_worker(worker: str | None, env: Mapping[str, str],
     index = int(match.group(1)) % len(found.ids)
     return Pinning(found.variable, found.ids[index],
                    f"worker {worker} on device {found.ids[index]} of {len(found.ids)} ({found.source})")
+
+
+def cpu_workers(env: Mapping[str, str], accelerators: Callable[[], Accelerators | None] = list_accelerators) -> str:
+    """How xdist workers share a CPU host (no accelerators): ``"alone"`` (the default: while a kernel is timed no
+    other worker's test runs, and the others wait), or ``"shared"`` (``PYTEST_ROOFLINE_CPU_WORKERS=shared``: only
+    two timings never overlap; other tests run beside a measurement). "" on a host with accelerators."""
+    if accelerators() is not None:
+        return ""
+    mode = env.get(CPU_WORKERS_ENV, "alone").strip().lower() or "alone"
+    if mode not in ("alone", "shared"):
+        raise ValueError(f"{CPU_WORKERS_ENV}={env.get(CPU_WORKERS_ENV)!r}: must be 'alone' or 'shared'")
+    return mode
+
+
+def cpu_workers_line(workers: int, cores: int, mode: str) -> str:
+    """The line a run with xdist workers on a CPU prints once at start: which way they share its cores."""
+    if mode == "alone":
+        how = ("each kernel is measured alone: while one is timed, no other worker's test runs (they wait); "
+               f"{CPU_WORKERS_ENV}=shared lets them run beside it")
+    else:
+        how = (f"{CPU_WORKERS_ENV}=shared: two kernels are never timed at once, but other workers' tests run beside "
+               "a measurement and slow it")
+    return f"roofline: {workers} xdist workers share this CPU's {cores} cores: {how}"
