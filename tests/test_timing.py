@@ -55,6 +55,19 @@ def test_noisy_kernel_runs_until_the_budget(monkeypatch: pytest.MonkeyPatch) -> 
     assert runs_with(monkeypatch, [0.01, 0.02], min_runs=5, budget_s=0.5, target_spread=0.02) == 34
 
 
+def test_a_slow_kernel_says_it_is_being_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake clock: runs of 3 and 3.5 s in turn (too noisy to stop early), a 60 s budget. Every 10 s of timing
+    gives one line, with the runs so far."""
+    clock = FakeClock([3.0, 3.5])
+    monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
+    said: list[str] = []
+    monkeypatch.setattr(timing, "_progress", said.append)
+    timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, budget_s=60, target_spread=0.0),
+                           label="jit_slow")
+    assert said[0] == "still timing jit_slow: 4 runs in 13 s (the last 3.50 s; at least 5 runs, at most 60 s)"
+    assert len(said) == 4  # at 13, 26, 39 and 52 s: about every 10 s up to the budget
+
+
 def test_reference_runs_alternate_with_the_kernel_and_count_against_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = FakeClock([0.01])
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)

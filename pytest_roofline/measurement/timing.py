@@ -12,6 +12,7 @@ reason recorded. Imports JAX only to open the profiler and read its trace.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -157,6 +158,14 @@ def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: st
                 _waiting_share(threads, threads_after))
 
 
+# A measurement that runs longer than this says so, and again each time as long again has passed.
+PROGRESS_EVERY_S = 10.0
+
+
+def _progress(text: str) -> None:
+    print(f"pytest-roofline: {text}", file=sys.__stderr__ or sys.stderr, flush=True)
+
+
 def _waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
     """The share of the time this process's threads were ready to run during a run that they spent waiting for
     a CPU (other processes had it); None where the system does not say."""
@@ -168,10 +177,11 @@ def _waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None
 
 def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
                     max_runs: int | None = None, beside: Beside | None = None,
-                    settled: Settled | None = None, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None) -> _Runs:
+                    settled: Settled | None = None, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None, *,
+                    label: str = "") -> _Runs:
     runs = _Runs([], [], [], [], [])
     with Contention() as others:
-        _loop(runs, prepare, execute, settings, max_runs, beside, settled, cache.evict, agree)
+        _loop(runs, prepare, execute, settings, max_runs, beside, settled, cache.evict, agree, label=label)
     runs.others = others.share
     if cache.warm_check:
         with phase("cache state"):
@@ -183,9 +193,9 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
 
 def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
           max_runs: int | None, beside: Beside | None, settled: Settled | None,
-          evict: Callable[[], None] | None = None, agree: Agree | None = None) -> None:
+          evict: Callable[[], None] | None = None, agree: Agree | None = None, *, label: str = "") -> None:
     walls, ref_walls = runs.walls, runs.refs
-    started = time.perf_counter()
+    started = said = time.perf_counter()
     if beside is not None:
         runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, 0))
     while len(walls) < (max_runs or settings.max_runs):
@@ -194,6 +204,10 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
             runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
         # The budget counts everything the loop spends, fresh donated copies and references included.
         spent = time.perf_counter() - started
+        if time.perf_counter() - said >= PROGRESS_EVERY_S:  # a slow kernel: say that it is being timed
+            said = time.perf_counter()
+            _progress(f"still timing {label or 'a kernel'}: {len(walls)} runs in {spent:.0f} s (the last "
+                      f"{walls[-1]:.2f} s; at least {settings.min_runs} runs, at most {settings.budget_s:.0f} s)")
         if len(walls) >= settings.min_runs:
             deciding = time.perf_counter()
             if settled is not None:
@@ -223,8 +237,8 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
             if beside is not None:
                 beside.execute(beside.prepare())
     if settings.timer == "wallclock":
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache, agree),
-                          "wall clock requested (timer='wallclock')")
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache, agree,
+                                          label=module_name), "wall clock requested (timer='wallclock')")
 
     from .profiler import ProfilerSession, ProfilerUnavailable
 
@@ -234,10 +248,11 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache, agree), str(exc))
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache, agree,
+                                          label=module_name), str(exc))
     try:
         runs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled, cache,
-                               agree)
+                               agree, label=module_name)
     except BaseException:
         session.discard()  # never leave a profiler session open, also when the kernel raises
         raise
