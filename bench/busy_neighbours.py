@@ -54,18 +54,25 @@ def neighbours(count: int) -> tuple[Any, list[Any]]:
     return stop, procs
 
 
-def run_suite(targets: list[str], report: Path, cache: Path) -> tuple[dict[str, Any], float, str]:
+def run_suite(groups: list[list[str]], report: Path, cache: Path) -> tuple[dict[str, Any], float, str]:
+    """Each group of test paths in its own pytest process (the example suite's conftest and the tests' share a
+    module name), one after the other; their results as one report."""
     env = {**os.environ, "PYTEST_ROOFLINE_CACHE_DIR": str(cache)}
+    merged: dict[str, Any] = {"results": []}
+    said: list[str] = []
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
-                           f"--roofline-report={report}"], cwd=ROOT, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if not report.exists():
-        print(done.stdout[-3000:], done.stderr[-3000:], file=sys.stderr)
-        raise SystemExit(f"pytest wrote no report (exit {done.returncode})")
-    header = next((line for line in done.stdout.splitlines() if line.startswith("roofline: CPU")), "")
-    notices = [line for line in done.stderr.splitlines() if "calibrat" in line]
-    return json.loads(report.read_text()), seconds, "\n".join([header, *notices])
+    for i, targets in enumerate(groups):
+        part = report.with_suffix(f".{i}.json")
+        done = subprocess.run([sys.executable, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
+                               f"--roofline-report={part}"], cwd=ROOT, env=env, capture_output=True, text=True)
+        if not part.exists() or not json.loads(part.read_text())["results"]:
+            print(done.stdout[-3000:], done.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(f"pytest {' '.join(targets)} measured nothing (exit {done.returncode})")
+        merged["results"] += json.loads(part.read_text())["results"]
+        said += [line for line in done.stdout.splitlines() if line.startswith("roofline: CPU")][:1]
+        said += [line for line in done.stderr.splitlines() if "calibrat" in line]
+    report.write_text(json.dumps(merged))
+    return merged, time.perf_counter() - start, "\n".join(said)
 
 
 def flagged(result: dict[str, Any]) -> bool:
@@ -105,9 +112,9 @@ def main() -> None:
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="busy-neighbours-"))
     work.mkdir(parents=True, exist_ok=True)
-    targets = ["example_suite"]
+    targets = [["example_suite"]]
     if not args.no_frameworks and all(importlib.util.find_spec(m) for m in ("equinox", "optax", "diffrax")):
-        targets += ["tests/frameworks/test_equinox.py", "tests/frameworks/test_diffrax.py"]
+        targets.append(["tests/frameworks/test_equinox.py", "tests/frameworks/test_diffrax.py"])
     quiet_cache, busy_cache = work / "cache-quiet", work / "cache-busy"
     runs: dict[str, dict[str, Any]] = {}
     runs["quiet"], quiet_s, quiet_said = run_suite(targets, work / "quiet.json", quiet_cache)
@@ -121,7 +128,7 @@ def main() -> None:
         for p in procs:
             p.join(timeout=10)
     lines, pass_then_fail, unflagged = table(runs)
-    print(f"targets: {' '.join(targets)}; neighbours: {count} ({count // 2} spinning, {count - count // 2} streaming "
+    print(f"targets: {' '.join(t for group in targets for t in group)}; neighbours: {count} ({count // 2} spinning, {count - count // 2} streaming "
           f"{STREAM_MIB} MiB)")
     print(f"quiet run {quiet_s:.0f} s; beside the neighbours {busy_s:.0f} s; beside them, calibrating there "
           f"{cal_s:.0f} s")

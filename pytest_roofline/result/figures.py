@@ -17,7 +17,7 @@ from ..analysis.model.compiler_agreement import OpsCheck
 from ..analysis.model.first_touch import FirstTouch
 from ..analysis.model.live import Live, Uncertainty, pair_utilizations, uncertainty
 from ..analysis.model.per_op import OpRow, OpsModel
-from ..analysis.model.roofline import IMPOSSIBLE_ABOVE, RooflineEstimate, faster_runs_text
+from ..analysis.model.roofline import IMPOSSIBLE_ABOVE, RooflineEstimate, above_roofline_text, faster_runs_text
 from ..analysis.model.work_shares import CeilingUse
 from ..analysis.program.counts import Work
 from ..analysis.program.info import ProgramInfo, SourceWork
@@ -308,7 +308,8 @@ class Measured:
     @property
     def figures(self) -> Figures:
         """What the pass/fail rule reads (:func:`pytest_roofline.analysis.verdict.decide.decide`)."""
-        core_low = self._uncertainty_with(0.0).low if self.first_touch_charged else None
+        charged = self.first_touch_charged and self.roofline.first_touch_time_s > 0
+        core_low = self._uncertainty_with(0.0).low if charged else None
         on_cpu, ops_on_cpu = (self.utilization_on_cpu, self._on_cpu(self.ops_roofline_time_s)) if self.contended \
             else (None, None)
         rejected = self.contended and (on_cpu is None or ops_on_cpu is None) and self.cpu_waiting is not None \
@@ -369,12 +370,15 @@ class Measured:
         if self.impossible:
             return suspect(self.bound, self.ceilings_used, self.hardware, self.work)
         count, fastest = self.fast_runs
-        if not count:
+        above = self.utilization > 1.0 and not self.first_touch_beaten
+        if not count and not above:
             return ""
         why = suspect(self.bound, self.ceilings_used, self.hardware, self.work)
         if self.hardware.platform != "cpu" and self.ceilings == "datasheet":
             why += "; or clocks above those the datasheet's peaks assume"
-        return faster_runs_text(count, len(self.per_run_s), fastest, why)
+        if count:
+            return faster_runs_text(count, len(self.per_run_s), fastest, why)
+        return above_roofline_text(self.utilization, self.utilization_calibrated, self.drift, why)
 
     @property
     def census(self) -> Census:

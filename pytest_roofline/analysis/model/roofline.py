@@ -22,6 +22,7 @@ __all__ = [
     "IMPOSSIBLE_ABOVE",
     "impossible_text",
     "faster_runs_text",
+    "above_roofline_text",
     "RooflineEstimate",
     "estimate",
     "utilization",
@@ -43,6 +44,13 @@ def faster_runs_text(count: int, runs: int, fastest: float, suspect: str) -> str
     and what to distrust."""
     return (f"{count} of {runs} runs took less than the roofline time (the fastest at {fastest:.0%}, above "
             f"{format_fraction(IMPOSSIBLE_ABOVE)}): suspect {suspect}")
+
+
+def above_roofline_text(utilization: float, calibrated: float, drift: float | None, suspect: str) -> str:
+    """Why a median above 100% (within its noise: not impossible) is suspect: the figures that put it there."""
+    live = (f"; against the calibration alone {calibrated:.1%}, the live reference ran at {drift:.0%} of its "
+            f"calibrated rate" if drift is not None else "")
+    return f"the median {utilization:.1%} is above the roofline, within its noise{live}: suspect {suspect}"
 
 
 def critical_intensity(peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> float:
