@@ -25,8 +25,8 @@ from ...hardware.spec import Ceiling
 
 __all__ = ["FirstTouch", "first_touch", "AGREES_WITHIN", "FAULTS_CHEAPER", "FAULT_COST_MOVES"]
 
-# A utilization above 105% only because of the first-touch term, in the words every report uses.
-FAULTS_CHEAPER = "above 105% only with the first-touch term: the page faults cost less than calibrated"
+# A utilization above 100% only because of the first-touch term, in the words every report uses.
+FAULTS_CHEAPER = "above 100% only with the first-touch term: the page faults cost less than calibrated"
 FAULT_COST_MOVES = "the cost of a fault moves with the host (--roofline-calibrate re-measures it)"
 
 # Counted faults within this factor of the expected ones agree with the model (the process's own Python work
