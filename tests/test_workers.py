@@ -114,6 +114,7 @@ def test_other(i):
 """
 
 
+@pytest.mark.slow  # two real xdist workers
 @pytest.mark.skipif(importlib.util.find_spec("xdist") is None, reason="pytest-xdist is not installed")
 def test_cpu_workers_measure_alone_no_other_test_beside_a_measurement(pytester: pytest.Pytester,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
