@@ -21,7 +21,7 @@ from ..report.document import session_block
 from ..report.text import header_line, summary_lines
 from .abort_watch import AbortWatch
 from .fixture import RooflineFixture
-from .lock import share_the_host, test_running
+from .lock import around_a_test, share_the_host
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
 from .session import RooflineSession, default_trace_root
 from .settings import OPTIONS, ConfigError, Settings, resolve_settings
@@ -264,7 +264,7 @@ class _OneTestAtATimeAroundMeasurements:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
-        with test_running():
+        with around_a_test():
             return (yield)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-__all__ = ["DeviceLockError", "device_lock", "lock_path", "holder_state", "share_the_host", "test_running"]
+__all__ = ["DeviceLockError", "device_lock", "lock_path", "holder_state", "share_the_host", "around_a_test"]
 
 # How long a holder may stay stopped (SIGSTOP, Ctrl-Z) before the wait gives up, and how often a long wait says so.
 STOPPED_FOR_S = 5.0
@@ -82,7 +82,7 @@ def activity_path() -> str:
 
 def share_the_host() -> None:
     """Make this xdist worker measure alone on the CPU: while it times a kernel no other worker's test runs, and
-    no test starts while a measurement waits or runs (:func:`test_running`, :func:`device_lock`)."""
+    no test starts while a measurement waits or runs (:func:`around_a_test`, :func:`device_lock`)."""
     global _ACTIVITY
     if _ACTIVITY is None and _fcntl() is not None:
         _ACTIVITY = open(activity_path(), "a+", encoding="utf-8")  # noqa: SIM115 - held for the process's life
@@ -97,7 +97,7 @@ def _fcntl() -> Any:
 
 
 @contextmanager
-def test_running() -> Iterator[None]:
+def around_a_test() -> Iterator[None]:
     """Around each test of a worker that shares the host: the activity lock held shared. It is taken only while
     no measurement holds or waits for the device lock (that lock is the turnstile), so measurements are not
     starved by a stream of tests."""
