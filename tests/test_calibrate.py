@@ -278,3 +278,16 @@ def test_a_fresh_reference_that_never_faults_leaves_its_kernels_on_calibrated_ce
                                      "measured now")
     assert any(note.startswith("no live ceiling from the stream-fresh reference: no run of") for note in spec.notes)
     assert "stream-fresh" not in spec.reference_rates
+
+
+def test_an_old_contended_cache_is_said_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake measurements: an old contended cache file and a new calibration that is contended too. The first call
+    says why it calibrates again; later calls of the process use its run-only figures without a word."""
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
+    calibration.store_cached(key, dict(FAKE_CPU_FIGURES, contention=0.6, date="2026-11-26T07:00:00Z"))
+    notices: list[str] = []
+    for _ in range(3):
+        calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.5), notices.append)
+    assert len(notices) == 2 and "not used, calibrating again" in notices[0] and "this run only" in notices[1]

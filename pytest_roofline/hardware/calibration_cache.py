@@ -111,16 +111,19 @@ def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Calla
     calibration cached earlier is kept instead, and the next quiet run calibrates again. A contended calibration
     cached by an older version is not read.
     """
-    cached = load_cached(key)
+    cached = stale = load_cached(key)
     if cached is not None and _contended(cached):
-        notice(f"the cached calibration of {cached.get('date', '?')} was measured while other processes used "
-               f"{cached['contention']:.0%} of the CPUs: not used, calibrating again")
         cached = None
+    else:
+        stale = None
     if refresh == "cached":
         if cached is not None:
             return cached, f"cached in {cache_file(key)}"
         if (mine := _RUN_ONLY.get(cache_file(key))) is not None:
             return mine
+    if stale is not None:
+        notice(f"the cached calibration of {stale.get('date', '?')} was measured while other processes used "
+               f"{stale['contention']:.0%} of the CPUs: not used, calibrating again")
     figures = measure()
     figures["date"] = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     busy = figures.get("contention")
