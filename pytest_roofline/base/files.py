@@ -42,31 +42,15 @@ def _umask() -> int:
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` as ``open()`` would create it (0666 less the umask), but so that a reader
     never sees half a file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return _written_beside(path, text, os.replace)
 
 
 def write_text_new(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` whole, only if no file of that name exists: FileExistsError otherwise, even when
     another process makes it at the same moment (the complete file is hard-linked to its name, which the system
     does only where the name is free)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
+
+    def link(tmp: str, target: Path) -> None:
         try:
             os.link(tmp, target)
         except FileExistsError:
@@ -74,6 +58,21 @@ def write_text_new(path: str | os.PathLike[str], text: str) -> Path:
         except OSError:  # a file system without hard links: reserve the name, then fill it
             os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
             os.replace(tmp, target)
+
+    return _written_beside(path, text, link)
+
+
+def _written_beside(path: str | os.PathLike[str], text: str, put: Callable[[str, Path], None]) -> Path:
+    """``text`` written whole to a temporary file beside ``path`` (0666 less the umask), then ``put`` in place; the
+    temporary file never stays behind."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        put(tmp, target)
     finally:
         Path(tmp).unlink(missing_ok=True)
     return target
