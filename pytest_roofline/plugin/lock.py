@@ -165,8 +165,7 @@ def _alone(fcntl: Any, say: Callable[[str], None]) -> None:
 
 def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:
     """Take the lock; while another process holds it, say who and since when, and give up on a stopped one."""
-    import fcntl
-
+    fcntl = _fcntl()
     if _try(handle, fcntl):
         return
     pid, since, what = _holder(path)
@@ -194,9 +193,9 @@ def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:
     say(f"got the device lock after {time.monotonic() - started:.1f} s")
 
 
-def _try(handle: IO[str], fcntl: object) -> bool:
+def _try(handle: IO[str], fcntl: Any) -> bool:
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[attr-defined]
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True
