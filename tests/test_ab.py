@@ -337,7 +337,9 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     document = json.loads((tmp_path / "ab.json").read_text())
     kernels = {k["label"]: k for k in document["kernels"]}
     assert kernels["total"]["verdict"] == "regression", out
-    assert kernels["matmul"]["verdict"] != "regression", out
+    # the matmul compiles to the same program on both sides: not timed at all
+    assert kernels["matmul"]["verdict"] == "same" and kernels["matmul"]["ratios"] == [], out
+    assert "programs pass (" in err and "kernels 1 same, 1 changed; 1 test to time" in err
     assert status == 1 and document["exit_status"] == 1 and document["rounds"] == rounds
     assert document["schedule"] == schedule
     assert len(kernels["total"]["ratios"]) == 6 and kernels["total"]["interval"][1] < 0.7
@@ -351,6 +353,46 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "Base against head (pytest-roofline ab)" in page and "[total]: op by op</h3>" in page
     # the head's working tree as ab found it, ignored files included (no __pycache__, no .pytest_cache)
     assert _worktrees(repo) == 1 and _git(repo, "status", "--porcelain", "--ignored") == ""
+
+
+@needs_git
+@pytest.mark.slow
+def test_no_program_changed_times_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pull request that changes no kernel's program (a comment in the kernel, a README): both sides compile,
+    nothing is timed, every kernel "same program", exit 0; the Markdown summary says so too."""
+    repo = _repo(tmp_path, SUITE)
+    monkeypatch.setenv("PYTHONPATH", str(repo / "src"))
+    changed = SUITE["src/demokern/__init__.py"].replace("return x.sum()", "return x.sum()  # the same sum")
+    _commit(repo, {"src/demokern/__init__.py": changed, "README.md": "words\n"}, "no program changed")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--summary-md", str(tmp_path / "s.md"), "--", "tests")
+    assert status == 0, out + err
+    assert "kernels 2 same; 0 tests to time" in err and "round 1/" not in err
+    rows = [line for line in out.splitlines() if line.startswith("tests/")]
+    assert len(rows) == 2 and all(r.endswith("same program: not timed") for r in rows)
+    assert "nothing timed: every kernel compiles to the same program on both sides" in out
+    summary = (tmp_path / "s.md").read_text()
+    assert summary.startswith("### pytest-roofline ab: no kernel regressed")
+    assert "2 kernels compiled to the same program on both sides: not timed." in summary
+    assert _worktrees(repo) == 1
+
+
+@needs_git
+@pytest.mark.slow
+def test_a_budget_that_runs_out_leaves_the_open_kernels_undecided(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """--budget 1s: one round runs (the first always does), then no other fits; the kernels it timed are undecided
+    with fewer than six rounds, never a pass; --strict fails them."""
+    repo = _repo(tmp_path, SUITE)
+    monkeypatch.setenv("PYTHONPATH", str(repo / "src"))
+    _commit(repo, {"README.md": "words\n"}, "no program changed")
+    status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--time-all", "--budget", "1s", "--strict", "--",
+                           "tests", "-k", "total")
+    assert "programs pass" not in err and "round 1/20" in err and "round 2/20" not in err
+    (row,) = [line for line in out.splitlines() if line.startswith("tests/")]
+    assert row.endswith("undecided (fewer than 6 rounds ran)"), out
+    assert "the budget of 1 s ran out after 1 rounds" in out and status == 1
 
 
 def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:
@@ -372,3 +414,4 @@ def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:
     command = shlex.split(run.split("pytest-roofline ", 1)[1].split(" -- ", 1)[0])
     args = _parser().parse_args(command)  # the options are real: argparse would stop on any other
     assert args.command == "ab" and args.json == "roofline-ab.json" and args.html == "roofline-ab.html"
+    assert args.summary_md == "roofline-ab.md" and args.budget == 900

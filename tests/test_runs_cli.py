@@ -357,3 +357,47 @@ def test_compare_shows_a_census_change_without_a_regression(tmp_path: Path, caps
     status, out, _ = _cli(capsys, "compare", str(base), str(same))
     assert status == 0, out
     assert "  test_k.py::test_a [kernel]: census: device ops per run 1 -> 2: +1 copy" in out.splitlines()
+
+
+def test_compare_writes_its_verdicts_as_markdown_worst_first(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """--summary-md FILE, and the same table appended to $GITHUB_STEP_SUMMARY (as GitHub Actions gives a step)."""
+    base = _write(tmp_path / "base.json", _report({"test_a": 0.6, "test_b": 0.4, "test_gone": 0.5}, 1))
+    worse = _write(tmp_path / "worse.json", _report({"test_a": 0.3, "test_b": 0.39, "test_new": 0.5}, 2))
+    step = tmp_path / "step.md"
+    step.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    status, out, _ = _cli(capsys, "compare", str(base), str(worse), "--summary-md", str(tmp_path / "s.md"))
+    assert status == 1 and out.splitlines()[-1] == f"wrote {tmp_path / 's.md'}"
+    text = (tmp_path / "s.md").read_text()
+    assert step.read_text() == "earlier step\n" + text + "\n"
+    lines = text.splitlines()
+    assert lines[0] == "### pytest-roofline compare: 1 kernel regressed"
+    rows = [line for line in lines if line.startswith("| test_k.py")]
+    assert rows[0].startswith("| test_k.py::test_a [kernel] | REGRESSION | 60.0% | 30.0% | -50.0% |")
+    assert rows[1].startswith("| test_k.py::test_b [kernel] | ok | 40.0% | 39.0% | -2.5% |")
+    assert any(line.startswith("- test_k.py::test_new [kernel]: no baseline") for line in lines)
+    assert "1 kernel of the baseline not in this run." in lines
+
+
+def test_an_unwritable_summary_stops_compare_before_it_reads_anything(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a-file").write_text("")
+    status, _, err = _cli(capsys, "compare", "missing.json", "missing.json", "--summary-md",
+                          str(tmp_path / "a-file" / "s.md"))
+    assert status == 2 and err == (f"pytest-roofline compare: error: --summary-md {tmp_path}/a-file/s.md: cannot "
+                                   f"write it: {tmp_path}/a-file is not a directory\n")
+
+
+def test_budget_takes_seconds_minutes_or_hours(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_roofline.base.values import duration
+    from pytest_roofline.cli.main import _parser
+
+    assert [duration(t) for t in ("300", "300s", "5m", "1.5h", " 2M ")] == [300, 300, 300, 5400, 120]
+    for bad in ("", "5x", "-1m", "0", "inf"):
+        with pytest.raises(ValueError, match="must be a duration"):
+            duration(bad)
+    assert _parser().parse_args(["ab", "--base", "x", "--budget", "5m", "--time-all"]).budget == 300
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["ab", "--base", "x", "--budget", "soon"])
+    assert "--budget: must be a duration such as 300s, 5m or 1h, got 'soon'" in capsys.readouterr().err

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from .kinds import choose
 
 __all__ = ["at", "threshold", "max_drop", "boolean", "count", "positive_int", "non_negative_int", "positive_number",
-           "one_of", "name", "non_empty", "whole_number", "ratio_above_one"]
+           "one_of", "name", "non_empty", "whole_number", "ratio_above_one", "duration"]
 
 T = TypeVar("T")
 
@@ -132,4 +132,21 @@ def ratio_above_one(raw: Any) -> float:
         raise ValueError(f"must be a ratio above 1, e.g. 1.5, got {raw!r}") from None
     if not value > 1 or value == float("inf"):
         raise ValueError(f"must be a ratio above 1, e.g. 1.5, got {raw!r}")
+    return value
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(raw: Any) -> float:
+    """Seconds from ``300``, ``300s``, ``5m`` or ``1.5h`` (more than 0)."""
+    text = str(raw).strip().lower()
+    scale = _UNITS.get(text[-1:], None) if text else None
+    number = text[:-1] if scale is not None else text
+    try:
+        value = float(number) * (scale or 1.0)
+    except ValueError:
+        raise ValueError(f"must be a duration such as 300s, 5m or 1h, got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"must be a duration above 0 such as 300s, 5m or 1h, got {raw!r}")
     return value

@@ -187,10 +187,12 @@ class _Test:
 
 def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[Server, Server]], max_rounds: int,
                    max_drop: float | None, log: Callable[[str], None],
-                   on_round: Callable[[int], None] | None = None) -> ServedOutcome:
+                   on_round: Callable[[int], None] | None = None,
+                   over_budget: Callable[[float, int], str] | None = None) -> ServedOutcome:
     """Each test both sides collected, in pairs of processes: each pair runs every test not yet settled for
     ``PAIR_ROUNDS`` rounds (ABBA) and is stopped; the next pair (``start_pair``) goes on, up to ``max_rounds``
-    rounds. ``first``: the first pair, started; every pair is stopped here."""
+    rounds. ``first``: the first pair, started; every pair is stopped here. ``over_budget(seconds of the last
+    pair, pairs run)``: why no more pair starts ("" where one may)."""
     base, head = first
     tests = {n: _Test(n) for n in head.items if n in set(base.items)}
     kernels: list[PairedKernel] = []
@@ -198,7 +200,15 @@ def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[
     last: dict[tuple[str, str], KernelRecord] = {}
     seconds = [0.0, 0.0]
     pending, count = list(tests), max_rounds // PAIR_ROUNDS
+    stopped = f"each test in pairs of processes ({PAIR_ROUNDS} rounds each) until its verdicts settled"
+    last_pair = 0.0
     for number in range(count):
+        if number and over_budget is not None and (why := over_budget(last_pair, number)):
+            stopped = why
+            for nodeid in pending:
+                _settle(tests[nodeid], list(tests).index(nodeid) + 1, len(tests), kernels, fallback, log)
+            break
+        pair_start = time.perf_counter()
         if number:
             base, head = start_pair()
         try:
@@ -211,6 +221,7 @@ def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[
             head.stop()
         last.update(head.last)
         seconds = [seconds[0] + base.seconds, seconds[1] + head.seconds]
+        last_pair = time.perf_counter() - pair_start
         done = [n for n in pending if tests[n].finished(max_drop) or number + 1 == count]
         pending = [n for n in pending if n not in done]
         log(f"pair of processes {number + 1}/{count}: {len(tests) - len(pending)} of {len(tests)} tests done")
@@ -219,8 +230,7 @@ def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[
         if not pending:
             break
     most = max((t.rounds for t in tests.values() if t.nodeid not in fallback and t.judged), default=0)
-    return ServedOutcome(kernels, most, fallback, f"each test in pairs of processes ({PAIR_ROUNDS} rounds each) "
-                         "until its verdicts settled", list(last.values()), (seconds[0], seconds[1]))
+    return ServedOutcome(kernels, most, fallback, stopped, list(last.values()), (seconds[0], seconds[1]))
 
 
 def _settle(test: _Test, number: int, total: int, kernels: list[PairedKernel], fallback: list[str],

@@ -32,10 +32,13 @@ from ..history.paired import (
     judge_kernel,
     schedule,
     settled,
+    settled_tests,
 )
+from ..history.programs import deselect_args
 from ..history.reports import ReportError, Run, load_run
 from ..report.ab_report import ab_document, ab_lines
 from ..report.html import html_report, plotly_missing
+from ..report.summary_md import ab_markdown
 from .ab_long_lived import (
     EXIT_NAMES,
     PAIR_ROUNDS,
@@ -46,7 +49,9 @@ from .ab_long_lived import (
     served_kernels,
     start_servers,
 )
+from .ab_programs import programs_line, programs_pass, untimed_kernels
 from .analyze import CliError
+from .report_commands import check_summary, publish_summary
 from .worktree import commit_of, is_dirty, remove_leftovers, toplevel, worktree
 
 __all__ = ["AbOptions", "run_ab", "ab_command", "CHILD"]
@@ -55,6 +60,8 @@ CHILD = Path(__file__).resolve().parent.parent / "plugin" / "ab_child.py"
 # Outputs a project may have configured (in the environment or its ini file) that a comparison must not write to;
 # the report is set again on the command line, last, to the comparison's own file.
 QUIET_OUTPUTS = ("history", "html", "baseline")
+NOTHING_MEASURED = ("the selected tests measured no kernel on either side (no roofline(...) call ran, or the "
+                    "pytest-roofline plugin is not active there)")
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,8 @@ class AbOptions:
     pytest_args: tuple[str, ...] = ()
     long_lived: bool = False  # one long-lived process per side, each test in its own rounds
     strict: bool = False  # exit 1 for an undecided kernel too
+    time_all: bool = False  # time every kernel, also those that compile to the same program on both sides
+    budget_s: float | None = None  # no round starts that would end past this many seconds from the start
 
 
 @dataclass(frozen=True)
@@ -84,11 +93,14 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def _command(side: _Side, root: Path, args: Sequence[str], report: Path) -> list[str]:
+    return [sys.executable, str(CHILD), str(root), side.base_root, *args, "-p", "no:cacheprovider",
+            *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}=")), f"--roofline-report={report}"]
+
+
 def _run_side(side: _Side, root: Path, args: Sequence[str], report: Path) -> tuple[Run, float]:
     """One pytest process; its report (an empty run where it measured nothing: the plugin then writes none)."""
-    command = [sys.executable, str(CHILD), str(root), side.base_root, *args, "-p", "no:cacheprovider",
-               *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}=")),
-               f"--roofline-report={report}"]
+    command = _command(side, root, args, report)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=side.cwd, env=_child_env(), capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
@@ -130,20 +142,43 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
     head_commit, dirty = commit_of(root, "HEAD"), is_dirty(root)
     remove_leftovers(root, log)
     with worktree(root, commit) as base_root:
-        tmp = str(base_root.parent / "work")
-        base, head = _sides(root, cwd, base_root, commit, dirty, head_commit)
-        found = None
-        if options.long_lived:
-            found = _served(options, root, (base, head), Path(tmp), log, on_round)
-        if found is None or found.fallback:
-            args = options.pytest_args if found is None else (*options.pytest_args, *found.deselect)
-            rounds = _rounds(dataclasses.replace(options, pytest_args=args), root, (base, head), Path(tmp), log,
-                             on_round)
-            found = rounds if found is None else _merged(found, rounds)
-    hardware = next((r.result.hardware.name for r in found.last_head.records), "")
+        tmp = Path(base_root.parent / "work")
+        sides = _sides(root, cwd, base_root, commit, dirty, head_commit)
+        untimed: list[PairedKernel] = []
+        device = ""
+        if not options.time_all:
+            diff, device, seconds = programs_pass(
+                [(s.name, s.label, s.cwd) for s in sides],
+                lambda name: _command(sides[name == "head"], root, options.pytest_args, tmp / f"programs-{name}.r"),
+                _child_env(), tmp)
+            if not diff.kernels and not diff.timed:
+                raise CliError(NOTHING_MEASURED)
+            log(programs_line(diff, seconds))
+            untimed = untimed_kernels(diff)
+            options = dataclasses.replace(options, pytest_args=(*options.pytest_args, *deselect_args(diff.untimed)))
+            if not diff.timed:
+                found = _Found([], 0, "every kernel compiles to the same program on both sides",
+                               (0.0, 0.0), Run("", "", None, False, None, {}, ()))
+        if options.time_all or diff.timed:
+            found = _timed(options, root, sides, tmp, log, on_round, start)
+    hardware = next((r.result.hardware.name for r in found.last_head.records), "") or device
     comparison = Comparison(options.base, commit, head_commit, dirty, found.rounds, options.rounds, found.stopped,
-                            tuple(found.kernels), time.perf_counter() - start, found.spent, hardware, found.schedule)
+                            (*found.kernels, *untimed), time.perf_counter() - start, found.spent, hardware,
+                            found.schedule)
     return comparison, found.last_head
+
+
+def _timed(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
+           on_round: Callable[[int], None] | None, start: float) -> _Found:
+    """The timed rounds of the tests left to time, in the schedule asked for."""
+    found = None
+    if options.long_lived:
+        found = _served(options, root, sides, tmp, log, on_round, start)
+    if found is None or found.fallback:
+        args = options.pytest_args if found is None else (*options.pytest_args, *found.deselect)
+        rounds = _rounds(dataclasses.replace(options, pytest_args=args), root, sides, tmp, log, on_round, start)
+        found = rounds if found is None else _merged(found, rounds)
+    return found
 
 
 @dataclass
@@ -169,7 +204,7 @@ def _merged(served: _Found, rounds: _Found) -> _Found:
 
 
 def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
-            on_round: Callable[[int], None] | None) -> _Found | None:
+            on_round: Callable[[int], None] | None, start: float) -> _Found | None:
     """The kernel-by-kernel comparison in pairs of long-lived processes; None where a side cannot serve (then the
     per-round processes run it, said in the log)."""
     extra = ["-p", "no:cacheprovider", *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}="))]
@@ -188,12 +223,12 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
     log(f"kernel by kernel in pairs of long-lived processes: {len(head.items)} tests collected at the head, "
         f"{len(base.items)} at the base")
     try:
-        outcome = served_kernels(first, start_pair, options.rounds, options.max_drop, log, on_round)
+        outcome = served_kernels(first, start_pair, options.rounds, options.max_drop, log, on_round,
+                                 lambda last, pairs: _over_budget(options.budget_s, start, last, pairs, "pairs"))
     except ServeUnavailable as exc:
         raise CliError(f"a long-lived pytest process stopped: {exc}") from None
     if not outcome.kernels and not outcome.fallback:
-        raise CliError("the selected tests measured no kernel on either side (no roofline(...) call ran, or "
-                       "the pytest-roofline plugin is not active there)")
+        raise CliError(NOTHING_MEASURED)
     last = Run("the head's long-lived process", "", None, False, None, {}, tuple(outcome.last_head))
     others = [n for n in dict.fromkeys([*head.items, *base.items]) if n not in outcome.fallback]
     return _Found(outcome.kernels, outcome.rounds, outcome.stopped, outcome.seconds, last, "kernels",
@@ -201,31 +236,41 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
 
 
 def _rounds(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
-            on_round: Callable[[int], None] | None) -> _Found:
-    """Every round in fresh processes, the whole selection each time, until every verdict settles."""
+            on_round: Callable[[int], None] | None, start: float) -> _Found:
+    """Rounds in fresh processes, each running the tests not yet settled, until every verdict settles, the rounds
+    run out or the next round would overrun the budget."""
     base, head = sides
     pairs: list[tuple[RoundReport, RoundReport]] = []
     spent = {"base": 0.0, "head": 0.0}
     kernels: list[PairedKernel] = []
     last_head: Run | None = None
     stopped = f"{options.rounds} rounds run"
+    done: list[str] = []  # tests whose kernels are all settled: left out of the later rounds
+    last_round = 0.0
     for index, order in enumerate(schedule(options.rounds)):
+        if index and (why := _over_budget(options.budget_s, start, last_round, index)):
+            stopped = why
+            break
         if on_round is not None:
             on_round(index)
         runs: dict[str, Run] = {}
+        round_start = time.perf_counter()
         for name in order:
             side = base if name == "base" else head
-            runs[name], seconds = _run_side(side, root, options.pytest_args, tmp / f"{index}-{name}.json")
+            args = (*options.pytest_args, *deselect_args(done))
+            runs[name], seconds = _run_side(side, root, args, tmp / f"{index}-{name}.json")
             spent[name] += seconds
+        last_round = time.perf_counter() - round_start
         last_head = runs["head"]
         pairs.append((RoundReport.of(runs["base"].records, runs["base"].unmeasured),
                       RoundReport.of(runs["head"].records, runs["head"].unmeasured)))
         kernels = [judge_kernel(k, options.max_drop) for k in collect(pairs)]
         if index == 0 and not kernels:
-            raise CliError("the selected tests measured no kernel on either side (no roofline(...) call ran, or "
-                           "the pytest-roofline plugin is not active there)")
-        log(f"round {index + 1}/{options.rounds} ({' then '.join(order)}): "
-            f"{sum(k.verdict == 'regression' for k in kernels)} regressed so far")
+            raise CliError(NOTHING_MEASURED)
+        done = settled_tests(kernels)
+        log(f"round {index + 1}/{options.rounds} ({' then '.join(order)}, {last_round:.0f} s): "
+            f"{sum(k.verdict == 'regression' for k in kernels)} regressed so far, "
+            f"{sum(not k.settled for k in kernels)} kernel(s) still open")
         if index + 1 >= MIN_ROUNDS and settled(kernels):
             stopped = f"every verdict settled after {index + 1} rounds"
             break
@@ -233,13 +278,27 @@ def _rounds(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
     return _Found(kernels, len(pairs), stopped, (spent["base"], spent["head"]), last_head)
 
 
-def ab_command(options: AbOptions, json_path: str | None, html_path: str | None) -> tuple[str, int]:
-    """Run the comparison, write ``--json`` and ``--html``; the table and the exit status."""
+def _over_budget(budget_s: float | None, start: float, last: float, done: int, unit: str = "rounds") -> str:
+    """Why no round (or pair of processes) starts now ("" where one may): the next, as long as the last, would
+    end past the budget."""
+    if budget_s is None:
+        return ""
+    elapsed = time.perf_counter() - start
+    if elapsed + last <= budget_s:
+        return ""
+    return (f"the budget of {budget_s:.0f} s ran out after {done} {unit} ({elapsed:.0f} s spent, the last took "
+            f"{last:.0f} s)")
+
+
+def ab_command(options: AbOptions, json_path: str | None, html_path: str | None,
+               summary_md: str | None = None) -> tuple[str, int]:
+    """Run the comparison, write ``--json``, ``--html`` and ``--summary-md``; the table and the exit status."""
     if html_path is not None and (missing := plotly_missing()) is not None:
         raise CliError(f"--html {html_path}: {missing}")
     for option, path in (("--json", json_path), ("--html", html_path)):
         if path is not None and (why := check_writable(path)) is not None:
             raise CliError(f"{option} {path}: cannot write it: {why}")
+    check_summary(summary_md)
     comparison, head = run_ab(options, Path.cwd(), lambda line: print(line, file=sys.stderr, flush=True))
     lines, failed = [*ab_lines(comparison)], False
     for option, path in (("--json", json_path), ("--html", html_path)):
@@ -255,5 +314,8 @@ def ab_command(options: AbOptions, json_path: str | None, html_path: str | None)
         except OSError as exc:  # the table stands; a regression's exit status is kept
             lines.append(f"pytest-roofline ab: error: {option} {path}: cannot write it: {exc.strerror or exc}")
             failed = True
+    published = publish_summary(ab_markdown(comparison), summary_md)
+    failed = failed or any("error:" in line for line in published)
+    lines += published
     status = comparison.exit_status or (1 if options.strict and comparison.undecided else 0)
     return "\n".join(lines), status or (2 if failed else 0)

@@ -23,6 +23,9 @@ STRICT = ("also exit 1 for a kernel that could not be judged: a gate too noisy t
           "that the noise hides (undecided)")
 
 
+SUMMARY_NOTE = "for a CI job's summary; also appended to $GITHUB_STEP_SUMMARY when that is set"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-roofline", description="Roofline tools that work on files.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -43,25 +46,13 @@ def _parser() -> argparse.ArgumentParser:
                                description="Print a report's run (time, commit, pytest exit status, whether "
                                            "complete) and its roofline summary, worst first.")
     show.add_argument("report", help="a JSON report written by --roofline-report or --roofline-history")
-    compare = commands.add_parser(
-        "compare", help="compare a report with a baseline; exit 1 on a regression",
-        description="Compare each kernel of CURRENT with BASELINE (a report, or a history directory whose recent "
-                    "complete runs form the baseline) through the noise-aware gate of --roofline-baseline. "
-                    "Exit status 1 when a kernel regressed, 0 otherwise, 2 for a missing or foreign file.")
-    compare.add_argument("baseline", help="a report or a history directory")
-    compare.add_argument("current", help="a report")
-    compare.add_argument("--max-drop", type=_fraction, metavar="FRACTION",
-                         help="the gate's floor (default 0.05 against a history, 0.10 against one report)")
-    compare.add_argument("--max-compile", type=_ratio, metavar="RATIO",
-                         help="also a regression: a kernel's compile time above RATIO x the baseline's median "
-                              "(off unless given)")
+    _add_compare(commands)
     hist = commands.add_parser(
         "history", help="per-kernel series of a history directory, change points, regressions; exit 1 on one",
         description="Read every report of a --roofline-history directory; per kernel (and hardware, ceilings, "
                     "model, jax version) show the series, its change points (E-divisive with a t-test) and its "
                     "minimum detectable drop, and judge the latest run against the runs before it. Incomplete "
                     "runs are listed and left out. Exit status 1 when a series' latest run is a regression.")
-    compare.add_argument("--strict", action="store_true", help=STRICT)
     hist.add_argument("directory", help="the --roofline-history directory")
     hist.add_argument("--last", type=_positive, default=30, metavar="N", help="values shown per sparkline (default 30)")
     hist.add_argument("--max-compile", type=_ratio, metavar="RATIO",
@@ -85,17 +76,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_compare(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    compare = commands.add_parser(
+        "compare", help="compare a report with a baseline; exit 1 on a regression",
+        description="Compare each kernel of CURRENT with BASELINE (a report, or a history directory whose recent "
+                    "complete runs form the baseline) through the noise-aware gate of --roofline-baseline. "
+                    "Exit status 1 when a kernel regressed, 0 otherwise, 2 for a missing or foreign file.")
+    compare.add_argument("baseline", help="a report or a history directory")
+    compare.add_argument("current", help="a report")
+    compare.add_argument("--max-drop", type=_fraction, metavar="FRACTION",
+                         help="the gate's floor (default 0.05 against a history, 0.10 against one report)")
+    compare.add_argument("--max-compile", type=_ratio, metavar="RATIO",
+                         help="also a regression: a kernel's compile time above RATIO x the baseline's median "
+                              "(off unless given)")
+    compare.add_argument("--strict", action="store_true", help=STRICT)
+    compare.add_argument("--summary-md", metavar="FILE",
+                         help=f"also write the verdicts as a Markdown table ({SUMMARY_NOTE})")
+
+
 def _add_ab(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ab = commands.add_parser(
         "ab", help="compare two revisions on this machine: alternating pytest processes, a paired verdict per kernel",
-        usage="pytest-roofline ab --base REV [--rounds N] [--max-drop F] [--long-lived] [--json FILE] "
-              "[--html FILE] [-- PYTEST_ARGS]",
+        usage="pytest-roofline ab --base REV [--rounds N] [--max-drop F] [--budget TIME] [--time-all] "
+              "[--long-lived] [--json FILE] [--html FILE] [--summary-md FILE] [-- PYTEST_ARGS]",
         description="Check REV out into a temporary git worktree and run the selected tests (PYTEST_ARGS, after --) "
-                    "from it and from the working tree in alternating fresh pytest processes (base-head, head-base, "
-                    "...), each side importing its own code. Per kernel: head/base utilization per round, the median "
-                    "and its 95% interval; a regression when the interval lies below 1 - max_drop, an improvement "
-                    "above 1 + max_drop. Rounds stop early once every verdict is settled. Exit status 1 on a "
-                    "regression, 0 otherwise, 2 for a usage error.")
+                    "from it and from the working tree. First both sides compile every kernel (nothing timed): a "
+                    "kernel whose compiled program is the same on both sides is not timed. The others are timed in "
+                    "alternating fresh pytest processes (base-head, head-base, ...), each side importing its own "
+                    "code. Per kernel: head/base utilization per round, the median and its 95% interval; a "
+                    "regression when the interval lies below 1 - max_drop. A test leaves the rounds once its "
+                    "kernels' intervals lie wholly on one side of that gate. Exit status 1 on a regression, 0 "
+                    "otherwise, 2 for a usage error.")
     ab.add_argument("--base", required=True, metavar="REV", help="the revision to compare with (e.g. origin/main)")
     ab.add_argument("--rounds", type=_positive, default=DEFAULT_ROUNDS, metavar="N",
                     help=f"the most rounds (two processes each) to run (default {DEFAULT_ROUNDS}, at least {MIN_ROUNDS}; "
@@ -107,7 +118,14 @@ def _add_ab(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     help="pairs of long-lived pytest processes, one per side, each running every test not yet "
                          "settled for two rounds (base-head, head-base) before the next pair starts; each pair's "
                          "mean ratio is one unit of the interval, since two processes keep offsets of their own")
+    ab.add_argument("--budget", type=_duration, metavar="TIME",
+                    help="bound the whole comparison (e.g. 300s, 5m): no round starts that would end past it; "
+                         "kernels still open then are undecided")
+    ab.add_argument("--time-all", action="store_true",
+                    help="time every kernel, also those whose compiled program is the same on both sides")
     ab.add_argument("--strict", action="store_true", help=STRICT)
+    ab.add_argument("--summary-md", metavar="FILE",
+                    help=f"also write the verdicts as a Markdown table ({SUMMARY_NOTE})")
     ab.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
     ab.add_argument("--html", metavar="FILE", help="also write the HTML report with the comparison first")
 
@@ -127,6 +145,7 @@ def _argument(check: Callable[[Any], T]) -> Callable[[str], T]:
 _positive = _argument(values.whole_number)
 _fraction = _argument(values.max_drop)
 _ratio = _argument(values.ratio_above_one)
+_duration = _argument(values.duration)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out, status = report_commands.show(args.report)
         elif args.command == "compare":
             out, status = report_commands.compare(args.baseline, args.current, args.max_drop, args.max_compile,
-                                                  args.strict)
+                                                  args.strict, args.summary_md)
         elif args.command == "history":
             out, status = report_commands.history(args.directory, args.last, args.max_compile, args.strict)
         elif args.command == "ab":
@@ -183,8 +202,9 @@ def _ab(args: argparse.Namespace, passed: list[str]) -> tuple[str, int]:
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        return ab_command(AbOptions(args.base, args.rounds, args.max_drop, tuple(passed),
-                                     args.long_lived, args.strict), args.json, args.html)
+        options = AbOptions(args.base, args.rounds, args.max_drop, tuple(passed), long_lived=args.long_lived,
+                            strict=args.strict, time_all=args.time_all, budget_s=args.budget)
+        return ab_command(options, args.json, args.html, args.summary_md)
     except KeyboardInterrupt:
         print("pytest-roofline ab: interrupted; its temporary worktree was removed", file=sys.stderr)
         return "", 2

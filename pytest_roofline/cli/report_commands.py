@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..analysis.verdict.regressions import judge_series
+from ..base.files import check_writable, write_text_atomic
 from ..hardware.nvml import clock_drop
 from ..history.baseline import Baseline, Series, build_series
 from ..history.compile_time import CompileCheck, compile_check
@@ -21,9 +23,39 @@ from ..report.history_text import (
     history_state,
     show_lines,
 )
+from ..report.summary_md import compare_markdown
 from .analyze import CliError
 
-__all__ = ["show", "compare", "history", "export"]
+__all__ = ["show", "compare", "history", "export", "check_summary", "publish_summary"]
+
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"  # GitHub Actions' file a step appends Markdown to, shown on the run's page
+
+
+def check_summary(path: str | None) -> None:
+    """A --summary-md FILE that cannot be written stops the command before it runs."""
+    if path is not None and (why := check_writable(path)) is not None:
+        raise CliError(f"--summary-md {path}: cannot write it: {why}")
+
+
+def publish_summary(markdown: str, path: str | None) -> list[str]:
+    """Write the Markdown to ``path`` and append it to ``$GITHUB_STEP_SUMMARY`` where that is set; the lines to
+    print (what was written, or why not: the verdict's exit status stands either way)."""
+    lines = []
+    if path is not None:
+        try:
+            write_text_atomic(path, markdown)
+            lines.append(f"wrote {path}")
+        except OSError as exc:
+            lines.append(f"pytest-roofline: error: --summary-md {path}: cannot write it: {exc.strerror or exc}")
+    step = os.environ.get(STEP_SUMMARY)
+    if step:
+        try:
+            with open(step, "a", encoding="utf-8") as summary:
+                summary.write(markdown + "\n")
+        except OSError as exc:
+            lines.append(f"pytest-roofline: error: ${STEP_SUMMARY} {step}: cannot append to it: "
+                         f"{exc.strerror or exc}")
+    return lines
 
 T = TypeVar("T")
 
@@ -46,9 +78,10 @@ def show(path: str) -> tuple[str, int]:
 
 
 def compare(baseline_path: str, current_path: str, max_drop: float | None,
-            max_compile: float | None = None, strict: bool = False) -> tuple[str, int]:
+            max_compile: float | None = None, strict: bool = False, summary_md: str | None = None) -> tuple[str, int]:
     """Exit status 1 when a kernel regressed (utilization, or compile time with ``max_compile``), or with
-    ``strict`` could not be judged (too noisy, undecided), else 0."""
+    ``strict`` could not be judged (too noisy, undecided), else 0. ``summary_md``: also the verdicts as Markdown."""
+    check_summary(summary_md)
     baseline = _read(lambda: Baseline.load(baseline_path, warn))
     current = _read(lambda: load_run(current_path))
     checks = []
@@ -70,6 +103,7 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None,
     ops = {r.key: compare_op_lines(r.key, baseline.records[r.key].result, r.result, judged[r.key].regressed)
            for r in current.records if r.key in baseline.records}
     lines = compare_lines(baseline_path, current, checks, gone, compiles, drops, ops)
+    lines += publish_summary(compare_markdown(baseline_path, current_path, checks, len(gone)), summary_md)
     return "\n".join(lines), 1 if regressed else 0
 
 

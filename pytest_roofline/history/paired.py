@@ -22,10 +22,12 @@ from ..records.kernel_record import KernelRecord, Unmeasured
 from ..records.recorded_result import ops_note
 
 __all__ = ["Side", "schedule", "PairedVerdict", "Observation", "KernelRounds", "PairedKernel", "collect",
-           "judge_kernel", "judge_pairs", "settled", "MIN_ROUNDS", "DEFAULT_ROUNDS", "DEFAULT_MAX_DROP", "CONFIDENCE"]
+           "judge_kernel", "judge_pairs", "settled", "settled_tests", "same_program", "one_side", "MIN_ROUNDS", "DEFAULT_ROUNDS",
+           "DEFAULT_MAX_DROP", "CONFIDENCE"]
 
 Side = Literal["base", "head"]
-PairedVerdict = Literal["regression", "improvement", "unchanged", "added", "removed", "error"]
+# "same": the same compiled program on both sides (history/programs.py), not timed
+PairedVerdict = Literal["regression", "improvement", "unchanged", "added", "removed", "error", "same"]
 
 CONFIDENCE = 0.95
 # The interval is [r_(k), r_(n+1-k)] of the sorted ratios with P(Binomial(n, 1/2) < k) <= 2.5%: with fewer than
@@ -126,7 +128,7 @@ class PairedKernel:
     median: float | None = None
     low: float | None = None
     high: float | None = None
-    settled: bool = False  # the interval lies wholly below, above or within the band 1 -/+ max_drop
+    settled: bool = False  # the interval lies wholly on one side of the gate 1 - max_drop: more rounds cannot move it
     base_utilization: float | None = None  # medians over the rounds
     head_utilization: float | None = None
     flops_ratio: float | None = None  # head / base counted FLOPs: the work changed when it is not 1
@@ -138,9 +140,9 @@ class PairedKernel:
 
     @property
     def undecided(self) -> bool:
-        """Measured on both sides for a verdict's worth of rounds, and the interval still reaches past the gate:
-        neither a regression nor unchanged."""
-        return self.verdict == "unchanged" and not self.settled and self.low is not None
+        """Measured on both sides and not settled when the rounds ended (the interval still reaches past the gate,
+        or too few rounds ran for one): neither a regression nor unchanged."""
+        return self.verdict == "unchanged" and not self.settled
 
     @property
     def kernel(self) -> str:
@@ -213,8 +215,19 @@ def judge_kernel(kernel: KernelRounds, max_drop: float | None = None,
     low, high = median_interval(ratios, CONFIDENCE)
     verdict: PairedVerdict = ("regression" if high < 1 - drop else "improvement" if low > 1 + drop
                               else "unchanged")
-    return replace(blank, verdict=verdict, low=low, high=high,
-                   settled=verdict != "unchanged" or (low >= 1 - drop and high <= 1 + drop))
+    # Settled once the interval lies wholly on one side of the gate: below it a regression, above it none (an
+    # improvement where it also clears 1 + max_drop).
+    return replace(blank, verdict=verdict, low=low, high=high, settled=verdict != "unchanged" or low >= 1 - drop)
+
+
+def same_program(nodeid: str, label: str) -> PairedKernel:
+    """A kernel compiled to the same program on both sides: not timed."""
+    return PairedKernel(nodeid, label, "same", (), 0.0, "", settled=True)
+
+
+def one_side(nodeid: str, label: str, verdict: Literal["added", "removed"]) -> PairedKernel:
+    """A kernel the programs pass found on one side only."""
+    return PairedKernel(nodeid, label, verdict, (), 0.0, "", settled=True)
 
 
 def judge_pairs(pairs: Sequence[Sequence[tuple[RoundReport, RoundReport]]],
@@ -241,8 +254,18 @@ def _geometric_mean(values: Sequence[float]) -> float:
 
 def settled(kernels: Sequence[PairedKernel]) -> bool:
     """Whether more rounds can change no verdict: every kernel measured on both sides is settled (a kernel on
-    one side only, or one that fails to measure, stays what it is)."""
+    one side only, one that fails to measure, or one with the same program on both sides stays what it is)."""
     return all(k.settled for k in kernels if k.verdict in ("regression", "improvement", "unchanged"))
+
+
+def settled_tests(kernels: Sequence[PairedKernel]) -> list[str]:
+    """The tests whose every kernel is settled (or on one side only, or failing to measure): more rounds of them
+    can change no verdict."""
+    tests: dict[str, bool] = {}
+    for k in kernels:
+        done = k.settled or k.verdict not in ("regression", "improvement", "unchanged")
+        tests[k.nodeid] = tests.get(k.nodeid, True) and done
+    return [nodeid for nodeid, done in tests.items() if done]
 
 
 @dataclass(frozen=True)

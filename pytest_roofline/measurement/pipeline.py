@@ -55,6 +55,7 @@ from .compiled import (
     time_compiled,
     without_command_buffers,
 )
+from .fingerprint import program_fingerprint
 from .machine.clock_readings import ClockWatch
 from .machine.device import resolve_hardware
 from .machine.eviction import Evictor, cache_size
@@ -173,7 +174,7 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     no_work = does_no_work(module)
     return Result(
         name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
-        roofline=charged_roof, timing=timed.timing, program=_program_info(program), ops_model=ops_model,
+        roofline=charged_roof, timing=timed.timing, program=_program_info(program, options), ops_model=ops_model,
         notes=tuple(result_notes(model, ops_model, program, timed, spec, plan.why, memory, counts_from=options.counts_from,
                                    constants=constant_bytes(module))),
         hints=() if no_work else tuple(result_hints(ops_model.rows, module, program, model, timed, idle,
@@ -191,10 +192,10 @@ def _hardware(program: CompiledProgram, choice: HardwareChoice) -> tuple[Hardwar
                                 refresh_mode(choice.recalibrate))
 
 
-def _program_info(program: CompiledProgram) -> ProgramInfo:
+def _program_info(program: CompiledProgram, options: MeasureOptions) -> ProgramInfo:
     return ProgramInfo(program.module_name, program.device_kind, program.compile_time_s,
                        {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")},
-                       program.compile_cached, program.static)
+                       program.compile_cached, program.static, program_fingerprint(program, options))
 
 
 def _run(program: CompiledProgram, settings: TimingSettings, module: HloModule, beside: Beside | None,

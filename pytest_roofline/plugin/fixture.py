@@ -19,7 +19,7 @@ from ..base.labels import kernel_name
 from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import interval_noise
-from ..measurement.options import MEASURE_OPTIONS, check_settings
+from ..measurement.options import MEASURE_OPTIONS, MeasureOptions, check_settings
 from ..records.kernel_record import Artifacts, KernelRecord, Unmeasured, series_key
 from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck, NoBaseline
@@ -29,7 +29,7 @@ from .marker import BoundSetting, MarkerSpec, parse_bound_setting, pick_bound
 from .session import RooflineSession
 from .settings import ConfigError, Threshold, ThresholdSetting, parse_model, parse_threshold_setting, pick_threshold
 
-__all__ = ["RooflineFixture", "FIXTURE_SETTINGS"]
+__all__ = ["RooflineFixture", "FIXTURE_SETTINGS", "NotMeasured"]
 
 # The keywords roofline(...) takes for itself; any other goes to the kernel.
 LimitT = TypeVar("LimitT")
@@ -37,12 +37,30 @@ LimitT = TypeVar("LimitT")
 FIXTURE_SETTINGS = ("min", "bound", "model", "max_memory", "max_ops", "max_exposed", *MEASURE_OPTIONS)
 
 
+class NotMeasured:
+    """What ``roofline(...)`` returns in ab's programs pass, where nothing is measured: reading anything of it
+    stops the test (the pass then times that test's kernels in its rounds instead of trusting what it saw)."""
+
+    def __init__(self, label: str, stop: Callable[[], NoReturn]) -> None:
+        self._label = label
+        self._stop = stop
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name.startswith("__"):  # a protocol probe (numpy's __array__, copy's hooks), not a read of the result
+            raise AttributeError(name)
+        self._stop()
+
+    def __repr__(self) -> str:
+        return f"<{self._label}: not measured (programs pass)>"
+
+
 class RooflineFixture:
     """``roofline(fn, *args, **kwargs)`` measures and asserts; ``roofline.measure(...)`` only records."""
 
     def __init__(self, session: RooflineSession, nodeid: str, marker: MarkerSpec | None,
                  fail: Callable[[str], NoReturn], warn: Callable[[str], None],
-                 add_property: Callable[[str, Any], None], *, traceback_style: str = "auto") -> None:
+                 add_property: Callable[[str, Any], None], *, traceback_style: str = "auto",
+                 skip: Callable[[str], NoReturn] | None = None) -> None:
         self._session = session
         self._traceback_style = traceback_style  # pytest's --tb: how much of a kernel's own error to show
         self._nodeid = nodeid
@@ -50,6 +68,7 @@ class RooflineFixture:
         self._fail = fail
         self._warn = warn
         self._add_property = add_property
+        self._skip = skip or fail  # how a test stops that reads a result the programs pass did not measure
         self._labels: dict[str, int] = {}
         self._bound_from = ""  # where the current call's bound came from, when the call gave one
         self._watch = Stopwatch()  # where the current call's wall time goes
@@ -59,6 +78,8 @@ class RooflineFixture:
         """Measure and record, never fail (a kernel that cannot be measured still fails the test); a kernel over
         ``max_memory`` is recorded with the check and warned about. Keywords as for ``roofline(...)``, but for
         ``min``, ``bound`` and ``model``, which only a call that judges takes."""
+        if self._session.programs is not None:
+            return self._program_only(fn, args, keywords, "roofline.measure(...)")
         with Stopwatch() as self._watch:
             return self._measure_only(fn, args, keywords)
 
@@ -91,8 +112,34 @@ class RooflineFixture:
         """Measure, record, and fail the test when the kernel is below its threshold, of the wrong bound, or
         needs more memory than ``max_memory``. ``roofline(fn, *args, min=..., **kernel_kwargs)``, or
         ``roofline(fn, args=(...), kwargs={...}, min=...)`` where a kernel parameter shares a setting's name."""
+        if self._session.programs is not None:
+            return self._program_only(fn, args, keywords, "roofline(...)")
         with Stopwatch() as self._watch:
             return self._judge(fn, args, keywords)
+
+    def _program_only(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any],
+                      where: str) -> Result:
+        """The programs pass of ``pytest-roofline ab``: compile the kernel, log its fingerprint, time nothing. The
+        value returned stops the test (a skip) where the test reads it: nothing was measured."""
+        log = self._session.programs
+        assert log is not None
+        call, kwargs = self._split(fn, args, keywords, where)
+        label = self._label(fn, kwargs.pop("name", None))
+        for setting in ("min", "bound", "model", "max_memory", "max_ops", "max_exposed"):
+            kwargs.pop(setting, None)
+        found = ""
+        try:
+            found = self._session.fingerprint(call, self._options(label, kwargs))
+        except Exception as exc:  # noqa: BLE001 - the timed rounds measure it and show its error
+            log.stop(self._nodeid, f"{label} did not compile: {exception_text(exc)}")
+        log.add(self._nodeid, label, found)
+
+        def stop() -> NoReturn:
+            why = f"it reads the result of {label}, which the programs pass does not measure"
+            log.stop(self._nodeid, why)
+            self._skip(f"roofline: programs pass: {why}")
+
+        return cast(Result, NotMeasured(label, stop))
 
     def _judge(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any]) -> Result:
         call, kwargs = self._split(fn, args, keywords, "roofline(...)")
@@ -231,10 +278,7 @@ class RooflineFixture:
 
     def _measure(self, label: str, call: KernelCall, kwargs: dict[str, Any]) -> Result:
         try:
-            checked = check_settings(kwargs, lambda key, value: f"{key}=")
-            options = self._session.options({**(self._marker.measure_kwargs if self._marker else {}), **checked,
-                                             "name": label})
-            return self._session.measure(call, options, f"{self._nodeid}::{label}")
+            return self._session.measure(call, self._options(label, kwargs), f"{self._nodeid}::{label}")
         except (MeasureError, ValueError) as exc:  # ValueError: a bad keyword value or an unknown device
             why, origin = str(exc), origin_frames(exc.__cause__, self._traceback_style)
         except Exception as exc:  # noqa: BLE001 - never a raw traceback, never a kernel missing from the report
@@ -243,6 +287,12 @@ class RooflineFixture:
         self._session.unmeasured.append(Unmeasured(self._nodeid, label, why))
         message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {why}"
         self._fail(f"{message}\n{origin}" if origin else message)  # outside the except: no chained traceback
+
+    def _options(self, label: str, kwargs: dict[str, Any]) -> MeasureOptions:
+        """The measurement's options: the session's, the marker's, the call's (a bad value is a ValueError)."""
+        checked = check_settings(kwargs, lambda key, value: f"{key}=")
+        return self._session.options({**(self._marker.measure_kwargs if self._marker else {}), **checked,
+                                      "name": label})
 
     def _check(self, label: str, recorded: RecordedResult, model: Model) -> BaselineCheck | NoBaseline | None:
         """The result against the --roofline-baseline, or why there is none; None without a baseline."""

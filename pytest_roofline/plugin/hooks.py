@@ -17,13 +17,14 @@ from typing import Any, NoReturn
 import pytest
 
 from ..base.dependencies import too_old
+from ..history.programs import PROGRAMS_PASS_VARIABLE
 from ..report.document import session_block
 from ..report.text import header_line, summary_lines
 from .abort_watch import AbortWatch
 from .fixture import RooflineFixture
 from .lock import around_a_test, share_the_host
 from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
-from .session import RooflineSession, default_trace_root
+from .session import ProgramLog, ProgramsPassWriter, RooflineSession, default_trace_root
 from .settings import OPTIONS, ConfigError, Settings, resolve_settings
 from .workers import cpu_workers, cpu_workers_line, pin_worker
 
@@ -76,6 +77,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_RunCounter(config), "roofline-run-counter")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
+    if path := os.environ.get(PROGRAMS_PASS_VARIABLE):
+        session.programs = ProgramLog()
+        config.pluginmanager.register(ProgramsPassWriter(path, session.programs, _uses_roofline),
+                                      "roofline-programs-pass")
     if os.environ.get("PYTEST_XDIST_WORKER") and _cpu_workers(config) == "alone":
         share_the_host()
         config.pluginmanager.register(_OneTestAtATimeAroundMeasurements(), "roofline-alone")
@@ -164,6 +169,8 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
         return []
     if config.option.collectonly:
         return ["roofline: hardware not detected under --collect-only (detection may calibrate a CPU)"]
+    if config.stash[SESSION_KEY].programs is not None:
+        return ["roofline: programs pass: each kernel compiled and fingerprinted, nothing timed"]
     try:
         return [header_line(*config.stash[SESSION_KEY].hardware())]
     except Exception as exc:  # noqa: BLE001 - the header must not hide the error the tests will show
@@ -186,8 +193,11 @@ def roofline(request: pytest.FixtureRequest) -> RooflineFixture:
     def fail(message: str) -> NoReturn:
         pytest.fail(message, pytrace=False)
 
+    def skip(message: str) -> NoReturn:
+        pytest.skip(message)
+
     return RooflineFixture(session, item.nodeid, item.stash.get(MARKER_KEY, None), fail, warn, add_property,
-                           traceback_style=str(request.config.getoption("tbstyle", "auto")))
+                           traceback_style=str(request.config.getoption("tbstyle", "auto")), skip=skip)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -13,8 +13,10 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from ..base.calls import KernelCall
+from ..base.files import write_text_atomic
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline
+from ..history.programs import ProgramsOfTest, ProgramsPass
 from ..history.reports import ReportError
 from ..measurement.options import MeasureOptions
 from ..records.kernel_record import KernelRecord, Unmeasured
@@ -25,7 +27,7 @@ from .lock import device_lock
 from .outputs import write_outputs
 from .settings import ConfigError, Settings, Threshold
 
-__all__ = ["RooflineSession", "Measure", "default_trace_root", "ONCE_TIMING"]
+__all__ = ["RooflineSession", "Measure", "ProgramLog", "ProgramsPassWriter", "default_trace_root", "ONCE_TIMING"]
 
 # The timing of a measurement made once (a round of `pytest-roofline ab`), where the test sets none: one warm-up run
 # and a shorter least sampling time and budget; the rounds, each pairing the two sides seconds apart, are the sample.
@@ -65,6 +67,57 @@ def _jax_save(result: Result, root: str, nodeid: str, label: str) -> dict[str, s
     return save_artifacts(result, root, nodeid, label)
 
 
+def _jax_fingerprint(call: KernelCall, options: MeasureOptions) -> str:
+    from ..measurement.fingerprint import compile_fingerprint
+
+    return compile_fingerprint(call, options)
+
+
+class ProgramLog:
+    """The programs pass of ``pytest-roofline ab`` in this process: each test's kernels' fingerprints by label,
+    and why a test stopped before its end, where one did."""
+
+    def __init__(self) -> None:
+        self.kernels: dict[str, dict[str, str]] = {}
+        self.stopped: dict[str, str] = {}
+
+    def add(self, nodeid: str, label: str, fingerprint: str) -> None:
+        self.kernels.setdefault(nodeid, {})[label] = fingerprint
+
+    def stop(self, nodeid: str, why: str) -> None:
+        self.stopped.setdefault(nodeid, why)
+
+
+class ProgramsPassWriter:
+    """The pytest plugin of a programs pass: the tests that use roofline (``uses``), which of them failed, and at
+    the end the JSON file of every such test's kernels' fingerprints (:class:`~..history.programs.ProgramsPass`)."""
+
+    def __init__(self, path: str, log: ProgramLog, uses: Callable[[Any], bool]) -> None:
+        self._path = path
+        self._log = log
+        self._uses = uses
+        self._tests: list[str] = []
+        self._failed: dict[str, str] = {}
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        self._tests = [item.nodeid for item in session.items if self._uses(item)]
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed:
+            self._failed.setdefault(report.nodeid, f"it failed in its {report.when}")
+
+    def pytest_sessionfinish(self, session: Any) -> None:
+        tests = {}
+        for nodeid in self._tests:
+            stopped = self._log.stopped.get(nodeid) or self._failed.get(nodeid, "")
+            tests[nodeid] = ProgramsOfTest(nodeid, self._log.kernels.get(nodeid, {}), not stopped, stopped)
+        jax = sys.modules.get("jax")  # imported where a kernel was compiled
+        device = str(jax.devices()[0].device_kind) if jax is not None and self._log.kernels else ""
+        worker = os.environ.get("PYTEST_XDIST_WORKER")  # each xdist worker its own file, merged by ab
+        path = f"{self._path}.{worker}" if worker else self._path
+        write_text_atomic(path, json.dumps(ProgramsPass(tests, device).to_dict(), indent=1) + "\n")
+
+
 def default_trace_root() -> str:
     """Where traces go without --roofline-trace-dir and without pytest's cache: one fixed directory per user,
     in which each test's kernel replaces its previous trace, so nothing piles up from run to run."""
@@ -82,7 +135,8 @@ class RooflineSession:
                  measure: Measure = _jax_measure,
                  hardware: Callable[[Settings, bool], tuple[HardwareSpec, str]] = _jax_hardware,
                  save: Callable[[Result, str, str, str], dict[str, str]] = _jax_save,
-                 baseline: Baseline | None = None) -> None:
+                 baseline: Baseline | None = None,
+                 fingerprint: Callable[[KernelCall, MeasureOptions], str] = _jax_fingerprint) -> None:
         self.settings = settings
         self.baseline = baseline  # --roofline-baseline, loaded at start-up
         # Where trace artifacts go; a callable so that the directory is made only when something is saved.
@@ -100,6 +154,9 @@ class RooflineSession:
         # compiled program and inputs its first measurement kept.
         self.kept: dict[str, tuple[KernelCall, MeasureOptions]] = {}
         self._once_mode: str | None = None  # the ceilings mode the session's hardware uses, once asked
+        # ab's programs pass: each kernel compiled and fingerprinted, nothing timed (None: kernels are measured)
+        self.programs: ProgramLog | None = None
+        self._fingerprint = fingerprint
 
     def options(self, overrides: Mapping[str, Any]) -> MeasureOptions:
         """One measurement's options: the session's hardware, ceilings, first-touch and cache settings, then
@@ -126,6 +183,10 @@ class RooflineSession:
         # waiting for another's lock would never reach the step the other waits for.
         with nullcontext() if _spans_processes() else device_lock():
             return self._measure(call, options, keep)
+
+    def fingerprint(self, call: KernelCall, options: MeasureOptions) -> str:
+        """Compile ``call`` and return its program's fingerprint (the programs pass: no lock, nothing timed)."""
+        return self._fingerprint(call, options)
 
     def _once_ceilings(self) -> dict[str, Any]:
         """Calibrated ceilings where live ones would be used and the test sets none: a live reference kernel

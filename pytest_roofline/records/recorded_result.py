@@ -79,6 +79,7 @@ class RecordedResult:
     source_flops: float | None = None  # the FLOPs the source asks for (None: not comparable, or not recorded)
     compiled_over_source: float | None = None  # the compiled program's FLOPs over the source's
     versions: Mapping[str, str] = field(default_factory=dict)
+    program_fingerprint: str = ""  # the compiled program, device, versions and settings hashed ("": not recorded)
     ceilings_used: tuple[CeilingUse, ...] = ()
     # The judgement's figures
     utilization_calibrated: float | None = None
@@ -202,6 +203,7 @@ _OF_RESULT: dict[str, Callable[[Result], Any]] = {
     "device_kind": lambda r: r.program.device_kind,
     "compile_time_s": lambda r: r.program.compile_time_s,
     "compile_cached": lambda r: r.program.compile_cached,
+    "program_fingerprint": lambda r: r.program.fingerprint,
     "versions": lambda r: {str(k): str(v) for k, v in r.program.versions.items() if v is not None},
     "transcendentals": lambda r: r.work.transcendentals,
     "flops_source": lambda r: r.work.flops_source,

@@ -31,13 +31,13 @@ def verdict_cell(k: PairedKernel) -> str:
         return f"REGRESSION (below {1 - k.max_drop:.2f})"
     if k.verdict == "improvement":
         return f"improvement (above {1 + k.max_drop:.2f})"
+    if k.undecided and k.low is None:
+        return f"undecided (fewer than {MIN_ROUNDS} rounds ran)"
     if k.undecided:
         below = f"median below {1 - k.max_drop:.2f}, " if k.median is not None and k.median < 1 - k.max_drop else ""
-        return f"undecided ({below}interval reaches past {1 - k.max_drop:.2f}-{1 + k.max_drop:.2f})"
-    if k.verdict == "unchanged" and k.low is None:
-        return "unchanged (too few rounds to call)"
-    return {"error": "ERROR", "added": "added (head only)", "removed": "removed (base only)"}.get(k.verdict,
-                                                                                                k.verdict)
+        return f"undecided ({below}interval straddles {1 - k.max_drop:.2f})"
+    return {"error": "ERROR", "added": "added (head only)", "removed": "removed (base only)",
+            "same": "same program: not timed"}.get(k.verdict, k.verdict)
 
 
 def _notes(k: PairedKernel) -> list[str]:
@@ -71,18 +71,21 @@ def op_lines(k: PairedKernel) -> list[str]:
 def _header(c: Comparison) -> list[str]:
     head = f"{c.head_commit[:12]}{' + uncommitted changes' if c.head_dirty else ''}"
     base_s, head_s = c.side_seconds
+    if c.rounds == 0:
+        how = f"nothing timed: {c.stopped}; {c.seconds:.0f} s in all"
+    else:
+        how = (f"kernel by kernel in one long-lived pytest process per side, ABBA rounds per test (at most "
+               f"{c.rounds}), {c.stopped}" if c.schedule == "kernels" else
+               f"{c.rounds} rounds in alternating order (ABBA), {c.stopped}")
+        how += f"; {c.seconds:.0f} s in all (timed pytest processes: base {base_s:.0f} s, head {head_s:.0f} s)"
     return [f"pytest-roofline ab: base {c.base_rev} ({c.base_commit[:12]}) vs head {head} on {c.hardware or '?'}",
-            (f"kernel by kernel in one long-lived pytest process per side, ABBA rounds per test (at most "
-             f"{c.rounds}), {c.stopped}" if c.schedule == "kernels" else
-             f"{c.rounds} rounds in alternating order (ABBA), {c.stopped}")
-            + f"; {c.seconds:.0f} s in all (pytest processes: base {base_s:.0f} s, head {head_s:.0f} s)",
-            f"ratio = head / base utilization per round: median [{CONFIDENCE:.0%} interval]; a regression when the "
-            "interval lies below 1 - max_drop"]
+            how, f"ratio = head / base utilization per round: median [{CONFIDENCE:.0%} interval]; a regression when "
+            "the interval lies below 1 - max_drop"]
 
 
 def ab_lines(c: Comparison) -> list[str]:
     """The terminal table, regressions first."""
-    order = {"regression": 0, "error": 1, "improvement": 2, "removed": 3, "added": 4, "unchanged": 5}
+    order = {"regression": 0, "error": 1, "improvement": 2, "removed": 3, "added": 4, "unchanged": 5, "same": 6}
     kernels = sorted(c.kernels, key=lambda k: (order[k.verdict], k.kernel))
     rows = [("kernel", "base", "head", "ratio [interval]", "verdict")]
     rows += [(k.kernel, _percent(k.base_utilization), _percent(k.head_utilization), ratio_cell(k), verdict_cell(k))
@@ -91,14 +94,15 @@ def ab_lines(c: Comparison) -> list[str]:
     table = [f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]:<{widths[3]}}  {r[4]}"
              for r in rows]
     notes = [note for k in kernels for note in (*_notes(k), *op_lines(k))]
-    drops = sorted({f"{k.max_drop:g} ({k.max_drop_origin})" for k in kernels})
+    drops = sorted({f"{k.max_drop:g} ({k.max_drop_origin})" for k in kernels if k.max_drop_origin})
     regressed = sum(k.verdict == "regression" for k in kernels)
     end = (f"{regressed} kernel{'s' if regressed != 1 else ''} regressed" if regressed
            else "no kernel regressed")
     if c.undecided:
         end += (f"; {c.undecided} undecided (the noise hides whether {'they' if c.undecided > 1 else 'it'} "
                 f"regressed; more --rounds narrow the interval, --strict fails them)")
-    return [*_header(c), "", *table, *(["", *notes] if notes else []), "", f"max_drop: {', '.join(drops)}", end]
+    gate = [f"max_drop: {', '.join(drops)}"] if drops else []
+    return [*_header(c), "", *table, *(["", *notes] if notes else []), "", *gate, end]
 
 
 def ab_document(c: Comparison) -> dict[str, Any]:

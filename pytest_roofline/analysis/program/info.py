@@ -33,6 +33,7 @@ class ProgramInfo:
     versions: Mapping[str, str] = field(default_factory=dict)
     compile_cached: bool = False
     static: tuple[str, ...] = ()  # the arguments compiled into the program (not arrays), in words
+    fingerprint: str = ""  # the program, device, versions, flags and roofline settings hashed (measurement/fingerprint)
 
     @property
     def static_text(self) -> str:
@@ -41,7 +42,8 @@ class ProgramInfo:
     def to_dict(self) -> dict[str, Any]:
         return {"module_name": self.module_name, "device_kind": self.device_kind,
                 "compile_time_s": self.compile_time_s, "compile_cached": self.compile_cached,
-                "versions": dict(self.versions), "static_arguments": list(self.static)}
+                "versions": dict(self.versions), "static_arguments": list(self.static),
+                "program_fingerprint": self.fingerprint}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,85 @@
+"""``pytest-roofline ab``'s programs pass: both sides run the selected tests once, at the same time, each kernel
+compiled and fingerprinted and nothing timed (``plugin/ab_server.py``'s ProgramsPassWriter); the tests whose
+kernels compile to the same programs on both sides are then left out of the timed rounds
+(:mod:`..history.programs`). Nothing is measured, so the two processes may share the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..history.paired import PairedKernel, one_side, same_program
+from ..history.programs import PROGRAMS_PASS_VARIABLE, ProgramDiff, ProgramsOfTest, ProgramsPass, compare_programs
+from .ab_long_lived import EXIT_NAMES, problem_line
+from .analyze import CliError
+
+__all__ = ["programs_pass", "untimed_kernels", "programs_line"]
+
+
+def _read(path: Path, label: str) -> ProgramsPass:
+    """One side's pass, with its xdist workers' files (``PATH.gw0``, ...) merged in."""
+    tests: dict[str, ProgramsOfTest] = {}
+    device = ""
+    found = [p for p in (path, *sorted(path.parent.glob(path.name + ".*"))) if p.exists()]
+    if not found:
+        raise CliError(f"the programs pass of {label} wrote nothing: is pytest-roofline's plugin active there?")
+    for file in found:
+        try:
+            one = ProgramsPass.from_dict(json.loads(file.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CliError(f"the programs pass of {label} cannot be read ({file}): {exc}") from None
+        tests.update(one.tests)
+        device = device or one.device
+    return ProgramsPass(tests, device)
+
+
+def programs_pass(sides: Sequence[tuple[str, str, Path]], command: Callable[[str], list[str]],
+                  env: dict[str, str], tmp: Path) -> tuple[ProgramDiff, str, float]:
+    """Run the pass of both sides at once (``sides``: name, label, working directory; ``command``: a side's pytest
+    command by name); the diff, the device and the seconds it took."""
+    start = time.perf_counter()
+    running = []
+    for name, label, cwd in sides:
+        out = tmp / f"programs-{name}.json"
+        log = (tmp / f"programs-{name}.log").open("w", encoding="utf-8")
+        process = subprocess.Popen(command(name), cwd=cwd, env={**env, PROGRAMS_PASS_VARIABLE: str(out)},
+                                   stdout=log, stderr=subprocess.STDOUT)
+        running.append((name, label, process, out, log))
+    passes = {}
+    for name, label, process, out, log in running:
+        code = process.wait()
+        log.close()
+        if code not in (0, 1):
+            why = EXIT_NAMES.get(code, "stopped")
+            text = (tmp / f"programs-{name}.log").read_text(encoding="utf-8", errors="replace")
+            raise CliError(f"pytest cannot run the tests of {label}: exit status {code} ({why}): "
+                           f"{problem_line(text)}")
+        passes[name] = _read(out, label)
+    device = passes["head"].device or passes["base"].device
+    return compare_programs(passes["base"], passes["head"]), device, time.perf_counter() - start
+
+
+def untimed_kernels(diff: ProgramDiff) -> list[PairedKernel]:
+    """The verdicts of the kernels of tests that are not timed: the same program, or on one side only."""
+    left_out = set(diff.untimed)
+    out = []
+    for (nodeid, label), change in diff.kernels.items():
+        if nodeid not in left_out:
+            continue
+        if change == "same":
+            out.append(same_program(nodeid, label))
+        elif change in ("added", "removed"):
+            out.append(one_side(nodeid, label, change))
+    return out
+
+
+def programs_line(diff: ProgramDiff, seconds: float) -> str:
+    """One progress line: what the pass found and what will be timed."""
+    counts = {change: len(diff.of(change)) for change in ("same", "changed", "added", "removed")}
+    found = ", ".join(f"{n} {change}" for change, n in counts.items() if n)
+    return (f"programs pass ({seconds:.1f} s, both sides compiled, nothing timed): kernels {found or 'none'}; "
+            f"{len(diff.timed)} test{'s' if len(diff.timed) != 1 else ''} to time")

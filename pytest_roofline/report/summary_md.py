@@ -1,0 +1,71 @@
+"""The verdicts of ``ab`` and ``compare`` as Markdown, for a CI job's summary page (``--summary-md FILE`` and
+``$GITHUB_STEP_SUMMARY``): one line per kernel with its interval, worst first. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..history.paired import CONFIDENCE, Comparison, PairedKernel
+from ..records.series_judgement import BaselineCheck, NoBaseline, SeriesKey
+from .ab_report import ratio_cell, verdict_cell
+
+__all__ = ["ab_markdown", "compare_markdown"]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _percent(value: float | None) -> str:
+    return f"{value:.1%}" if value is not None else "-"
+
+
+def _ab_rank(k: PairedKernel) -> tuple[int, float, str]:
+    rank = {"regression": 0, "error": 1}.get(k.verdict, 2 if k.undecided else
+                                             {"unchanged": 3, "improvement": 4, "removed": 5, "added": 6}.get(
+                                                 k.verdict, 7))
+    return rank, k.median if k.median is not None else 9.0, k.kernel
+
+
+def ab_markdown(c: Comparison) -> str:
+    """``ab``'s verdicts: a heading with the outcome, the table, what was not timed in one line."""
+    regressed = sum(k.verdict == "regression" for k in c.kernels)
+    same = [k for k in c.kernels if k.verdict == "same"]
+    shown = sorted((k for k in c.kernels if k.verdict != "same"), key=_ab_rank)
+    outcome = (f"{regressed} kernel{'s' if regressed != 1 else ''} regressed" if regressed else "no kernel regressed")
+    if c.undecided:
+        outcome += f", {c.undecided} undecided"
+    head = f"{c.head_commit[:12]}{' + uncommitted changes' if c.head_dirty else ''}"
+    lines = [f"### pytest-roofline ab: {outcome}", "",
+             f"base `{_cell(c.base_rev)}` ({c.base_commit[:12]}) against head {head} on {_cell(c.hardware or '?')}: "
+             f"{c.rounds} rounds, {_cell(c.stopped)}; {c.seconds:.0f} s. Ratio: head / base utilization, median "
+             f"[{CONFIDENCE:.0%} interval].", ""]
+    if shown:
+        lines += ["| kernel | verdict | ratio [interval] | base | head |", "|---|---|---|---:|---:|"]
+        lines += [f"| {_cell(k.kernel)} | {_cell(verdict_cell(k))} | {_cell(ratio_cell(k))} | "
+                  f"{_percent(k.base_utilization)} | {_percent(k.head_utilization)} |" for k in shown]
+    if same:
+        lines += ["", f"{len(same)} kernel{'s' if len(same) != 1 else ''} compiled to the same program on both "
+                  "sides: not timed."]
+    return "\n".join(lines) + "\n"
+
+
+def compare_markdown(baseline: str, current: str, checks: Sequence[tuple[SeriesKey, BaselineCheck | NoBaseline]],
+                     gone: int) -> str:
+    """``compare``'s verdicts: each kernel against its baseline, the largest drop first."""
+    judged = sorted(((key, c) for key, c in checks if isinstance(c, BaselineCheck)),
+                    key=lambda kc: (not kc[1].regressed, -kc[1].drop))
+    unjudged = [(key, c) for key, c in checks if isinstance(c, NoBaseline)]
+    regressed = sum(c.regressed for _, c in judged)
+    outcome = f"{regressed} kernel{'s' if regressed != 1 else ''} regressed" if regressed else "no kernel regressed"
+    lines = [f"### pytest-roofline compare: {outcome}", "", f"`{_cell(current)}` against `{_cell(baseline)}`.", ""]
+    if judged:
+        lines += ["| kernel | state | baseline | current | change | allowed drop |", "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {_cell(f'{key.nodeid} [{key.label}]')} | {c.state.upper() if c.regressed else c.state} | "
+                  f"{_percent(c.baseline)} | {_percent(c.current)} | {-c.drop:+.1%} | {c.gate.allowed_drop:.1%} |"
+                  for key, c in judged]
+    if unjudged:
+        lines += ["", *(f"- {_cell(f'{key.nodeid} [{key.label}]')}: {_cell(c.reason)}" for key, c in unjudged)]
+    if gone:
+        lines += ["", f"{gone} kernel{'s' if gone != 1 else ''} of the baseline not in this run."]
+    return "\n".join(lines) + "\n"
