@@ -147,6 +147,7 @@ def test_does_not_compile(roofline):
 """
 
 
+@pytest.mark.slow  # a pytest process compiling five kernels
 def test_the_programs_pass_compiles_fingerprints_and_times_nothing(pytester: pytest.Pytester,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A real pytest run with the variable ab sets: every kernel compiled (none timed, so none fails its
@@ -172,8 +173,14 @@ def test_the_programs_pass_compiles_fingerprints_and_times_nothing(pytester: pyt
     bad = tests["test_does_not_compile"]
     assert bad.kernels == {"bad": ""} and not bad.complete and bad.stopped.startswith("bad did not compile")
     assert found.device == "cpu"
+    # -x: the session stops at the first failure; the tests after it did not run, so their kernels are unknown
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-x")
+    after = ProgramsPass.from_dict(json.loads(out.read_text())).tests
+    (unrun,) = [t for nodeid, t in after.items() if nodeid.endswith("test_does_not_compile")]
+    assert not unrun.complete and unrun.stopped == "it did not run (the session stopped before it)"
 
 
+@pytest.mark.slow  # three pytest processes
 def test_a_programs_pass_under_xdist_writes_one_file_per_worker(pytester: pytest.Pytester,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xdist")

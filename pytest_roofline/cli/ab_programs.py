@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO
 
 from ..history.paired import PairedKernel, one_side, same_program
 from ..history.programs import PROGRAMS_PASS_VARIABLE, ProgramDiff, ProgramsOfTest, ProgramsPass, compare_programs
@@ -43,24 +44,34 @@ def programs_pass(sides: Sequence[tuple[str, str, Path]], command: Callable[[str
     command by name); the diff, the device and the seconds it took."""
     start = time.perf_counter()
     running = []
-    for name, label, cwd in sides:
-        out = tmp / f"programs-{name}.json"
-        log = (tmp / f"programs-{name}.log").open("w", encoding="utf-8")
-        process = subprocess.Popen(command(name), cwd=cwd, env={**env, PROGRAMS_PASS_VARIABLE: str(out)},
-                                   stdout=log, stderr=subprocess.STDOUT)
-        running.append((name, label, process, out, log))
-    passes = {}
-    for name, label, process, out, log in running:
-        code = process.wait()
-        log.close()
-        if code not in (0, 1):
-            why = EXIT_NAMES.get(code, "stopped")
-            text = (tmp / f"programs-{name}.log").read_text(encoding="utf-8", errors="replace")
-            raise CliError(f"pytest cannot run the tests of {label}: exit status {code} ({why}): "
-                           f"{problem_line(text)}")
-        passes[name] = _read(out, label)
+    try:
+        for name, label, cwd in sides:
+            out = tmp / f"programs-{name}.json"
+            log = (tmp / f"programs-{name}.log").open("w", encoding="utf-8")
+            process = subprocess.Popen(command(name), cwd=cwd, env={**env, PROGRAMS_PASS_VARIABLE: str(out)},
+                                       stdout=log, stderr=subprocess.STDOUT)
+            running.append((name, label, process, out, log))
+        passes = {name: _finished(name, label, process, out, log, tmp) for name, label, process, out, log in running}
+    finally:  # an error or Ctrl-C on one side: the other is not left running on a worktree about to go
+        for _, _, process, _, log in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            log.close()
     device = passes["head"].device or passes["base"].device
     return compare_programs(passes["base"], passes["head"]), device, time.perf_counter() - start
+
+
+def _finished(name: str, label: str, process: subprocess.Popen[bytes], out: Path, log: IO[str],
+              tmp: Path) -> ProgramsPass:
+    """A side's pass once its process ended (a CliError where pytest could not run its tests)."""
+    code = process.wait()
+    log.close()
+    if code not in (0, 1):
+        why = EXIT_NAMES.get(code, "stopped")
+        text = (tmp / f"programs-{name}.log").read_text(encoding="utf-8", errors="replace")
+        raise CliError(f"pytest cannot run the tests of {label}: exit status {code} ({why}): {problem_line(text)}")
+    return _read(out, label)
 
 
 def untimed_kernels(diff: ProgramDiff) -> list[PairedKernel]:

@@ -98,18 +98,21 @@ class ProgramsPassWriter:
         self._uses = uses
         self._tests: list[str] = []
         self._failed: dict[str, str] = {}
+        self._ran: set[str] = set()  # tests pytest reported on (-x, --maxfail or a Ctrl-C leave others unrun)
 
     def pytest_collection_finish(self, session: Any) -> None:
         self._tests = [item.nodeid for item in session.items if self._uses(item)]
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        self._ran.add(report.nodeid)
         if report.failed:
             self._failed.setdefault(report.nodeid, f"it failed in its {report.when}")
 
     def pytest_sessionfinish(self, session: Any) -> None:
         tests = {}
         for nodeid in self._tests:
-            stopped = self._log.stopped.get(nodeid) or self._failed.get(nodeid, "")
+            stopped = (self._log.stopped.get(nodeid) or self._failed.get(nodeid, "")
+                       or ("" if nodeid in self._ran else "it did not run (the session stopped before it)"))
             tests[nodeid] = ProgramsOfTest(nodeid, self._log.kernels.get(nodeid, {}), not stopped, stopped)
         jax = sys.modules.get("jax")  # imported where a kernel was compiled
         device = str(jax.devices()[0].device_kind) if jax is not None and self._log.kernels else ""

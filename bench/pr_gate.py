@@ -1,0 +1,100 @@
+"""What a pull-request gate costs on this machine, against one plain run: ``pytest-roofline ab`` on a copy of the
+example suite in a fresh git repository, as a user would run it in a clone.
+
+1. one plain ``pytest FILE`` (the calibration cached, as on a runner that keeps its cache), its wall time;
+2. ``ab --base HEAD -- FILE`` with nothing changed: every kernel compiles to the same program, none is timed;
+3. ``ab --base HEAD -- FILE`` with one kernel made slower (the row sum written as a loop over rows,
+   ``jax.lax.map``: the same work counted, each row a small step of a while loop): that kernel timed and called,
+   the others "same program";
+4. the same change with ``--time-all`` (every kernel timed, the way ab worked before its programs pass).
+
+Prints each command's verdict lines and a table of wall times against the plain run.
+
+    python bench/pr_gate.py [FILE] [--rounds N] [--skip-time-all]   # FILE: an example suite file (test_elementwise.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SLOWER = ("roofline(lambda x: x.sum(axis=-1), normal(key, (ROWS, COLS)), name=\"row_sum\")",
+          "roofline(lambda x: jax.lax.map(jnp.sum, x), normal(key, (ROWS, COLS)), name=\"row_sum\")")
+
+
+def git(repo: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+def timed(command: list[str], cwd: Path) -> tuple[float, int, str]:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    return time.perf_counter() - start, done.returncode, done.stdout + done.stderr
+
+
+def shown(output: str) -> str:
+    """The lines a reader wants: ab's progress summary, header, table and verdict; pytest's last line."""
+    keep = ("programs pass", "pytest-roofline ab:", "nothing timed", "rounds in", "example_suite/", "no kernel",
+            "kernel regressed", "kernels regressed", "round ")
+    lines = [line for line in output.splitlines() if line.startswith(keep) or " passed" in line]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("file", nargs="?", default="test_elementwise.py")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--skip-time-all", action="store_true")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="roofline-pr-gate-"))
+    repo = work / "repo"
+    shutil.copytree(ROOT / "example_suite", repo / "example_suite", ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "pytest.ini").write_text("[pytest]\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the example suite")
+    suite = repo / "example_suite"
+    python = sys.executable
+    pytest_cmd = [python, "-m", "pytest", args.file, "-q", "-p", "no:cacheprovider"]
+    ab = [python, "-m", "pytest_roofline", "ab", "--base", "HEAD", "--rounds", str(args.rounds)]
+    rows: list[tuple[str, float, int]] = []
+
+    def run(name: str, command: list[str]) -> None:
+        seconds, status, output = timed(command, suite)
+        rows.append((name, seconds, status))
+        print(f"== {name}: {' '.join(command[1:])} ({seconds:.1f} s, exit status {status})\n{shown(output)}\n",
+              flush=True)
+
+    run("plain run (warm-up, not counted)", pytest_cmd)
+    run("plain run", pytest_cmd)
+    run("ab, nothing changed", [*ab, "--", args.file, "-q"])
+    source = suite / "test_elementwise.py"
+    text = source.read_text()
+    if SLOWER[0] not in text:
+        raise SystemExit(f"{source}: the row sum's line is not as this bench expects: {SLOWER[0]}")
+    source.write_text(text.replace(SLOWER[0], SLOWER[1]))
+    run("ab, the row sum made slower", [*ab, "--summary-md", str(work / "summary.md"), "--", args.file, "-q"])
+    if not args.skip_time_all:
+        run("ab --time-all, the row sum made slower", [*ab, "--time-all", "--", args.file, "-q"])
+    plain = rows[1][1]
+    print(f"machine: {os.uname().nodename}, {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M')}; "
+          f"{args.file}; ab at most {args.rounds} rounds")
+    print(f"{'command':<42} {'seconds':>8} {'x plain':>8} {'exit':>5}")
+    for name, seconds, status in rows[1:]:
+        print(f"{name:<42} {seconds:>8.1f} {seconds / plain:>7.1f}x {status:>5}")
+    print(f"\nthe Markdown summary ({work / 'summary.md'}):\n")
+    print((work / "summary.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
