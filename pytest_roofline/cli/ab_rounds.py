@@ -145,27 +145,34 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
         tmp = Path(base_root.parent / "work")
         sides = _sides(root, cwd, base_root, commit, dirty, head_commit)
         untimed: list[PairedKernel] = []
-        device = ""
+        device, to_time = "", True
         if not options.time_all:
-            diff, device, seconds = programs_pass(
-                [(s.name, s.label, s.cwd) for s in sides],
-                lambda name: _command(sides[name == "head"], root, options.pytest_args, tmp / f"programs-{name}.r"),
-                _child_env(), tmp)
-            if not diff.kernels and not diff.timed:
-                raise CliError(NOTHING_MEASURED)
-            log(programs_line(diff, seconds))
-            untimed = untimed_kernels(diff)
-            options = dataclasses.replace(options, pytest_args=(*options.pytest_args, *deselect_args(diff.untimed)))
-            if not diff.timed:
-                found = _Found([], 0, "every kernel compiles to the same program on both sides",
-                               (0.0, 0.0), Run("", "", None, False, None, {}, ()))
-        if options.time_all or diff.timed:
+            options, untimed, device, to_time = _left_to_time(options, root, sides, tmp, log)
+        if to_time:
             found = _timed(options, root, sides, tmp, log, on_round, start)
+        else:
+            found = _Found([], 0, "every kernel compiles to the same program on both sides", (0.0, 0.0),
+                           Run("", "", None, False, None, {}, ()))
     hardware = next((r.result.hardware.name for r in found.last_head.records), "") or device
     comparison = Comparison(options.base, commit, head_commit, dirty, found.rounds, options.rounds, found.stopped,
                             (*found.kernels, *untimed), time.perf_counter() - start, found.spent, hardware,
                             found.schedule)
     return comparison, found.last_head
+
+
+def _left_to_time(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path,
+                  log: Callable[[str], None]) -> tuple[AbOptions, list[PairedKernel], str, bool]:
+    """The programs pass: the options with the tests whose programs are the same left out, those tests' kernels'
+    verdicts, the device, and whether any test is left to time."""
+    diff, device, seconds = programs_pass(
+        [(s.name, s.label, s.cwd) for s in sides],
+        lambda name: _command(sides[name == "head"], root, options.pytest_args, tmp / f"programs-{name}-report.json"),
+        _child_env(), tmp)
+    if not diff.kernels and not diff.timed:
+        raise CliError(NOTHING_MEASURED)
+    log(programs_line(diff, seconds))
+    options = dataclasses.replace(options, pytest_args=(*options.pytest_args, *deselect_args(diff.untimed)))
+    return options, untimed_kernels(diff), device, bool(diff.timed)
 
 
 def _timed(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
