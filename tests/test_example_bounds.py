@@ -13,7 +13,6 @@ point (under 50 FLOP/B against 65-560)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -35,10 +34,8 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     out = tmp_path_factory.mktemp("bounds") / "rows.jsonl"
     env = {**os.environ, "BOUND_CHECK_OUT": str(out), "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")) if p)}
-    # Nothing is timed: the example suite's tests compile on both cores at once where xdist is installed
-    workers = ["-n", "2"] if importlib.util.find_spec("xdist") is not None and (os.cpu_count() or 1) > 1 else []
     run = subprocess.run([sys.executable, "-m", "pytest", "example_suite", "-p", "no:roofline", "-p", "bound_check_plugin",
-                          "-p", "no:cacheprovider", "-q", "-x", "-p", "no:randomly", *workers],
+                          "-p", "no:cacheprovider", "-q", "-x", "-p", "no:randomly"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     return [json.loads(line) for line in out.read_text().splitlines()]
