@@ -33,7 +33,7 @@ from pytest_roofline.analysis.runs.time_spent import PHASES  # noqa: E402
 
 SHORT = {"compile": "compile", "inputs": "inputs", "hardware": "hw", "warm-up": "warm", "timed runs": "timed", "between runs": "loop",
          "references": "refs", "profiler": "prof", "trace reading": "trace", "cache state": "cache", "model": "model",
-         "second measurement": "2nd", "artifacts": "artif", "everything else": "else"}
+         "second measurement": "2nd", "second pass": "2ndpas", "artifacts": "artif", "everything else": "else"}
 
 
 def one_run(suite: str, extra: list[str]) -> tuple[float, list[dict], str]:
