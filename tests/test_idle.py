@@ -113,5 +113,7 @@ def test_real_cpu_a_loop_of_small_ops_idles_between_them_a_fused_kernel_does_not
     fused = measure(lambda x: jax.nn.softmax(x, axis=-1), x, name="fused", bytes=2 * x.nbytes, **fast).idle
     assert looped is not None and fused is not None
     assert looped.gaps >= rows and fused.gaps < 50
-    assert looped.host_s == pytest.approx(looped.idle_s, rel=0.05)  # a CPU: the runtime's own work between ops
+    # A CPU: every gap between ops is the runtime's own work. The idle time also holds the run's two edges (before
+    # its first op, after its last), which no gap covers: 93.3% of it was between ops once on a quiet Zen 4 VM.
+    assert 0.8 * looped.idle_s <= looped.host_s <= looped.idle_s
     assert looped.idle_s > 5 * fused.idle_s  # measured: 1.5 ms against 29 us on a busy 2-core machine
