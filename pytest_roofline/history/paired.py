@@ -139,6 +139,12 @@ class PairedKernel:
     ops_note: str = ""  # where the op times come from (a second pass), or why there is no op diff
 
     @property
+    def open(self) -> bool:
+        """Judged on ratios (not added, removed, failing or the same program) and not settled: more rounds could
+        change its verdict."""
+        return self.verdict in ("regression", "improvement", "unchanged") and not self.settled
+
+    @property
     def undecided(self) -> bool:
         """Measured on both sides and not settled when the rounds ended (the interval still reaches past the gate,
         or too few rounds ran for one): neither a regression nor unchanged."""
@@ -255,17 +261,14 @@ def _geometric_mean(values: Sequence[float]) -> float:
 def settled(kernels: Sequence[PairedKernel]) -> bool:
     """Whether more rounds can change no verdict: every kernel measured on both sides is settled (a kernel on
     one side only, one that fails to measure, or one with the same program on both sides stays what it is)."""
-    return all(k.settled for k in kernels if k.verdict in ("regression", "improvement", "unchanged"))
+    return not any(k.open for k in kernels)
 
 
 def settled_tests(kernels: Sequence[PairedKernel]) -> list[str]:
     """The tests whose every kernel is settled (or on one side only, or failing to measure): more rounds of them
     can change no verdict."""
-    tests: dict[str, bool] = {}
-    for k in kernels:
-        done = k.settled or k.verdict not in ("regression", "improvement", "unchanged")
-        tests[k.nodeid] = tests.get(k.nodeid, True) and done
-    return [nodeid for nodeid, done in tests.items() if done]
+    still = {k.nodeid for k in kernels if k.open}
+    return [nodeid for nodeid in dict.fromkeys(k.nodeid for k in kernels) if nodeid not in still]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..history.paired import CONFIDENCE, MIN_ROUNDS, Comparison, PairedKernel
 
-__all__ = ["ab_lines", "ab_document", "ab_html"]
+__all__ = ["ab_lines", "ab_document", "ab_html", "worst_first"]
 
 AB_SCHEMA_VERSION = 1
 
@@ -38,6 +38,15 @@ def verdict_cell(k: PairedKernel) -> str:
         return f"undecided ({below}interval straddles {1 - k.max_drop:.2f})"
     return {"error": "ERROR", "added": "added (head only)", "removed": "removed (base only)",
             "same": "same program: not timed"}.get(k.verdict, k.verdict)
+
+
+def worst_first(k: PairedKernel) -> tuple[int, float, str]:
+    """The order kernels are shown in: regressions, errors, undecided (lowest median first), unchanged,
+    improvements, removed, added, the same program."""
+    rank = {"regression": 0, "error": 1}.get(k.verdict, 2 if k.undecided else
+                                             {"unchanged": 3, "improvement": 4, "removed": 5, "added": 6}.get(
+                                                 k.verdict, 7))
+    return rank, k.median if k.median is not None else 9.0, k.kernel
 
 
 def _notes(k: PairedKernel) -> list[str]:
@@ -85,8 +94,7 @@ def _header(c: Comparison) -> list[str]:
 
 def ab_lines(c: Comparison) -> list[str]:
     """The terminal table, regressions first."""
-    order = {"regression": 0, "error": 1, "improvement": 2, "removed": 3, "added": 4, "unchanged": 5, "same": 6}
-    kernels = sorted(c.kernels, key=lambda k: (order[k.verdict], k.kernel))
+    kernels = sorted(c.kernels, key=worst_first)
     rows = [("kernel", "base", "head", "ratio [interval]", "verdict")]
     rows += [(k.kernel, _percent(k.base_utilization), _percent(k.head_utilization), ratio_cell(k), verdict_cell(k))
              for k in kernels]
@@ -128,7 +136,7 @@ def ab_html(c: Comparison) -> str:
     """The section the HTML report opens with when made by ``ab --html``."""
     e = html.escape
     rows = []
-    for k in sorted(c.kernels, key=lambda k: (k.verdict != "regression", k.kernel)):
+    for k in sorted(c.kernels, key=worst_first):
         bad = " class=bad" if k.verdict in ("regression", "error") else ""
         ratios = ", ".join(f"{r:.3f}" for r in k.ratios)
         rows.append(f"<tr><td class=name>{e(k.kernel)}</td><td class=num>{_percent(k.base_utilization)}</td>"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..history.paired import CONFIDENCE, Comparison, PairedKernel
+from ..history.paired import CONFIDENCE, Comparison
 from ..records.series_judgement import BaselineCheck, NoBaseline, SeriesKey
-from .ab_report import ratio_cell, verdict_cell
+from .ab_report import ratio_cell, verdict_cell, worst_first
 
 __all__ = ["ab_markdown", "compare_markdown"]
 
@@ -20,18 +20,11 @@ def _percent(value: float | None) -> str:
     return f"{value:.1%}" if value is not None else "-"
 
 
-def _ab_rank(k: PairedKernel) -> tuple[int, float, str]:
-    rank = {"regression": 0, "error": 1}.get(k.verdict, 2 if k.undecided else
-                                             {"unchanged": 3, "improvement": 4, "removed": 5, "added": 6}.get(
-                                                 k.verdict, 7))
-    return rank, k.median if k.median is not None else 9.0, k.kernel
-
-
 def ab_markdown(c: Comparison) -> str:
     """``ab``'s verdicts: a heading with the outcome, the table, what was not timed in one line."""
     regressed = sum(k.verdict == "regression" for k in c.kernels)
     same = [k for k in c.kernels if k.verdict == "same"]
-    shown = sorted((k for k in c.kernels if k.verdict != "same"), key=_ab_rank)
+    shown = sorted((k for k in c.kernels if k.verdict != "same"), key=worst_first)
     outcome = (f"{regressed} kernel{'s' if regressed != 1 else ''} regressed" if regressed else "no kernel regressed")
     if c.undecided:
         outcome += f", {c.undecided} undecided"
