@@ -266,6 +266,13 @@ def test_an_unchanged_kernel_whose_program_changed_says_so_in_one_line() -> None
     notes = [line for line in ab_lines(c) if line.startswith("t.py::test_b [b]:")]
     assert notes == ["t.py::test_b [b]: the head's program: 1 op added, 1 the same; device ops per run 1 -> 2: "
                      "+1 copy, at no cost in time (verdict unchanged)"]
+    # the same change where the noise leaves the verdict open claims no cost either way
+    noisy = _comparison([KernelRounds("t.py::test_b", "b", base, tuple(_with_ops(0.5 * r, _op("fusion.2", 2.0),
+                                                                                  _op("fusion.3", 2.0, "copy"))
+                                                                         for r in (1, 1, 0.7, 1, 0.7, 1)))])
+    assert noisy.kernels[0].undecided
+    (line,) = [line for line in ab_lines(noisy) if line.startswith("t.py::test_b [b]:")]
+    assert line.endswith("+1 copy, whether it costs time the noise hides (undecided)")
 
 
 def test_no_op_times_on_a_side_no_diff() -> None:

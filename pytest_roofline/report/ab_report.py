@@ -73,7 +73,9 @@ def op_lines(k: PairedKernel) -> list[str]:
         return [f"{k.kernel}: op by op{source}:", *("  " + line for line in diff.lines())]
     if k.verdict == "unchanged" and diff.program_changed:
         census = f"; {diff.census_change}" if diff.census_change else ""
-        return [f"{k.kernel}: {diff.summary()}{census}, at no cost in time (verdict unchanged)"]
+        cost = ("whether it costs time the noise hides (undecided)" if k.undecided
+                else "at no cost in time (verdict unchanged)")
+        return [f"{k.kernel}: {diff.summary()}{census}, {cost}"]
     return []
 
 
