@@ -12,7 +12,9 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-_KEPT = {"PYTEST_ROOFLINE_CACHE_DIR"}  # where calibrations go: CI gives its own, else one per session (below)
+# Where calibrations go (CI gives its own, else one per session, below), and the xdist worker's share of the host
+# that a pytest started by one of its tests runs under.
+_KEPT = {"PYTEST_ROOFLINE_CACHE_DIR", "PYTEST_ROOFLINE_HOST_SHARED_BY"}
 for _name in [n for n in os.environ if n.startswith("PYTEST_ROOFLINE_") and n not in _KEPT]:
     del os.environ[_name]
 

@@ -148,6 +148,7 @@ def test_worktree_is_removed_when_the_block_fails(tmp_path: Path) -> None:
         pass
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 @needs_git
 def test_a_killed_runs_worktree_is_removed_by_the_next_run(tmp_path: Path) -> None:
     """A real process enters the worktree and is killed outright (SIGKILL: nothing of its own runs); the next

@@ -9,6 +9,8 @@ import tempfile
 from contextlib import nullcontext
 from pathlib import Path
 
+import pytest
+
 from pytest_roofline.plugin.abort_watch import AbortWatch, abort_line, jax_reason
 
 JAX_ABORT = (Path(__file__).parent / "data" / "jax_abort" / "heartbeat_abort_jax_0.10.2.txt").read_text()
@@ -41,6 +43,7 @@ def _watcher(captured: str, words: list[str]) -> str:
     return done.stderr
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_a_watched_process_that_ends_without_done_gets_its_line() -> None:
     err = _watcher("test output\n" + JAX_ABORT, ["compiling and calibrating for kernel 'psum'",
                                                  "ready to time kernel 'psum'"])
@@ -49,10 +52,12 @@ def test_a_watched_process_that_ends_without_done_gets_its_line() -> None:
     assert len(err.splitlines()) == 1
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_a_process_that_ends_normally_gets_no_line() -> None:
     assert _watcher(JAX_ABORT, ["timing kernel 'psum'", "done"]) == ""
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_the_watch_starts_at_the_first_word_and_says_done_at_close() -> None:
     watch = AbortWatch(nullcontext)
     watch(0, 2, "compiling and calibrating for kernel 'x'")

@@ -96,18 +96,19 @@ def test_real_tpu_all_reduce_has_no_compute_beside_it() -> None:
     (read by hand: the XLA Ops line of each chip holds that one event per run): all of it exposed, 80% of the
     153.1 ms run. Its link time: the ring model's 2(n-1)/n of the 5.37 GB buffer over the v6e entry's ICI."""
     pytest.importorskip("jax")
+    from real_profiles import real_events, real_space
+
     from pytest_roofline.analysis.model.per_op import op_rows
     from pytest_roofline.analysis.program.hlo_reader import parse_hlo
     from pytest_roofline.analysis.runs.program_runs import run_times
     from pytest_roofline.analysis.runs.recorded_profile import hlo_key
-    from pytest_roofline.analysis.runs.trace_events import flatten, programs
-    from pytest_roofline.analysis.runs.xspace import hlo_module_protos, read_xspace
+    from pytest_roofline.analysis.runs.trace_events import programs
+    from pytest_roofline.analysis.runs.xspace import hlo_module_protos
     from pytest_roofline.hardware.table import load_shipped_table
     from pytest_roofline.measurement.hlo_proto import hlo_text
 
     path = Path(__file__).parent / "data" / "tpu_v6e_x4_inference.xplane.pb"
-    space = read_xspace(path.read_bytes(), str(path))
-    events = flatten(space)
+    space, events = real_space(path), list(real_events(path))
     key = next(k for k in programs(events, "tpu") if k.module == "jit__psum")
     spec = load_shipped_table()["TPU v6e"]
     assert spec.interconnect_bandwidth is not None

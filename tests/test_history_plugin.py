@@ -52,6 +52,7 @@ def test_a_run_stopped_by_x_says_it_is_incomplete(pytester: pytest.Pytester) -> 
     assert session["why_incomplete"] == "1 of 2 tests ran (stopping after 1 failures)"
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_an_interrupted_run_says_so(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # Ctrl-C as a test raising KeyboardInterrupt, in a subprocess (in process it would interrupt this run)
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
@@ -212,6 +213,7 @@ reports.history_name = history_name
 """
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_two_runs_ending_in_the_same_second_keep_both_runs(pytester: pytest.Pytester, tmp_path: Path) -> None:
     """Two real pytest processes (a fake measure) writing one history directory at the same moment, under the same
     name: both runs are kept, each under the name it printed."""

@@ -4,16 +4,15 @@ real CPU measurement: a loop of small ops against the same work fused."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
+from real_profiles import real_events
 
 from pytest_roofline.analysis.runs.idle import IdleTime, idle_time
 from pytest_roofline.analysis.runs.program_runs import run_times
-from pytest_roofline.analysis.runs.trace_events import RunTimes, TraceEvent, flatten, programs
-from pytest_roofline.analysis.runs.xspace import read_xspace
+from pytest_roofline.analysis.runs.trace_events import RunTimes, TraceEvent, programs
 
 DATA = Path(__file__).parent / "data"
 US = 1e3  # ns
@@ -63,10 +62,8 @@ def test_counted_leaves_out_the_runs_after_the_timed_ones() -> None:
     assert idle_time(runs, "gpu", counted=1) == IdleTime(10e-6, 0.0, 0.0, idle_time(runs, "gpu").basis, 0)  # type: ignore[union-attr]
 
 
-@functools.cache
 def _events(name: str) -> tuple[TraceEvent, ...]:
-    path = DATA / name
-    return tuple(flatten(read_xspace(path.read_bytes(), str(path))))
+    return real_events(DATA / name)
 
 
 def test_real_mi300x_kernels_run_back_to_back_inside_a_run() -> None:

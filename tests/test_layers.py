@@ -153,6 +153,7 @@ ENTRY_MODULES = ["pytest_roofline", "pytest_roofline.plugin.hooks", "pytest_roof
                  "pytest_roofline.report.text", "pytest_roofline.plugin.fixture", "pytest_roofline.plugin.abort_watch"]
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_importing_does_not_import_jax() -> None:
     # One fresh interpreter imports the entry points one after the other and says, after each, whether JAX is
     # loaded: the first that loads it is named (JAX once loaded stays, so where none loads it, none does alone).

@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,17 @@ from pytest_roofline.plugin import lock
 from pytest_roofline.plugin.lock import DeviceLockError, device_lock, lock_path
 
 fcntl = pytest.importorskip("fcntl")
+
+
+@pytest.fixture(autouse=True)
+def _locks_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the lock between plain processes: their lock files lie in a folder of their own (this
+    process's and the holders', through TMPDIR), and an xdist worker's share of the host (this suite run with
+    ``-n``) is set aside, so that the real runs' locks and these never wait for each other."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(lock, "_ACTIVITY", None)
+    monkeypatch.delenv(lock.SHARED_BY_VARIABLE, raising=False)
 
 
 HOLD = ("import sys; from pytest_roofline.plugin.lock import device_lock\n"
@@ -33,6 +46,7 @@ def _release(holder: subprocess.Popen[str]) -> None:
     holder.wait(timeout=30)
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_lock_excludes_another_process() -> None:
     holder = _holder()
     try:
@@ -45,6 +59,7 @@ def test_lock_excludes_another_process() -> None:
         pass
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_a_wait_names_the_holder_and_ends_when_it_lets_go() -> None:
     holder = _holder()
     said: list[str] = []
@@ -60,6 +75,7 @@ def test_a_wait_names_the_holder_and_ends_when_it_lets_go() -> None:
     assert said[-1].startswith("got the device lock after ")
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_a_stopped_holder_is_reported_not_waited_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lock, "STOPPED_FOR_S", 0.2)
     holder = _holder()
@@ -91,3 +107,38 @@ def test_lock_path_depends_on_visible_devices(monkeypatch: pytest.MonkeyPatch) -
     first = lock_path("gpu")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     assert lock_path("gpu") != first
+
+
+
+def test_a_pytest_started_inside_a_worker_test_does_not_share_the_host(pytester: pytest.Pytester,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pytest session run by a test of an xdist worker (pytester, in this process or a subprocess) sees the
+    worker's PYTEST_XDIST_WORKER but is no worker: it takes no share of the host. Before, its tests waited for the
+    turnstile held by another worker's measurement, which waited for the share of the test that started it."""
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    monkeypatch.delenv("PYTEST_ROOFLINE_CPU_WORKERS", raising=False)
+    monkeypatch.setattr(lock, "_ACTIVITY", None)
+    pytester.makepyfile(test_k="def test_a():\n    pass\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert lock._ACTIVITY is None
+
+
+
+def test_a_process_started_by_a_worker_test_measures_under_that_tests_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pytest started by a test of an xdist worker (the worker's share of the host named in the environment, no
+    share of its own) takes a lock of its own, not the CPU's device lock: another worker's measurement holds that
+    while it waits for the very share the starting test holds, and the wait would never end."""
+    monkeypatch.setenv(lock.SHARED_BY_VARIABLE, "12345")
+
+    def never_wait(text: str) -> None:
+        raise AssertionError(text)
+
+    with open(lock_path("cpu"), "a+", encoding="utf-8") as other:  # the other worker's measurement, waiting
+        fcntl.flock(other, fcntl.LOCK_EX)
+        with device_lock("cpu", say=never_wait):
+            pass
+        monkeypatch.delenv(lock.SHARED_BY_VARIABLE)
+        with pytest.raises(AssertionError, match="waiting for the device lock"):
+            with device_lock("cpu", say=never_wait):
+                pass

@@ -134,6 +134,7 @@ def test_plugin_can_be_disabled(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*unrecognized arguments: --roofline-min=0.5*"])
 
 
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_a_suite_without_roofline_tests_pays_nothing(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         "import sys\n"

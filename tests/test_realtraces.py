@@ -12,6 +12,7 @@ from statistics import median
 from typing import Any
 
 import pytest
+from real_profiles import real_events, real_space
 
 from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.runs.program_runs import run_times
@@ -35,15 +36,7 @@ TPU = DATA / "tpu_v6e_x4_inference.xplane.pb"
 JIT_DOT_IDS = (5, 21, 34, 49, 64, 79)
 
 
-@functools.cache
-def _space(path: Path) -> Any:
-    """A profile read once per test session (the files do not change; readers never modify what they get)."""
-    return read_xspace(path.read_bytes(), str(path))
-
-
-@functools.cache
-def _events(path: Path) -> tuple[Any, ...]:
-    return tuple(flatten(_space(path)))
+_space, _events = real_space, real_events
 
 
 # --- the second route: raw ProfileData events, grouped the way the issue describes -------------------------

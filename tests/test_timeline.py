@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from real_profiles import real_events
 
 from pytest_roofline.analysis.runs.program_runs import run_times
 from pytest_roofline.analysis.runs.timeline import device_timeline, union_ns
-from pytest_roofline.analysis.runs.trace_events import RunTimes, TraceEvent, flatten, programs
-from pytest_roofline.analysis.runs.xspace import read_xspace
+from pytest_roofline.analysis.runs.trace_events import RunTimes, TraceEvent, programs
 
 GEMM = Path(__file__).parent / "data" / "rocm_mi300x_jax08_gemm.xplane.pb"
 MS = 1e6  # ns
@@ -44,7 +44,7 @@ def test_constructed_gpu_loop_splits_the_wall_clock() -> None:
 
 def test_real_gpu_profile_activity_is_every_kernel_on_the_device() -> None:
     jax = pytest.importorskip("jax")
-    events = flatten(read_xspace(GEMM.read_bytes(), str(GEMM)))
+    events = list(real_events(GEMM))
     raw = [(e.start_ns, e.start_ns + e.duration_ns) for plane in jax.profiler.ProfileData.from_file(str(GEMM)).planes
            if plane.name.startswith("/device:GPU") for line in plane.lines if line.name.startswith("Stream")
            for e in line.events]

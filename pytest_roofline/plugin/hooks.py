@@ -81,7 +81,9 @@ def pytest_configure(config: pytest.Config) -> None:
         session.programs = ProgramLog()
         config.pluginmanager.register(ProgramsPassWriter(path, session.programs, _uses_roofline),
                                       "roofline-programs-pass")
-    if os.environ.get("PYTEST_XDIST_WORKER") and _cpu_workers(config) == "alone":
+    # An xdist worker itself (it has ``workerinput``), not a pytest its test starts, which inherits the worker's
+    # PYTEST_XDIST_WORKER: that one sharing the host would wait for the share its own test holds.
+    if hasattr(config, "workerinput") and _cpu_workers(config) == "alone":
         share_the_host()
         config.pluginmanager.register(_OneTestAtATimeAroundMeasurements(), "roofline-alone")
 

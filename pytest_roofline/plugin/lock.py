@@ -73,6 +73,8 @@ def holder_state(pid: int) -> str:
 # measurement (:func:`share_the_host`); None otherwise.
 _ACTIVITY: IO[str] | None = None
 _IN_TEST = [False]  # whether a test of this process holds the activity lock shared now
+# Set while a worker's test holds its share: the pid of that worker, for the processes the test starts.
+SHARED_BY_VARIABLE = "PYTEST_ROOFLINE_HOST_SHARED_BY"
 
 
 def activity_path() -> str:
@@ -110,11 +112,23 @@ def around_a_test() -> Iterator[None]:
         fcntl.flock(_ACTIVITY, fcntl.LOCK_SH)
         fcntl.flock(turnstile, fcntl.LOCK_UN)
     _IN_TEST[0] = True
+    os.environ[SHARED_BY_VARIABLE] = str(os.getpid())  # for the processes this test starts (below)
     try:
         yield
     finally:
         _IN_TEST[0] = False
+        os.environ.pop(SHARED_BY_VARIABLE, None)
         fcntl.flock(_ACTIVITY, fcntl.LOCK_UN)
+
+
+def _under_a_share(path: str) -> str:
+    """The lock a process started by a worker's test takes instead of the CPU's device lock: the test's share of
+    the host already keeps every worker's measurement out until it ends, and a measurement waiting for that share
+    holds the device lock, so waiting for it there would never end. Processes of different workers' tests still
+    take turns on this one. ``path`` itself elsewhere."""
+    if _ACTIVITY is None and os.environ.get(SHARED_BY_VARIABLE) and path == lock_path("cpu"):
+        return path.replace(".lock", "-under-a-share.lock")
+    return path
 
 
 @contextmanager
@@ -123,7 +137,7 @@ def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) 
     if fcntl is None:
         yield
         return
-    path = lock_path(platform)
+    path = _under_a_share(lock_path(platform))
     alone = _ACTIVITY is not None and path == lock_path("cpu")
     in_test = alone and _IN_TEST[0]
     if in_test:  # let go of this test's share first: a measurement waiting for it would wait for this one
