@@ -15,9 +15,13 @@ from helpers import compile_counts  # noqa: E402
 from pytest_roofline.analysis.program.counts import CostAnalysisError, normalize_cost_analysis  # noqa: E402
 from pytest_roofline.analysis.program.xla_costs import OpCost  # noqa: E402
 
+# Each shape in both dtypes: one of each pair in the quick loop, the other (a compile each) in the full run.
+MATMULS = [(m, k, n, dtype, size) for m, k, n in [(1024, 1024, 1024), (256, 512, 128), (8, 4096, 1024), (1000, 300, 70)]
+           for dtype, size in [("float32", 4), ("bfloat16", 2)]]
 
-@pytest.mark.parametrize("dtype,itemsize", [("float32", 4), ("bfloat16", 2)])
-@pytest.mark.parametrize("m,k,n", [(1024, 1024, 1024), (256, 512, 128), (8, 4096, 1024), (1000, 300, 70)])
+
+@pytest.mark.parametrize("m,k,n,dtype,itemsize", [  # f32 for the 1st and 3rd shape, bf16 for the others
+    pytest.param(*case, marks=() if (i // 2 + i) % 2 == 0 else pytest.mark.slow) for i, case in enumerate(MATMULS)])
 def test_matmul_counts(m: int, k: int, n: int, dtype: str, itemsize: int) -> None:
     a = jnp.ones((m, k), dtype)
     b = jnp.ones((k, n), dtype)

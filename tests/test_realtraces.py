@@ -83,7 +83,8 @@ def tpu_truth(path: Path, module: str) -> list[float]:
 
 
 # --- the XSpace reader ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path", [GEMM, ELEMENTWISE, ATTENTION, TPU], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [GEMM, ELEMENTWISE, ATTENTION, pytest.param(TPU, marks=pytest.mark.slow)],
+                         ids=lambda p: p.name)  # the TPU profile, the largest (0.8 s), in the full run
 def test_our_xspace_reader_reads_what_profile_data_reads(path: Path) -> None:
     ours = _space(path)
     theirs = ProfileData.from_file(str(path))
