@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Literal
 
-from .roofline import RooflineEstimate
+from .roofline import IMPOSSIBLE_ABOVE, RooflineEstimate
 
 __all__ = [
     "CONFIDENCE",
@@ -158,12 +158,14 @@ def implausible_drift(drift: float, contended_calibration: bool = False) -> str:
 def correction_above_roofline(roof: RooflineEstimate, kernel_s: Sequence[float], resource: Resource,
                               drift_per_run: Sequence[float]) -> str:
     """Why the live ceilings must not be used for these runs ("" when they may): they would put the median
-    utilization above 100% plus its interval's width, higher than the calibration alone puts it. No kernel beats
-    its roofline, so the reference's drift is not this kernel's (it slowed beside the kernel where the kernel did
-    not); the figure is not shown."""
+    utilization above 100% plus its interval's width, or its whole interval above the impossible line, higher than
+    the calibration alone puts it. No kernel beats its roofline, so the reference's drift is not this kernel's (it
+    slowed beside the kernel where the kernel did not); the figure is not shown."""
     live = uncertainty(pair_utilizations(roof, kernel_s, resource, drift_per_run))
     alone = roof.roofline_time_s / median(kernel_s)
-    if live.utilization <= 1.0 + (live.high - live.low) or live.utilization <= alone:
+    if live.utilization <= alone:
+        return ""
+    if live.utilization <= 1.0 + (live.high - live.low) and live.low <= IMPOSSIBLE_ABOVE:
         return ""
     return (f"the live ceilings would put the utilization above the roofline (the reference ran at "
             f"{median(drift_per_run):.0%} of its calibrated rate beside it, a drift this kernel did not share): "
