@@ -288,6 +288,33 @@ def test_a_module_only_the_head_has_is_not_found_in_the_base(tmp_path: Path) -> 
     assert "ModuleNotFoundError: No module named 'demokern.inner'" in done.stdout  # not the head's inner.py
 
 
+SHORT_OF_ITS_THRESHOLD = """import jax.numpy as jnp
+
+
+def test_short(roofline):
+    x = jnp.ones(1 << 24, jnp.float32)
+    roofline(lambda x: x * 2, x, name="short", min=1.0, first_touch="exclude")  # far short of 100%
+"""
+
+
+@pytest.mark.slow  # two pytest processes timing a real kernel
+def test_a_rounds_side_measures_each_kernel_once(tmp_path: Path) -> None:
+    """A round's side (``--once``) measures a kernel with the shorter timing (at least 0.05 s of runs, a 0.25 s
+    budget, against at least 0.5 s as pytest runs it), and no failure trace is saved. Either way the test fails."""
+    (tmp_path / "test_k.py").write_text(SHORT_OF_ITS_THRESHOLD)
+    found = {}
+    for once in ([], ["--once"]):
+        report = tmp_path / f"r{len(once)}.json"
+        done = subprocess.run([sys.executable, str(CHILD), str(tmp_path), "", *once, "-q", "-p", "no:cacheprovider",
+                               f"--roofline-report={report}", f"--roofline-trace-dir={tmp_path / 'traces'}"],
+                              cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 1, done.stdout + done.stderr
+        record = json.loads(report.read_text())["results"][0]
+        found[bool(once)] = (len(record["result"]["per_run_s"]), record.get("trace_dir"))
+    (normal_runs, normal_saved), (once_runs, once_saved) = found[False], found[True]
+    assert once_runs < normal_runs and normal_saved and not once_saved
+
+
 SUITE = {
     "src/demokern/__init__.py": "VERSION = 'one'\n\n\ndef total(x):\n    return x.sum()\n",
     "tests/test_kernels.py": """import jax.numpy as jnp

@@ -93,14 +93,16 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _command(side: _Side, root: Path, args: Sequence[str], report: Path) -> list[str]:
-    return [sys.executable, str(CHILD), str(root), side.base_root, *args, "-p", "no:cacheprovider",
+def _command(side: _Side, root: Path, args: Sequence[str], report: Path, once: bool = False) -> list[str]:
+    """A side's pytest process; ``once``: a round's, each kernel measured once (the rounds are the sample)."""
+    return [sys.executable, str(CHILD), str(root), side.base_root, *(["--once"] if once else []), *args,
+            "-p", "no:cacheprovider",
             *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}=")), f"--roofline-report={report}"]
 
 
 def _run_side(side: _Side, root: Path, args: Sequence[str], report: Path) -> tuple[Run, float]:
     """One pytest process; its report (an empty run where it measured nothing: the plugin then writes none)."""
-    command = _command(side, root, args, report)
+    command = _command(side, root, args, report, once=True)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=side.cwd, env=_child_env(), capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start

@@ -1,6 +1,6 @@
 """One side of ``pytest-roofline ab`` in a fresh process, run as a script (never imported)::
 
-    python ab_child.py HEAD_ROOT BASE_ROOT [--serve=REQUESTS_FD,ANSWERS_FD] PYTEST_ARGS...
+    python ab_child.py HEAD_ROOT BASE_ROOT [--once | --serve=REQUESTS_FD,ANSWERS_FD] PYTEST_ARGS...
 
 With BASE_ROOT not empty, every module whose file lies in the head's tree is loaded from the same path in the
 base's worktree instead. A project installed in editable mode (a ``.pth`` path or setuptools' import finder)
@@ -8,7 +8,8 @@ points into the head's tree, so without this the base's tests would run the head
 checkout does not have (a virtual environment or a build folder inside the working tree, or a module the base's
 code never imports) is imported from where it is.
 
-With ``--serve``, the process stays up and runs the tests it is asked for, one at a time, as often as asked
+With ``--once`` (a round's side), every kernel is measured once (:class:`MeasureOnce`). With ``--serve``, the
+process stays up and runs the tests it is asked for, one at a time, as often as asked
 (``ab_serve.py``; the two numbers are the file descriptors of its pipes).
 
 Only the standard library is imported before the finder is in place (pytest comes after it, so that a project
@@ -25,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 
 class BaseTree(importlib.abc.MetaPathFinder):
@@ -62,6 +64,20 @@ class BaseTree(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, moved, submodule_search_locations=package)
 
 
+class MeasureOnce:
+    """A side of one round in a fresh process (``--once``): every kernel measured once, as a long-lived side
+    measures it: no second measurement of a shortfall, no sampling toward a threshold, no trace saved for a
+    failure, and the shorter timing the session keeps for this (``ONCE_TIMING``). The rounds are the sample, and
+    a kernel near its threshold on one side only is not measured more there."""
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        from pytest_roofline.plugin.hooks import SESSION_KEY  # the side's own plugin (the base's, through the finder)
+
+        roofline = session.config.stash.get(SESSION_KEY, None)
+        if roofline is not None:
+            roofline.once = True
+
+
 def main(argv: Sequence[str]) -> int:
     head, base, *args = argv
     if base:
@@ -70,6 +86,9 @@ def main(argv: Sequence[str]) -> int:
     import pytest
 
     plugins: list[object] = []
+    if args and args[0] == "--once":
+        args.pop(0)
+        plugins.append(MeasureOnce())
     if args and args[0].startswith("--serve="):
         from pytest_roofline.plugin.ab_server import AbServer
 
