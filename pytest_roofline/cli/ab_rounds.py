@@ -3,7 +3,8 @@ alternating order (ABBA), and a paired verdict per kernel (:mod:`..history.paire
 
 The head is the working tree as it is (uncommitted changes included); the base is REV checked out in a temporary
 git worktree. Each process runs ``plugin/ab_child.py``, which makes the base import its own tree. By default each
-round runs the whole selection in a fresh process per side, which writes a JSON report that is read back here; with
+round runs the whole selection in a fresh process per side, measuring each kernel once (``--once``), which writes a
+JSON report that is read back here; with
 ``long_lived`` pairs of long-lived processes (one per side) measure each test not yet settled for two rounds
 before the next pair starts (:mod:`.ab_served`; tests whose inputs do not fit in device memory beside the other
 process fall back to fresh processes). Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
