@@ -36,9 +36,6 @@ TPU = DATA / "tpu_v6e_x4_inference.xplane.pb"
 JIT_DOT_IDS = (5, 21, 34, 49, 64, 79)
 
 
-_space, _events = real_space, real_events
-
-
 # --- the second route: raw ProfileData events, grouped the way the issue describes -------------------------
 @functools.cache
 def _raw(path: Path) -> tuple[tuple[str, str, str, float, float, dict[str, Any]], ...]:
@@ -86,7 +83,7 @@ def tpu_truth(path: Path, module: str) -> list[float]:
 @pytest.mark.parametrize("path", [GEMM, ELEMENTWISE, ATTENTION, pytest.param(TPU, marks=pytest.mark.slow)],
                          ids=lambda p: p.name)  # the TPU profile, the largest (0.8 s), in the full run
 def test_our_xspace_reader_reads_what_profile_data_reads(path: Path) -> None:
-    ours = _space(path)
+    ours = real_space(path)
     theirs = ProfileData.from_file(str(path))
     a = [(p.name, ln.name, e.name, e.start_ns, e.duration_ns, dict(e.stats))
          for p in ours.planes for ln in p.lines for e in ln.events]
@@ -100,7 +97,7 @@ def test_our_xspace_reader_reads_what_profile_data_reads(path: Path) -> None:
 
 
 def test_every_program_carries_its_hlo() -> None:
-    protos = hlo_module_protos(_space(GEMM))
+    protos = hlo_module_protos(real_space(GEMM))
     assert {f"jit_dot({i})" for i in JIT_DOT_IDS} <= set(protos)
     for name in ("jit_dot(21)", "jit_dot(5)"):
         module = parse_hlo(hlo_text(protos[name]))  # names without '%', ENTRY without a signature
@@ -117,7 +114,7 @@ def test_not_a_profile_is_a_clear_error() -> None:
 # --- runs and programs --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("program_id", JIT_DOT_IDS)
 def test_six_jit_dot_programs_are_told_apart_and_timed(program_id: int) -> None:
-    found = run_times(_events(GEMM), "jit_dot", "gpu", program_id=program_id)
+    found = run_times(real_events(GEMM), "jit_dot", "gpu", program_id=program_id)
     truth = gpu_truth(GEMM, "jit_dot", program_id)
     assert len(truth) == 3
     assert found.per_run_s == pytest.approx(truth, rel=1e-9)
@@ -128,12 +125,12 @@ def test_a_module_name_alone_is_ambiguous() -> None:
     from pytest_roofline.analysis.runs.trace_events import TraceError
 
     with pytest.raises(TraceError, match=r"6 different programs named 'jit_dot' ran \(program ids 5, 21, 34, 49, 64, 79\)"):
-        run_times(_events(GEMM), "jit_dot", "gpu")
+        run_times(real_events(GEMM), "jit_dot", "gpu")
 
 
 @pytest.mark.parametrize("path", [GEMM, ELEMENTWISE, ATTENTION], ids=lambda p: p.name)
 def test_every_gpu_program_matches_the_second_route(path: Path) -> None:
-    events = _events(path)
+    events = real_events(path)
     keys = programs(events, "gpu")
     assert len(keys) >= 11
     for key in keys:
@@ -143,14 +140,14 @@ def test_every_gpu_program_matches_the_second_route(path: Path) -> None:
 
 
 def test_two_kernels_per_run_make_one_run() -> None:
-    events = _events(ELEMENTWISE)
+    events = real_events(ELEMENTWISE)
     key = next(k for k in programs(events, "gpu") if k.module == "jit__mean")
     found = run_times(events, key.module, "gpu", program_id=key.program_id)
     assert len(found.per_run_s) == 5 and len(found.op_events) == 10
 
 
 def test_tpu_program_on_four_chips_runs_100_times() -> None:
-    events = _events(TPU)
+    events = real_events(TPU)
     found = run_times(events, "jit_f", "tpu", expected_runs=100)
     assert found.devices == 4 and set(found.per_device_s) == {f"/device:TPU:{i}" for i in range(4)}
     assert found.per_run_s == pytest.approx(tpu_truth(TPU, "jit_f"), abs=2e-9)  # ProfileData rounds to ns
@@ -159,14 +156,14 @@ def test_tpu_program_on_four_chips_runs_100_times() -> None:
 
 
 def test_tpu_all_reduce_run_is_the_slowest_chips_module_event_not_the_ops_span() -> None:
-    found = run_times(_events(TPU), "jit__psum", "tpu", expected_runs=3)
+    found = run_times(real_events(TPU), "jit__psum", "tpu", expected_runs=3)
     assert found.per_run_s == pytest.approx(tpu_truth(TPU, "jit__psum"), abs=2e-9)
     assert [round(t * 1e3) for t in found.per_run_s] == [463, 153, 146]  # the all-reduce op alone: 121.7 ms
 
 
 # --- counts and per-op rows from the embedded HLO ------------------------------------------------------------
 def _summaries(path: Path, spec_from_profile: bool = True) -> dict[ProgramKey, Any]:
-    space = _space(path)
+    space = real_space(path)
     events = flatten(space)
     platform = platform_of(events)
     plane = next(p for p in space.planes if p.name.startswith("/device:") and p.stats)
@@ -180,7 +177,7 @@ def _summaries(path: Path, spec_from_profile: bool = True) -> dict[ProgramKey, A
 
 
 def test_matrix_flops_of_each_jit_dot_are_2mnk() -> None:
-    protos = hlo_module_protos(_space(GEMM))
+    protos = hlo_module_protos(real_space(GEMM))
     summaries = _summaries(GEMM)
     for pid in JIT_DOT_IDS:
         text = hlo_text(protos[f"jit_dot({pid})"])
@@ -212,7 +209,7 @@ def test_per_op_rows_are_joined_to_the_embedded_hlo() -> None:
 def test_the_device_is_found_from_the_profile() -> None:
     table = load_shipped_table()
     for path, name in ((GEMM, "MI300X"), (TPU, "TPU v6e")):
-        space = _space(path)
+        space = real_space(path)
         plane = next(p for p in space.planes if p.name.startswith("/device:") and p.stats)
         platform = "gpu" if "GPU" in plane.name else "tpu"
         assert find_spec_for_profile(table, platform, plane.stats)[0].name == name
