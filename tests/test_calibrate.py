@@ -117,7 +117,11 @@ def test_real_calibration_on_this_machine(capfd: pytest.CaptureFixture[str]) -> 
     if not cached:  # this test measured it
         assert "pytest-roofline: calibrating this machine's ceilings once" in capfd.readouterr().err
     assert spec.platform == "cpu"
-    assert set(spec.reference_rates) == set(REFERENCE_KEYS) and all(v > 0 for v in spec.reference_rates.values())
+    # every reference has a rate, or the notes say why it has none (stream-fresh, where no run faulted its pages)
+    unrated = set(REFERENCE_KEYS) - set(spec.reference_rates)
+    assert unrated <= {"stream-fresh"} and all(v > 0 for v in spec.reference_rates.values())
+    for key in unrated:
+        assert any(note.startswith(f"no live ceiling from the {key} reference: ") for note in spec.notes), spec.notes
     assert spec.transcendental is not None and 1e7 < spec.transcendental.value < 1e13
     assert "80th-percentile rate of 15 runs" in spec.peaks["f32"].source
     for key in ("f32", "bf16"):
