@@ -7,9 +7,10 @@ Layout: each folder is a layer with one rule about what it may import (checked b
 
 - ``base/``: kinds, errors, files, units, quantiles, labels, call checks, dependency floors; shared by all.
 - ``hardware/``: the hardware table, peaks, the CPU's description, the calibration cache, NVML.
-- ``analysis/``: pure analysis. ``program/`` counts a compiled program from its HLO; ``runs/`` reads traces into
-  runs (per process, idle, exposed time); ``model/`` is the roofline model (ceilings, live and first-touch terms,
-  cache state, per op); ``verdict/`` holds the pass/fail rule, hints, the census, the op diff, regression tests.
+- ``analysis/``: pure analysis, four folders in order, each importing only those before it. ``program/`` counts
+  a compiled program from its HLO; ``runs/`` reads traces into runs (per process, idle time); ``model/`` is the
+  roofline model (ceilings, live and first-touch terms, cache state, per op, exposed time); ``verdict/`` holds the
+  pass/fail rule, hints, the census, the op diff, regression tests.
 - ``result/``: the Result of one measurement and its paragraph in words.
 - ``records/``: the current run's records (a kernel's record, a result as a report records it, a baseline check).
 - ``history/``: runs over time, baselines, paired revisions. ``report/``: text, JSON and HTML.

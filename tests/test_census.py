@@ -11,11 +11,11 @@ import fakes
 import pytest
 from test_fixture import Failed, Harness
 
+from pytest_roofline.analysis.model.op_family import op_family
 from pytest_roofline.analysis.model.per_op import OpRow, OpsModel, op_rows
 from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.verdict.census import Census, CensusCheck, census, census_change, check_ops, parse_max_ops
 from pytest_roofline.analysis.verdict.decide import decide
-from pytest_roofline.analysis.verdict.op_family import op_family
 
 HLO = """HloModule families
 

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from fakes import fake_result
 
-from pytest_roofline.analysis.model.per_op import OpRow
-from pytest_roofline.analysis.runs.exposed import (
+from pytest_roofline.analysis.model.exposed import (
     CPU_NOTE,
     CollectiveTime,
     ExposedCheck,
@@ -24,6 +23,7 @@ from pytest_roofline.analysis.runs.exposed import (
     exposure,
     parse_max_exposed,
 )
+from pytest_roofline.analysis.model.per_op import OpRow
 from pytest_roofline.analysis.runs.trace_events import RunTimes, TraceEvent
 from pytest_roofline.analysis.verdict.decide import decide
 
@@ -99,9 +99,9 @@ def test_real_tpu_all_reduce_has_no_compute_beside_it() -> None:
     from real_profiles import real_events, real_space
 
     from pytest_roofline.analysis.model.per_op import op_rows
+    from pytest_roofline.analysis.model.recorded_profile import hlo_key
     from pytest_roofline.analysis.program.hlo_reader import parse_hlo
     from pytest_roofline.analysis.runs.program_runs import run_times
-    from pytest_roofline.analysis.runs.recorded_profile import hlo_key
     from pytest_roofline.analysis.runs.trace_events import programs
     from pytest_roofline.analysis.runs.xspace import hlo_module_protos
     from pytest_roofline.hardware.table import load_shipped_table

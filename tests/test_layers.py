@@ -3,8 +3,8 @@ inside functions), so that the layout cannot erode; and the sizes: no module ove
 
     base/         kinds, errors, files, units, quantiles, labels, calls, dependencies   nothing of the package but base
     hardware/     table, peaks, CPU, calibration cache, NVML             base
-    analysis/     pure analysis: program/ (HLO counts), runs/ (traces), model/ (the roofline), verdict/
-                                                                         base, hardware
+    analysis/     pure analysis, four folders in order: program/ (HLO counts), runs/ (traces), model/ (the
+                  roofline), verdict/; each imports only those before it            base, hardware
     result/       the Result and its text                                base, hardware, analysis
     records/      the current run's records (a kernel's record, a recorded result, its baseline check)
                                                                          base, hardware, analysis, result
@@ -41,6 +41,8 @@ ALLOWED = {
     "package": {"base", "hardware", "analysis", "result", "measurement"},
     "cli": {"base", "hardware", "analysis", "result", "records", "history", "report", "measurement", "cli", "package"},
 }
+# The folders inside analysis/, in order: each may import itself and those before it, never one after it.
+ANALYSIS_ORDER = ("program", "runs", "model", "verdict")
 JAX = {"jax", "jaxlib"}
 PYTEST = {"pytest", "_pytest", "pluggy"}
 
@@ -133,6 +135,38 @@ def test_import_rules(path: Path) -> None:
     assert not (roots & JAX and roots & PYTEST), f"{module} imports both JAX and pytest"
     wrong = _internal_layers(imported) - ALLOWED[layer]
     assert not wrong, f"{module} ({layer}) imports from {sorted(wrong)}"
+
+
+def _analysis_folders(imported: set[str]) -> set[str]:
+    """The folders of analysis/ among ``imported``."""
+    return {name.split(".")[2] for name in imported
+            if name.startswith("pytest_roofline.analysis.") and name.split(".")[2] in ANALYSIS_ORDER}
+
+
+def _analysis_order_broken(folder: str, imported: set[str]) -> set[str]:
+    """The folders of analysis/ that a module of ``folder`` imports against the order."""
+    allowed = set(ANALYSIS_ORDER[: ANALYSIS_ORDER.index(folder) + 1])
+    return _analysis_folders(imported) - allowed
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "analysis").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_analysis_folders_import_in_order(path: Path) -> None:
+    parts = path.relative_to(PACKAGE / "analysis").parts
+    if len(parts) == 1:  # analysis/__init__.py
+        assert not _analysis_folders(_imports(path))
+        return
+    broken = _analysis_order_broken(parts[0], _imports(path))
+    assert not broken, (f"analysis/{'/'.join(parts)} imports from {sorted(broken)}: inside analysis/ a folder imports "
+                        f"only those before it ({' -> '.join(ANALYSIS_ORDER)})")
+
+
+def test_the_order_inside_analysis_catches_a_violation() -> None:
+    # Constructed source for a module of analysis/model/ that imports the verdict (after it) inside a function.
+    text = "from ..program.counts import Work\ndef f():\n    from ..verdict.op_family import op_family\n"
+    imported = _imports_of(text, "pytest_roofline.analysis.model")
+    assert _analysis_order_broken("model", imported) == {"verdict"}
+    assert _analysis_order_broken("verdict", imported) == set()
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))

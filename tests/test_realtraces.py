@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from real_profiles import real_events, real_space
 
+from pytest_roofline.analysis.model.recorded_profile import hlo_key, summarize_program
 from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.runs.program_runs import run_times
-from pytest_roofline.analysis.runs.recorded_profile import hlo_key, summarize_program
 from pytest_roofline.analysis.runs.trace_events import ProgramKey, flatten, platform_of, programs
 from pytest_roofline.analysis.runs.xspace import hlo_module_protos, read_xspace
 from pytest_roofline.cli.main import main

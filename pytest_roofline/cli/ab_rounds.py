@@ -6,7 +6,7 @@ git worktree. Each process runs ``plugin/ab_child.py``, which makes the base imp
 round runs the whole selection in a fresh process per side, measuring each kernel once (``--once``), which writes a
 JSON report that is read back here; with
 ``long_lived`` pairs of long-lived processes (one per side) measure each test not yet settled for two rounds
-before the next pair starts (:mod:`.ab_served`; tests whose inputs do not fit in device memory beside the other
+before the next pair starts (:mod:`.ab_long_lived`; tests whose inputs do not fit in device memory beside the other
 process fall back to fresh processes). Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
 """
 

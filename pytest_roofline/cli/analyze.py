@@ -7,8 +7,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from ..analysis.model.recorded_profile import ProgramSummary, counts_summary, hlo_key, summarize_program
 from ..analysis.program.hlo_reader import HloModule, HloParseError, parse_hlo
-from ..analysis.runs.recorded_profile import ProgramSummary, counts_summary, hlo_key, summarize_program
 from ..analysis.runs.trace_events import ProgramKey, TraceError, flatten, platform_of, programs
 from ..analysis.runs.xspace import XSpace, XSpaceError, hlo_module_protos, read_xspace
 from ..base.units import format_quantity, format_seconds

@@ -1,3 +1,3 @@
-"""A run's records and runs over time: the typed record of each kernel (what every report reads, and what a
-report file is read back into), reading reports, series per kernel, regression detection, baselines. Pure (no
-JAX, no pytest)."""
+"""Runs over time: report files read back, series per kernel, baselines, paired revisions (ab), the programs
+pass's fingerprints, compile times. Pure (no JAX, no pytest); the current run's records are in
+:mod:`pytest_roofline.records`."""

@@ -14,6 +14,7 @@ import jaxlib
 
 from ..analysis.model.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
 from ..analysis.model.compiler_agreement import ops_check
+from ..analysis.model.exposed import Exposure, exposure
 from ..analysis.model.first_touch import FirstTouch, first_touch
 from ..analysis.model.live import (
     Live,
@@ -33,7 +34,6 @@ from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_fr
 from ..analysis.program.trips_ran import with_trips_ran
 from ..analysis.program.walk import CONTAINER_OPS, constant_bytes, does_no_work, executed_op_count
 from ..analysis.runs.across_processes import Processes
-from ..analysis.runs.exposed import Exposure, exposure
 from ..analysis.runs.hosts import Topology
 from ..analysis.runs.idle import IdleTime, idle_time
 from ..analysis.runs.program_runs import COMMAND_BUFFER_REMEDY, ops_hidden

@@ -63,7 +63,7 @@ WARM_RUNS = CacheRuns()  # no eviction, no check
 
 @dataclass(frozen=True)
 class Beside:
-    """A reference kernel to alternate with the timed runs (see :mod:`.references`)."""
+    """A reference kernel to alternate with the timed runs (see :mod:`.machine.reference_kernels`)."""
 
     module_name: str
     prepare: Callable[[], Any]

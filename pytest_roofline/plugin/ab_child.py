@@ -10,7 +10,7 @@ code never imports) is imported from where it is.
 
 With ``--once`` (a round's side), every kernel is measured once (:class:`MeasureOnce`). With ``--serve``, the
 process stays up and runs the tests it is asked for, one at a time, as often as asked
-(``ab_serve.py``; the two numbers are the file descriptors of its pipes).
+(``ab_server.py``; the two numbers are the file descriptors of its pipes).
 
 Only the standard library is imported before the finder is in place (pytest comes after it, so that a project
 that is itself a pytest plugin runs its base revision too).

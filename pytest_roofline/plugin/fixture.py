@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NoReturn, TypeVar, cast
 
+from ..analysis.model.exposed import ExposedCheck, check_exposed, parse_max_exposed
 from ..analysis.program.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
-from ..analysis.runs.exposed import ExposedCheck, check_exposed, parse_max_exposed
 from ..analysis.runs.time_spent import Stopwatch, phase
 from ..analysis.verdict.census import CensusCheck, check_ops, parse_max_ops
 from ..analysis.verdict.decide import Decision, decide

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.model.exposed import ExposedLimit, parse_max_exposed
 from ..analysis.program.memory import MemoryLimit, parse_max_memory
-from ..analysis.runs.exposed import ExposedLimit, parse_max_exposed
 from ..analysis.verdict.census import OpsLimit, parse_max_ops
 from ..base.kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
 from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick_setting

@@ -1,5 +1,5 @@
 """The record kept for each kernel of a run: :class:`KernelRecord` (the test, the label, the threshold and its
-origin, the verdict and what qualified it, the measurement as :class:`~.recorded.RecordedResult`), and
+origin, the verdict and what qualified it, the measurement as :class:`~.recorded_result.RecordedResult`), and
 :class:`Unmeasured` for a kernel that could not be measured. Typed and frozen from the plugin to the text,
 JSON, HTML and history readers; JSON only at the file boundary (:meth:`KernelRecord.to_dict`,
 :meth:`KernelRecord.from_dict`). Pure."""
@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.model.exposed import ExposedCheck
 from ..analysis.program.memory import MemoryCheck
-from ..analysis.runs.exposed import ExposedCheck
 from ..analysis.runs.time_spent import TimeSpent
 from ..analysis.verdict.census import CensusCheck
 from ..base.kinds import EXPECTED_BOUNDS, MODELS, VERDICTS, ExpectedBound, Model, Verdict, choose

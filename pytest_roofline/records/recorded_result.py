@@ -12,13 +12,13 @@ from typing import Any, get_args
 
 from ..analysis.model.cache_state import CacheState
 from ..analysis.model.compiler_agreement import OpsCheck
+from ..analysis.model.exposed import Exposure
 from ..analysis.model.first_touch import FirstTouch
 from ..analysis.model.live import Live
 from ..analysis.model.per_op import OpRow
 from ..analysis.model.work_shares import CeilingUse
 from ..analysis.program.memory import MemoryFootprint
 from ..analysis.runs.across_processes import Processes
-from ..analysis.runs.exposed import Exposure
 from ..analysis.runs.idle import IdleTime
 from ..analysis.runs.program_runs import ops_hidden
 from ..analysis.verdict.census import Census

@@ -58,7 +58,7 @@ class BaselineCheck:
 
     @property
     def state(self) -> GateState:
-        """Regression, too noisy to judge, undecided, improved or ok (:meth:`Gate.state`)."""
+        """Regression, too noisy to judge, undecided, improved or ok (:meth:`~pytest_roofline.analysis.verdict.regressions.Gate.state`)."""
         return self.gate.state(self.current)
 
     @property

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from ..analysis.model import contention
 from ..analysis.model.cache_state import CacheState
 from ..analysis.model.compiler_agreement import OpsCheck
+from ..analysis.model.exposed import Exposure
 from ..analysis.model.first_touch import FirstTouch
 from ..analysis.model.live import Live, Uncertainty, pair_utilizations, uncertainty
 from ..analysis.model.per_op import OpRow, OpsModel
@@ -23,7 +24,6 @@ from ..analysis.program.counts import Work
 from ..analysis.program.info import ProgramInfo, SourceWork
 from ..analysis.program.memory import MemoryFootprint
 from ..analysis.runs.across_processes import Processes
-from ..analysis.runs.exposed import Exposure
 from ..analysis.runs.idle import IdleTime
 from ..analysis.runs.run_stats import Timing
 from ..analysis.verdict.census import Census, census

@@ -1,8 +1,8 @@
 """Per-op roofline: every executed HLO op's cost, its own roofline time, and its measured time from the trace.
 
-Rows are the ops a run executes (:mod:`~.walk`): a fusion is one row with the work of its fused computation,
+Rows are the ops a run executes (:mod:`~..program.walk`): a fusion is one row with the work of its fused computation,
 ops in a loop body count ``known_trip_count`` times. Each row's FLOPs, transcendentals and bytes come from
-:func:`~.costs.instruction_cost`, its collective bytes from :mod:`~.collectives`, and its measured time is
+:func:`~..program.xla_costs.instruction_cost`, its collective bytes from :mod:`~..program.collectives`, and its measured time is
 the sum of its trace events (matched by the ``hlo_op`` stat) per run, slowest device, median over runs. Pure.
 """
 
@@ -19,8 +19,8 @@ from ..program.hlo_reader import HloModule
 from ..program.walk import executed
 from ..program.xla_costs import compute_class, instruction_cost, source_dtype
 from ..runs.trace_events import TraceEvent, device_of
-from ..verdict.op_family import NAMED_BY_WORK, op_family
 from .compiler_agreement import OpsCheck
+from .op_family import NAMED_BY_WORK, op_family
 
 __all__ = ["OpRow", "OpsModel", "op_rows", "attach_times"]
 

@@ -35,10 +35,10 @@ def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices
                   cold_written: float | None = None, topology: Topology | None = None) -> ProgramModel:
     """The model of ``module`` on ``spec``; analytic counts given by the user replace the compiler's.
     ``working_set``: the bytes of the program's buffers, which decide whether its bytes meet the last-level
-    cache's bandwidth or main memory's (:func:`~.ceilings.memory_level`); ``cold_written``: the runs start with
-    an evicted cache, and write this many bytes (:func:`~.ceilings.cold_level`). ``topology``: the program spans
+    cache's bandwidth or main memory's (:func:`~.work_shares.memory_level`); ``cold_written``: the runs start with
+    an evicted cache, and write this many bytes (:func:`~.work_shares.cold_level`). ``topology``: the program spans
     several processes (hosts): its collectives' bytes are split between the local interconnect and the host
-    link (:mod:`.hosts`)."""
+    link (:mod:`..runs.hosts`)."""
     precision = dot_precision(counts)
     interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
     total = bytes_accessed if bytes_accessed is not None else counts.bytes_accessed

@@ -6,7 +6,7 @@ transcendentals (exp, log, tanh, rsqrt ...) / the device's transcendental rate, 
 roofline time = max; on a CPU the first touch of the program's fresh pages adds to it where charged
 (:mod:`~.first_touch`).
 Utilization = roofline time / measured time; above :data:`IMPOSSIBLE_ABOVE` it is physically impossible
-(:mod:`~.verdict` then names the suspect instead of passing).
+(:mod:`~..verdict.decide` then names the suspect instead of passing).
 """
 
 from __future__ import annotations

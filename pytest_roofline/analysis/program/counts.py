@@ -3,7 +3,7 @@ read from the optimized HLO. Pure: the inputs are the dict (or list of dicts) an
 
 * the compute dtype of every dot / convolution, so that matrix FLOPs meet the right peak;
 * while loops: XLA counts a loop body once. When the HLO states ``known_trip_count`` the counts are
-  corrected by the extra ``n - 1`` iterations as estimated by :func:`~.costs.instruction_cost`; when it
+  corrected by the extra ``n - 1`` iterations as estimated by :func:`~.xla_costs.instruction_cost`; when it
   does not, the counts are marked as a lower bound.
 """
 

@@ -1,5 +1,5 @@
 """Scanning HLO text: brackets and quoted strings, splitting at top-level separators, dropping ``/*...*/``
-comments. Pure string work for :mod:`.hlo`."""
+comments. Pure string work for :mod:`.hlo_reader`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The cost of a custom call: library gemms (cuBLAS, hipBLAS) and convolutions (cuDNN, MIOpen) counted from
 their operands, data-movement calls as bytes, Pallas kernels from their cost_estimate, anything else as bytes
-and a name in ``uncounted``. Pure: reads :mod:`.hlo`."""
+and a name in ``uncounted``. Pure: reads :mod:`.hlo_reader`."""
 
 from __future__ import annotations
 

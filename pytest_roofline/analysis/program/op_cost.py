@@ -1,5 +1,5 @@
 """The cost of one HLO instruction as a value (:class:`OpCost`), and the facts of its operands a cost reads:
-their shapes, bytes, and the dtype (compute class) matrix work runs in. Pure: reads :mod:`.hlo`."""
+their shapes, bytes, and the dtype (compute class) matrix work runs in. Pure: reads :mod:`.hlo_reader`."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The entry computation's ops run once; a while loop's body and condition run ``known_trip_count`` times (once
 when the trip count is unknown); a call's computation runs once; a conditional runs one branch, taken to be
-the costliest (the branch :func:`~.costs.instruction_cost` counts), so that op rows, op counts and program
+the costliest (the branch :func:`~.xla_costs.instruction_cost` counts), so that op rows, op counts and program
 counts agree. Bookkeeping ops (parameters, tuples, bitcasts) are not executed ops. Pure.
 """
 

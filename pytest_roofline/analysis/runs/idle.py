@@ -1,5 +1,5 @@
 """Idle time inside a program's runs: the part of each run in which its device executes no op, and how much of it
-the device spent waiting on the host. Pure: reads one program's runs (:class:`~.trace.RunTimes`).
+the device spent waiting on the host. Pure: reads one program's runs (:class:`~.trace_events.RunTimes`).
 
 A run lasts from its first op's start to its last op's end (GPU, CPU), or its module event (TPU: the time the
 caller waits). The ops' union is the busy time; the rest is idle, gap by gap on the run's slowest device. What a

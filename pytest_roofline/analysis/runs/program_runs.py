@@ -13,7 +13,7 @@ Checked on the real profiles in ``tests/data``:
   that device: with several GPUs the windows of different devices overlap, and a kernel belongs to the window
   of the thread that launched it, never to another device's). With command buffers (CUDA
   graphs) the kernels of a run may carry no ``hlo_op``: the per-op times are then missing, which
-  :attr:`~.trace.RunTimes.notes` says.
+  :attr:`~.trace_events.RunTimes.notes` says.
 * TPU: an "XLA Modules" line (one event per run and chip; ``run_id`` counts per chip, so runs are matched
   across chips by their order) and "XLA Ops" lines. A chip's run lasts its module event: the time the caller
   waits, including waiting for the other chips.

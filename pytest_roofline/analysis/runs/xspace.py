@@ -4,7 +4,7 @@
 optimized HLO (plane ``/host:metadata``, stat ``Hlo Proto``), and the ``protobuf`` package ships no schema for
 XSpace. The schema is small (``tsl/profiler/protobuf/xplane.proto``), so this module reads the protobuf wire
 format directly. Pure: bytes in, plain objects out, shaped like ``ProfileData`` (``planes[].lines[].events[]``
-with ``name``, ``start_ns``, ``duration_ns``, ``stats``) so :func:`~.trace.flatten` reads both.
+with ``name``, ``start_ns``, ``duration_ns``, ``stats``) so :func:`~.trace_events.flatten` reads both.
 
 Field numbers (xplane.proto): XSpace{planes=1}; XPlane{id=1, name=2, lines=3, event_metadata=4 (map),
 stat_metadata=5 (map), stats=6}; XLine{id=1, name=2, timestamp_ns=3, events=4, duration_ps=9,

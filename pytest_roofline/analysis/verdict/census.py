@@ -1,6 +1,6 @@
 """The kernel census of a program: how many device ops one run executes and of which family (XLA fusions, library
 calls such as cuBLAS and cuDNN, Triton, Pallas, copies, collectives), the ``max_ops=`` limit it is held to, and
-what changed between two censuses. Pure: reads :class:`~.ops.OpRow` rows (each with its family, :mod:`.op_family`).
+what changed between two censuses. Pure: reads :class:`~..model.per_op.OpRow` rows (each with its family, :mod:`..model.op_family`).
 
 An op's count per run is its events per run in the trace where the trace has them (a GPU kernel per launch, a
 CPU thunk per execution), else how often the HLO runs it (loop bodies times their trip count).
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.op_family import FAMILIES
 from ..model.per_op import OpRow
-from .op_family import FAMILIES
 
 __all__ = ["Census", "census", "OpsLimit", "CensusCheck", "parse_max_ops", "check_ops", "census_change"]
 

@@ -1,7 +1,7 @@
 """The pass/fail rule, in one pure function: :func:`decide` turns a measurement's figures, a threshold, an
 expected bound and the model into a verdict and its reason.
 
-* A program-level utilization above :data:`~.roofline.IMPOSSIBLE_ABOVE` (its whole 95% interval, where one is
+* A program-level utilization above :data:`~..model.roofline.IMPOSSIBLE_ABOVE` (its whole 95% interval, where one is
   known) is "impossible" whatever the threshold: a peak is too low or a count too high (the program-level bound
   is the loosest, so above it a ceiling is wrong). It fails a test that has a threshold; without one it is a
   warning.
@@ -12,7 +12,7 @@ expected bound and the model into a verdict and its reason.
   noise explains the shortfall: it fails on one measurement, and the reason says so.
 * The point estimate (the median) decides; the message states its confidence interval, and a verdict whose
   interval holds the threshold is called marginal (inside the noise).
-* Below the threshold twice, but measured while other processes held the CPUs (:mod:`.contention`) and at or
+* Below the threshold twice, but measured while other processes held the CPUs (:mod:`..model.contention`) and at or
   above it once the waiting is taken out, a kernel is "contended": a warning, not a failure (a neighbour must
   not fail a test); below it even then, it fails, and the reason says both.
 * Below the threshold with counts that are a lower bound (a loop whose iterations no trace showed, work nobody
@@ -36,11 +36,11 @@ from ...base.kinds import FAILING_VERDICTS, Bound, ExpectedBound, Model, Verdict
 from ...base.units import format_fraction, format_quantity
 from ...hardware.spec import HardwareSpec
 from ..model import contention
+from ..model.exposed import ExposedCheck
 from ..model.roofline import IMPOSSIBLE_ABOVE, impossible_text
 from ..model.work_shares import CeilingUse
 from ..program.counts import Work
 from ..program.memory import MemoryCheck
-from ..runs.exposed import ExposedCheck
 from .census import CensusCheck
 
 __all__ = ["Figures", "Decision", "decide", "suspect", "BaselineJudgement", "model_utilization", "FAR_BELOW"]

@@ -1,5 +1,5 @@
 """What two compiled programs of one kernel do differently, op by op: the ops of a base and a head result matched by
-their HLO identity, and each one's share of the change in the kernel's time. Pure: reads :class:`~.ops.OpRow`.
+their HLO identity, and each one's share of the change in the kernel's time. Pure: reads :class:`~..model.per_op.OpRow`.
 
 XLA renumbers instructions whenever a program changes (``fusion.3`` becomes ``fusion.7``), so names alone match
 little. Ops are matched in passes, each on what is left by the one before, in program order within a pass:

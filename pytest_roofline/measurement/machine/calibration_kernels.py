@@ -1,6 +1,6 @@
 """Calibration kernels: a large matmul per dtype, a donated stream over a working set well beyond the
 last-level cache, chains of exp and tanh, and the reference kernels of live ceilings
-(:mod:`~.references`), all timed the same way as the kernels under test (imports JAX).
+(:mod:`~.reference_kernels`), all timed the same way as the kernels under test (imports JAX).
 
 A ceiling is a robust high quantile of one well-sized measurement (the rate of the 20th-percentile time, see
 :func:`~pytest_roofline.hardware.calibration_cache.robust_rate`), never the one best run, and its spread is kept beside

@@ -1,4 +1,4 @@
-"""Reading a JAX device's clocks around its timed runs (:mod:`..hardware.clocks` through NVML), and which NVML
+"""Reading a JAX device's clocks around its timed runs (:mod:`...hardware.nvml` through NVML), and which NVML
 device a JAX device is. Imports JAX only through the device it is given."""
 
 from __future__ import annotations

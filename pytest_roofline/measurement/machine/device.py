@@ -30,7 +30,7 @@ def resolve_hardware(platform: str, device_kind: str, hardware: str | HardwareSp
     ``ceilings="datasheet"``; accelerators use the datasheet unless ``ceilings="calibrated"`` or ``"live"``.
     ``"auto"`` is live on a CPU (its ceilings are measured anyway) and the datasheet on accelerators (where
     clocks and temperature drift, live is opt-in). Live ceilings are the calibrated ones, scaled during the
-    measurement by the reference kernels (:mod:`.references`). A ``HardwareSpec`` given as ``hardware`` is used
+    measurement by the reference kernels (:mod:`.reference_kernels`). A ``HardwareSpec`` given as ``hardware`` is used
     as it is ("given"); a name forces that table entry.
     """
     if isinstance(hardware, HardwareSpec):

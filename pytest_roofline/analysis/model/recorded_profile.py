@@ -1,6 +1,6 @@
 """The roofline of every program in a profile someone recorded: its runs from the trace, its counts from the
 HLO the profile embeds, and (with hardware known) its utilization and per-op rows. Pure: the caller reads the
-file (:mod:`.xspace`), turns the embedded HLO protos into text, and picks the hardware.
+file (:mod:`..runs.xspace`), turns the embedded HLO protos into text, and picks the hardware.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from statistics import median
 from typing import Any
 
 from ...hardware.spec import HardwareSpec
-from ..model.per_op import OpRow, attach_times, op_rows
-from ..model.program_model import program_model
 from ..program.counts import Counts, hlo_counts, incomplete_reasons
 from ..program.hlo_reader import HloModule
 from ..program.interpreted import estimated_note
 from ..program.pallas_costs import PALLAS_REMEDY
-from .program_runs import run_times
-from .trace_events import ProgramKey, TraceEvent
+from ..runs.program_runs import run_times
+from ..runs.trace_events import ProgramKey, TraceEvent
+from .per_op import OpRow, attach_times, op_rows
+from .program_model import program_model
 
 __all__ = ["ProgramSummary", "summarize_program", "counts_summary", "hlo_key"]
 

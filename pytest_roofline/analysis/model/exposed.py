@@ -1,5 +1,5 @@
 """Exposed communication: how much of each collective's time no compute on the same device overlaps, from the
-trace. Pure: reads a program's runs (:class:`~.trace.RunTimes`) and its op rows (:class:`~.ops.OpRow`).
+trace. Pure: reads a program's runs (:class:`~..runs.trace_events.RunTimes`) and its op rows (:class:`~..model.per_op.OpRow`).
 
 A collective's time is its span on one device: from its ``-start`` event's start to its ``-done`` event's end where
 XLA emits an async pair (paired in order per device and run; a ``-start`` without a ``-done`` event, as a GPU's NCCL
@@ -7,7 +7,7 @@ kernel may be, is its own event), else its own event. The compute that may hide 
 every other op event of that device in that run, except collectives and async ``-start``/``-done`` markers. What
 no compute overlaps is exposed. Per collective: its time and exposed time per run (its instances in a run added,
 the device that exposed most, median over runs), and its roofline time on the link (the ring model of
-:mod:`.collectives`, from its row). On a CPU with forced host devices a collective runs on the host's own threads,
+:mod:`..program.collectives`, from its row). On a CPU with forced host devices a collective runs on the host's own threads,
 with no link to overlap: everything is exposed, and the result says so.
 """
 
@@ -19,10 +19,10 @@ from statistics import median
 from typing import Any
 
 from ...base.units import format_seconds
-from ..model.per_op import OpRow
 from ..program.collectives import collective_kind
-from .timeline import union_ns
-from .trace_events import RunTimes, device_of
+from ..runs.timeline import union_ns
+from ..runs.trace_events import RunTimes, device_of
+from .per_op import OpRow
 
 __all__ = ["CollectiveTime", "Exposure", "exposure", "CPU_NOTE", "ExposedLimit", "parse_max_exposed", "ExposedCheck",
            "check_exposed"]
