@@ -23,7 +23,7 @@ from pytest_roofline.base.calls import split_call
 from pytest_roofline.base.labels import kernel_name
 from pytest_roofline.hardware.spec import HardwareSpec
 from pytest_roofline.hardware.table import load_shipped_table
-from pytest_roofline.measurement.options import GivenCounts
+from pytest_roofline.measurement.options import MEASURE_OPTIONS, GivenCounts, GivenSettings
 from pytest_roofline.plugin.fixture import FIXTURE_SETTINGS
 from pytest_roofline.plugin.marker import parse_bound_setting, parse_marker, pick_bound
 
@@ -63,8 +63,9 @@ class CountingFixture:
         from pytest_roofline.measurement.predict import model_on
 
         call, kwargs = split_call(fn, args, keywords, FIXTURE_SETTINGS, "roofline(...)")
-        given = {**(self._marker.measure_kwargs if self._marker else {}), **kwargs}
-        counts = GivenCounts(given.get("flops"), given.get("bytes"), given.get("transcendentals"))
+        given = GivenSettings.read({k: v for k, v in kwargs.items() if k in MEASURE_OPTIONS}, lambda k, v: f"{k}=")
+        given = given.over(self._marker.given if self._marker else GivenSettings())
+        counts = GivenCounts(given.flops, given.bytes, given.transcendentals)
         label = kwargs.get("name") or kernel_name(fn)
         model, footprint = model_on(call, self.hardware, counts, label)
         origin = "the call's bound="

@@ -42,7 +42,7 @@ def _charts_kept_across_inline_runs() -> None:
     from pytest_roofline.report.html import html_report
 
     runs = [Run(f"r{i}.json", f"2026-11-2{i}T00:00:00", None, False, None, {},
-                (record_of("t.py::t", "kernel", fake_result(0.5 + i / 10), "pass", 0.4, "marker"),))
+                records=(record_of("t.py::t", "kernel", fake_result(0.5 + i / 10), "pass", 0.4, "marker"),))
             for i in range(3)]
     html_report(runs[-1], build_series(runs))
 

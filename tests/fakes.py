@@ -4,6 +4,7 @@ results of chosen utilizations. Every test that uses them is about logic, never 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from pytest_roofline.analysis.model.per_op import OpsModel
@@ -42,7 +43,7 @@ def fake_result(utilization: float, *, bound: Bound = "memory", name: str = "ker
         name=name, hardware=hardware, ceilings=ceilings,
         ceilings_used=(CeilingUse("f32 matrix FLOPs", flops, "f32", FAKE_CPU.peaks["f32"]),
                        CeilingUse("bytes", nbytes, "memory", FAKE_CPU.memory_bandwidth)),
-        work=Work(flops, 0.0, nbytes, "compiler", "compiler", {"f32": flops}, False, ()),
+        work=Work(flops, 0.0, nbytes, "compiler", "compiler", {"f32": flops}, counts_lower_bound=False, loops=()),
         roofline=RooflineEstimate(compute, memory, 1e11, 1e10),
         timing=Timing((device,) * 5, (device * 1.1,) * 5, "profiler", "", "run_id stat",
                       waiting_per_run=() if waiting is None else (waiting,) * 5),
@@ -76,8 +77,10 @@ class FakeMeasure:
         self.kernel_calls.append(call)
         if getattr(call.fn, "__name__", "") == "broken":  # a made-up failure, for kernels named "broken"
             raise MeasureError("broken: running it failed: RuntimeError: made up for the test")
-        return fake_result(next(self._next), bound=self.bound, name=options.name or "kernel",
-                           ceilings=self.ceilings, hardware=self.hardware, waiting=self.waiting)
+        picked, aim = options.threshold_on(self.hardware)  # as the measurement picks it
+        result = fake_result(next(self._next), bound=self.bound, name=options.name or "kernel",
+                             ceilings=self.ceilings, hardware=self.hardware, waiting=self.waiting)
+        return replace(result, threshold=aim, picked=picked)
 
 
 # A conftest that swaps the session's measurement and hardware detection for fakes (tests/fakes.py): the

@@ -76,7 +76,7 @@ def test_bad_kernels_and_a_marker_typo_under_xdist(pytester: pytest.Pytester) ->
     pytest.importorskip("xdist")
     pytest.importorskip("jax")
     pytester.makepyfile(test_k=JAX_KERNELS)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-W", "always",
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-W", "always", "-vv",  # full blocks
                                            f"--roofline-trace-dir={pytester.path / 'traces'}")
     out = result.stdout.str()
     assert "INTERNALERROR" not in out and result.ret == 1, out

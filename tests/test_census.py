@@ -123,8 +123,10 @@ def test_a_loop_counts_its_body_trip_count_times() -> None:
 
 
 def _row(name: str, family: str, per_run: float = 1.0) -> OpRow:
-    return OpRow(name, "fusion", "kLoop", "main", "f32[8]", (), "vector", 1, 0.0, 0.0, 32.0, 0.0, 0.0, 1e-9, 0.0,
-                 1e-6, per_run, family)
+    return OpRow(name, "fusion", "kLoop", "main", "f32[8]", (), dtype="vector", executions=1, flops=0.0,
+                 transcendentals=0.0, bytes=32.0, collective_bytes=0.0, compute_time_s=0.0, memory_time_s=1e-9,
+                 comms_time_s=0.0,
+                 measured_s=1e-6, events_per_run=per_run, family=family)
 
 
 ROWS = [_row("fusion.1", "XLA fusion"), _row("copy.2", "copy"), _row("copy.3", "copy", 2.0),

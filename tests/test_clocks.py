@@ -13,7 +13,8 @@ from fakes import fake_result, record_of
 
 from pytest_roofline.hardware.nvml import ClockReading, Clocks, clock_drop, nvml_clocks
 from pytest_roofline.measurement.machine.clock_readings import ClockWatch, nvml_index
-from pytest_roofline.report.text import failure_message, summary_lines
+from pytest_roofline.report.failure import failure_message
+from pytest_roofline.report.text import summary_lines
 
 
 class FakeNvml:
@@ -68,7 +69,7 @@ def test_readings_around_runs_that_did_not_throttle() -> None:
 
     result, clocks = ClockWatch(GPU, fake).around(run)
     assert result == "timed" and runs == [1] and not clocks.remeasured and clocks.throttled == ()
-    assert clocks.after == ClockReading(1980, 2619, 1980, 2619, (), 71.0, 650.0)
+    assert clocks.after == ClockReading(1980, 2619, 1980, 2619, (), 71.0, power_w=650.0)
     assert clocks.text() == ("before the runs SM 1980/1980 MHz, memory 2619/2619 MHz, 71 C, 650 W, not throttled; "
                              "after SM 1980/1980 MHz, memory 2619/2619 MHz, 71 C, 650 W, not throttled")
     assert clocks.roofline_at_clocks(1.0, 0.5) is None  # at its maximum clocks: one roofline
@@ -104,7 +105,7 @@ def test_the_message_summary_and_json_carry_the_readings() -> None:
     record = record_of("t.py::test_gemm", "gemm", result, "measured")
     assert record.result.clocks == throttled  # through the JSON
     assert record.result.utilization_at_clocks == pytest.approx(0.6 * 1980 / 1580)
-    message = failure_message(record, "below")
+    message = failure_message(record, "below", full=True)
     (line,) = [x for x in message.splitlines() if x.startswith("  clocks")]
     assert line.endswith(f"measured again; utilization {0.6 * 1980 / 1580:.1%} against the roofline at these clocks")
     assert "[throttled]" in "\n".join(summary_lines([record]))

@@ -31,8 +31,10 @@ US = 1e3  # ns
 
 
 def _row(name: str, opcode: str, family: str, link_s: float = 0.0) -> OpRow:
-    return OpRow(name, opcode, None, "main", "f32[1024]", (), "vector", 1, 0.0, 0.0, 4096.0, 0.0, 0.0, 0.0, link_s,
-                 None, 1.0, family)
+    return OpRow(name, opcode, None, "main", "f32[1024]", (), dtype="vector", executions=1, flops=0.0,
+                 transcendentals=0.0, bytes=4096.0, collective_bytes=0.0, compute_time_s=0.0, memory_time_s=0.0,
+                 comms_time_s=link_s,
+                 measured_s=None, events_per_run=1.0, family=family)
 
 
 ROWS = [_row("all-reduce-start.1", "all-reduce-start", "collective", 30e-6),

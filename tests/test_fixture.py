@@ -13,11 +13,13 @@ from fakes import FAKE_CPU, FakeMeasure, fake_result
 
 from pytest_roofline.base.calls import KernelCall
 from pytest_roofline.base.kinds import Bound, CeilingsUsed
+from pytest_roofline.hardware.per_device import Threshold
 from pytest_roofline.hardware.spec import HardwareSpec
+from pytest_roofline.measurement.options import GivenSettings
 from pytest_roofline.plugin.fixture import RooflineFixture
 from pytest_roofline.plugin.marker import parse_marker
 from pytest_roofline.plugin.session import RooflineSession, default_trace_root
-from pytest_roofline.plugin.settings import Settings, Threshold
+from pytest_roofline.plugin.settings import Settings
 from pytest_roofline.records.kernel_record import Artifacts, KernelRecord
 
 NODE = "test_k.py::test_a"
@@ -32,7 +34,8 @@ class Harness:
 
     def __init__(self, *utilizations: float, settings: Settings | None = None, marker: dict[str, Any] | None = None,
                  bound: Bound = "memory", ceilings: CeilingsUsed = "calibrated",
-                 hardware: HardwareSpec = FAKE_CPU) -> None:
+                 hardware: HardwareSpec = FAKE_CPU, verbosity: int = 2) -> None:
+        """``verbosity``: pytest's -v count; 2 (-vv, the full failure block) unless a test reads the short one."""
         self.measure = FakeMeasure(*utilizations, bound=bound, ceilings=ceilings, hardware=hardware)
         self.saved: list[str] = []
         self.warnings: list[str] = []
@@ -47,7 +50,7 @@ class Harness:
         names = self.session.settings.hardware_names
         spec = parse_marker((), marker, NODE, names) if marker is not None else None
         self.fixture = RooflineFixture(self.session, NODE, spec, self._fail, self.warnings.append,
-                                       lambda k, v: self.properties.append((k, v)))
+                                       lambda k, v: self.properties.append((k, v)), verbosity=verbosity)
 
     @staticmethod
     def _fail(message: str) -> NoReturn:
@@ -80,7 +83,8 @@ def test_failing_kernel_is_measured_twice_then_fails_with_both_figures_and_its_t
     message = str(info.value)
     assert message.startswith(f"roofline: kernel 'kernel' of {NODE}: utilization 40.0%, 95% interval 40.0%-40.0% is "
                               f"below its threshold 80% (measured twice: 50.0%, then 40.0%)")
-    assert h.measure.calls[0].threshold == 0.8  # sampling went on while the interval straddled it
+    assert h.measure.calls[0].threshold == Threshold(0.8, f"min= in the roofline() call of {NODE}")
+    assert h.measure.calls[0].sample_to_threshold  # sampling went on while the interval straddled it
     assert "re-measured   first run 50.0%, second 40.0%" in message and "trace         /traces/kernel" in message
     assert h.records[0].verdict == "fail" and h.records[0].first_utilization == pytest.approx(0.5)
     assert h.saved == ["kernel"]
@@ -262,7 +266,7 @@ def test_calibrate_setting_recalibrates_only_the_first_measurement() -> None:
     fake = FakeMeasure(0.5, 0.5, 0.5)
     session = RooflineSession(Settings(calibrate=True), measure=fake)
     for _ in range(2):
-        session.measure(KernelCall(kernel, (1,)), session.options({}))
+        session.measure(KernelCall(kernel, (1,)), session.options(GivenSettings()))
     assert [c.hardware.recalibrate for c in fake.calls] == [True, False]
 
 
@@ -271,8 +275,8 @@ def test_a_kernel_that_beats_the_calibration_never_recalibrates_it() -> None:
     # kernels push the cached memory ceiling from 63 to 110 GB/s. Now the impossible result stands.
     fake = FakeMeasure(2.0, 2.0)
     session = RooflineSession(Settings(), measure=fake)
-    assert session.measure(KernelCall(kernel, (1,)), session.options({})).impossible
-    assert session.measure(KernelCall(kernel, (1,)), session.options({})).impossible
+    assert session.measure(KernelCall(kernel, (1,)), session.options(GivenSettings())).impossible
+    assert session.measure(KernelCall(kernel, (1,)), session.options(GivenSettings())).impossible
     assert [c.hardware.recalibrate for c in fake.calls] == [False, False]
 
 
@@ -280,7 +284,7 @@ def test_session_passes_its_hardware_settings() -> None:
     fake = FakeMeasure(0.5)
     session = RooflineSession(Settings(hardware="H100 SXM", config="r.yaml", ceilings="datasheet", cache="warm"),
                               measure=fake)
-    session.measure(KernelCall(kernel, (1,)), session.options({"name": "k"}))
+    session.measure(KernelCall(kernel, (1,)), session.options(GivenSettings(name="k")))
     call = fake.calls[0]
     assert (call.hardware.name, call.hardware.file, call.hardware.ceilings, call.name, call.cache) == (
         "H100 SXM", "r.yaml", "datasheet", "k", "warm")

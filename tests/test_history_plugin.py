@@ -27,7 +27,7 @@ def test_b(roofline):
 def _run(pytester: pytest.Pytester, utils: str, body: str, *args: str) -> pytest.RunResult:
     pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils=utils))
     pytester.makepyfile(test_k=body)
-    return pytester.runpytest("-p", "no:cacheprovider", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", "-vv", *args)  # -vv: the failures' full blocks
 
 
 def _runs(directory: Path) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """The package's layers and their import rules, read from the source (every import statement, also those
-inside functions), so that the layout cannot erode; and the sizes: no module over 400 lines, no function over 60.
+inside functions), so that the layout cannot erode; and the sizes: no module over 400 lines, no function over 60, no
+function or dataclass taking more than six arguments by position.
 
     base/         kinds, errors, files, units, quantiles, labels, calls, dependencies   nothing of the package but base
     hardware/     table, peaks, CPU, calibration cache, NVML             base
@@ -252,3 +253,38 @@ def test_no_two_module_names_differ_by_a_suffix() -> None:
     alike = [(a, b) for a in stems for b in stems
              if a != b and (b.startswith(f"{a}_") or b in (f"{a}s", f"{a}d", f"{a}ed"))]
     assert not alike, f"module names that differ by a suffix: {alike}"
+
+
+def _positional(node: ast.AST) -> list[str]:
+    """The parameters a function, or a dataclass's ``__init__``, takes by position (self and cls aside)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [a.arg for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]
+    if isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+        fields = [s for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                  and "ClassVar" not in ast.unparse(s.annotation)]
+        names = [f.target.id for f in fields if isinstance(f.target, ast.Name)]
+        kw_only = next((i for i, f in enumerate(fields) if ast.unparse(f.annotation) == "KW_ONLY"), len(names))
+        return names[:kw_only]
+    return []
+
+
+def _too_many_positional(tree: ast.Module) -> list[str]:
+    return [f"{getattr(n, 'name', '?')} ({len(_positional(n))})" for n in ast.walk(tree) if len(_positional(n)) > 6]
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_function_or_record_takes_more_than_six_arguments_by_position(path: Path) -> None:
+    """Beyond six, parameters and a dataclass's fields are keyword-only (``*`` or ``_: KW_ONLY``): a record of 21
+    fields is built by name, not by counting commas."""
+    found = _too_many_positional(_tree(path))
+    assert not found, f"{path.relative_to(PACKAGE)}: more than six positional parameters: {', '.join(found)}"
+
+
+def test_the_positional_rule_catches_a_violation() -> None:
+    # Constructed source: a function of seven positional parameters and a dataclass of seven fields, each made right.
+    wrong = ("def f(a, b, c, d, e, g, h): pass\n"
+             "@dataclass(frozen=True)\nclass R:\n    a: int\n    b: int\n    c: int\n    d: int\n    e: int\n"
+             "    f: int\n    g: int\n")
+    assert _too_many_positional(ast.parse(wrong)) == ["f (7)", "R (7)"]
+    right = wrong.replace("g, h)", "g, *, h)").replace("    g: int\n", "    _: KW_ONLY\n    g: int\n")
+    assert _too_many_positional(ast.parse(right)) == []

@@ -186,7 +186,7 @@ def test_waiting_for_the_processes_own_threads_is_not_contention() -> None:
     from fakes import fake_result, record_of
 
     from pytest_roofline.analysis.model.contention import contended
-    from pytest_roofline.report.text import failure_message
+    from pytest_roofline.report.failure import failure_message
 
     assert contended(0.13, None) and contended(0.13, 0.45) and not contended(0.13, 0.01)
     assert not contended(0.05, 0.45)  # other processes busy, but the kernel's threads hardly waited
@@ -197,7 +197,7 @@ def test_waiting_for_the_processes_own_threads_is_not_contention() -> None:
     assert beside.contended and "other processes used 48% of the CPUs meanwhile" in str(beside)
     assert beside.to_dict()["others_cpu_share"] == pytest.approx(0.48)
     record = record_of("t.py::test_k", "k", beside, "fail", 0.8, "o")
-    assert "(other processes used 48% of the CPUs)" in failure_message(record, "below its threshold")
+    assert "(other processes used 48% of the CPUs)" in failure_message(record, "below its threshold", full=True)
 
 
 def test_a_live_correction_that_puts_a_kernel_above_its_roofline_is_not_used() -> None:

@@ -18,8 +18,9 @@ def op(name: str, shape: str = "f32[1024,1024]", operands: tuple[str, ...] = ("f
     """A made-up op row: only its identity, bytes and measured time matter here (roofline time = bytes at
     10 GB/s)."""
     family = {"fusion": "XLA fusion", "copy": "copy"}.get(opcode, "XLA op")
-    return OpRow(name, opcode, kind, "main", shape, operands, "vector", 1, 0.0, 0.0, bytes_, 0.0, 0.0,
-                 bytes_ / 1e10, 0.0, ms * 1e-3, 1.0, family)
+    return OpRow(name, opcode, kind, "main", shape, operands, dtype="vector", executions=1, flops=0.0,
+                 transcendentals=0.0, bytes=bytes_, collective_bytes=0.0, compute_time_s=0.0,
+                 memory_time_s=bytes_ / 1e10, comms_time_s=0.0, measured_s=ms * 1e-3, events_per_run=1.0, family=family)
 
 
 def test_renumbered_fusions_match_by_structure_and_cost_nothing() -> None:

@@ -170,8 +170,10 @@ def test_all_reduce_collective_bytes_on_four_cpu_devices() -> None:
 
 def test_hints() -> None:
     def row(name: str, opcode: str, measured: float, executions: int = 1, computation: str = "main") -> OpRow:
-        return OpRow(name, opcode, None, computation, "f32[8]", (), "vector", executions, 0, 0, 64, 0, 0, 1e-9, 0,
-                     measured)
+        return OpRow(name, opcode, None, computation, "f32[8]", (), dtype="vector", executions=executions, flops=0,
+                     transcendentals=0, bytes=64, collective_bytes=0, compute_time_s=0, memory_time_s=1e-9,
+                     comms_time_s=0,
+                     measured_s=measured)
 
     layout = hints([row("copy.1", "copy", 5e-3), row("fusion", "fusion", 5e-3)], platform="cpu",
                    device_time_s=10e-3, bound="memory", donated=False, output_bytes=64 * 2**20,

@@ -154,8 +154,9 @@ def test_observation_keeps_the_records_max_drop() -> None:
 
 def _comparison(kernels: list[KernelRounds], max_drop: float | None = None) -> Comparison:
     judged = tuple(judge_kernel(k, max_drop) for k in kernels)
-    return Comparison("origin/main", "a" * 40, "b" * 40, True, 6, 20, "every verdict settled after 6 rounds", judged,
-                      61.5, (30.1, 29.4), "fake CPU")
+    return Comparison("origin/main", "a" * 40, "b" * 40, True, 6, 20, stopped="every verdict settled after 6 rounds",
+                      kernels=judged,
+                      seconds=61.5, side_seconds=(30.1, 29.4), hardware="fake CPU")
 
 
 def test_table_json_and_html_of_a_comparison() -> None:
@@ -224,8 +225,10 @@ def _op(name: str, ms: float, opcode: str = "fusion") -> OpRow:
     """A made-up op row: 8 MiB moved (roofline time 0.84 ms at 10 GB/s), measured ``ms`` per run."""
     nbytes = 8 * 2**20
     return OpRow(name, opcode, "kLoop" if opcode == "fusion" else None, "main", "f32[1024,1024]",
-                 ("f32[1024,1024]",), "vector", 1, 0.0, 0.0, nbytes, 0.0, 0.0, nbytes / 1e10, 0.0, ms * 1e-3, 1.0,
-                 "copy" if opcode == "copy" else "XLA fusion")
+                 ("f32[1024,1024]",), dtype="vector", executions=1, flops=0.0, transcendentals=0.0, bytes=nbytes,
+                 collective_bytes=0.0, compute_time_s=0.0, memory_time_s=nbytes / 1e10, comms_time_s=0.0,
+                 measured_s=ms * 1e-3, events_per_run=1.0,
+                 family="copy" if opcode == "copy" else "XLA fusion")
 
 
 def _with_ops(utilization: float, *ops: OpRow, gaps_ms: float = 0.0) -> Observation:

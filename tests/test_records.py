@@ -24,15 +24,18 @@ from pytest_roofline.records.kernel_record import Artifacts, KernelRecord
 from pytest_roofline.records.recorded_result import RecordedResult
 from pytest_roofline.records.series_judgement import BaselineCheck, NoBaseline
 from pytest_roofline.report.document import report_document
-from pytest_roofline.report.text import failure_message, summary_lines
+from pytest_roofline.report.failure import failure_message
+from pytest_roofline.report.text import summary_lines
 from pytest_roofline.result.result import Result
 
 RATE = Ceiling(4e9, "calibration", "made up", "2026-11-23")
 
 
 def _op(name: str, measured: float | None) -> OpRow:
-    return OpRow(name, "fusion", "kLoop", "main", "f32[1024]", ("f32[1024]", "f32[1024]"), "vector", 1, 1024.0, 0.0,
-                 8192.0, 0.0, 1e-8, 8e-7, 0.0, measured, 1.0)
+    return OpRow(name, "fusion", "kLoop", "main", "f32[1024]", ("f32[1024]", "f32[1024]"), dtype="vector",
+                 executions=1, flops=1024.0, transcendentals=0.0,
+                 bytes=8192.0, collective_bytes=0.0, compute_time_s=1e-8, memory_time_s=8e-7, comms_time_s=0.0,
+                 measured_s=measured, events_per_run=1.0)
 
 
 def rich_result() -> Result:
@@ -93,9 +96,9 @@ def test_the_record_s_json_keys_are_the_schema_s() -> None:
 def test_every_reader_shows_the_same_text_for_a_record_and_its_json() -> None:
     record = rich_record()
     again = _through_json(record)
-    assert failure_message(again, "below") == failure_message(record, "below")
+    assert failure_message(again, "below", full=True) == failure_message(record, "below", full=True)
     assert summary_lines([again]) == summary_lines([record])
-    message = failure_message(record, "below")
+    message = failure_message(record, "below", full=True)
     for shown in ("live          the machine ran at 95%", "first touch", "contended", "baseline      utilization 60.0%",
                   "re-measured   first run 58.0%", "counts check  per-op sums differ", "hint          donate the input",
                   "note          a note", "trace         /traces/k", "device peak 9 MB (allocator)"):
@@ -146,18 +149,19 @@ def test_a_report_from_before_the_optional_fields_still_reads(tmp_path: Path) ->
     path.write_text(json.dumps(data))
     (record,) = load_run(path).records
     assert record.utilization == pytest.approx(0.5) and record.key.jax == "?" and record.result.memory is None
-    assert "roofline" in failure_message(record, "shown")
+    assert "roofline" in failure_message(record, "shown", full=True)
 
 
 def test_the_failure_message_names_only_the_trace_files_that_were_written() -> None:
     record = rich_record()
     traced = failure_message(replace(record, artifacts=Artifacts("/t/k", "/t/k/hlo.txt", "/t/k/p.json.gz",
-                                                                 "/t/k/plugins/profile/1/h.xplane.pb")), "why")
+                                                                 "/t/k/plugins/profile/1/h.xplane.pb")), "why",
+                             full=True)
     assert "  trace         /t/k\n" in traced + "\n"
     assert ("Perfetto: open /t/k/p.json.gz at https://ui.perfetto.dev ; TensorBoard/XProf: tensorboard --logdir "
             "/t/k ; HLO: /t/k/hlo.txt") in traced
     # Timed by the wall clock (no profiler trace): the directory holds the HLO only, and the message says so.
-    untraced = failure_message(replace(record, artifacts=Artifacts("/t/k", "/t/k/hlo.txt")), "why")
+    untraced = failure_message(replace(record, artifacts=Artifacts("/t/k", "/t/k/hlo.txt")), "why", full=True)
     assert "  trace         /t/k (no profiler trace: the wall clock was used)" in untraced
     assert "Perfetto" not in untraced and "tensorboard" not in untraced and "HLO: /t/k/hlo.txt" in untraced
 
@@ -171,13 +175,13 @@ def test_the_cache_state_shows_in_the_message_the_summary_and_the_json() -> None
     warm = replace(fake_result(0.7), cache=plan_cache("warm", "cpu", 4 * 2**20, 32 * 2**20, "x")[0])
     records = [record_of(f"t.py::test_{i}", "k", r, "measured") for i, r in enumerate((took, flat, warm))]
     assert [r.result.cache for r in records] == [took.cache, flat.cache, warm.cache]  # through the JSON
-    lines = summary_lines(records)
+    lines = summary_lines(records, wide=True)
     assert lines[0].split()[5] == "cache"  # after "test [kernel]", bound, intensity, device
     cells = [line[lines[0].index("cache"):].split()[0] for line in lines[1:4]]
     assert cells == ["cold", "cold?", "warm"]
-    assert any(line.startswith("cache: 2 kernel(s) measured cold") and "cold? : cold runs were not slower" in line
-               for line in lines)
-    message = failure_message(records[0], "below")
+    footnotes = " ".join(line.strip() for line in lines[4:])
+    assert "cache: 2 kernel(s) measured cold" in footnotes and "cold? : cold runs were not slower" in footnotes
+    message = failure_message(records[0], "below", full=True)
     assert ("  cache         cold: the 33.6 MB last-level cache (as the system reports it) evicted before every timed "
             "run (67.1 MB written, outside the timing); auto: the working set 4.19 MB fits the cache, where warm and "
             "cold differ; cold runs 2 ms vs warm 1 ms (2.00x)") in message.splitlines()
@@ -213,7 +217,7 @@ def test_a_run_faster_than_the_roofline_is_suspect_whatever_the_median() -> None
                                       "105%): suspect the memory bandwidth 10 GB/s")
     assert f"SUSPECT ({result.suspect})" in str(result)
     record = record_of("t.py::test_norm", "norm", result, "pass", threshold=0.6)
-    assert f"  SUSPECT       {result.suspect}" in failure_message(record, "").splitlines()
+    assert f"  SUSPECT       {result.suspect}" in failure_message(record, "", full=True).splitlines()
     summary = "\n".join(summary_lines([record]))
     assert "pass (min 60%) [above roofline]" in summary
     assert json.loads(json.dumps(report_document([record], {}, ".", {})))["results"][0]["result"]["suspect"] \
@@ -238,7 +242,7 @@ def test_a_contention_correction_above_the_roofline_is_no_figure_and_no_verdict(
         decision.reason and "109" not in decision.reason
     assert "would put it above the roofline" in str(result) and "109" not in str(result)
     record = record_of("t.py::test_k", "k", result, "contended", threshold=0.8)
-    assert "109" not in failure_message(record, "") and result.to_dict()["utilization_on_cpu"] is None
+    assert "109" not in failure_message(record, "", full=True) and result.to_dict()["utilization_on_cpu"] is None
     # A correction that stays under the roofline is still shown and judged on.
     modest = replace(fake_result(0.6, waiting=0.2), threshold=0.8)
     modest = replace(modest, timing=replace(modest.timing, others_cpu_share=0.5))

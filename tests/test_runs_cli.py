@@ -197,6 +197,24 @@ def test_show_prints_the_run_and_the_summary(tmp_path: Path, capsys: pytest.Capt
     assert "test_k.py::test_a [kernel]" in out and "60.0%" in out
 
 
+@pytest.mark.slow  # starts a Python process
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``pytest-roofline show REPORT | head``: a real pipe whose reader has gone before the command writes (as
+    ``head`` leaves it after its lines): no BrokenPipeError traceback, the exit status of a process ended by SIGPIPE."""
+    import os
+    import subprocess
+
+    path = _write(tmp_path / "r.json", _report({"test_a": 0.6}, 3))
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest_roofline", "show", str(path)], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
 def test_export_github_action_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path / "r.json", _report({"test_a": 0.6}, 3))
     status, out, _ = _cli(capsys, "export", "--format", "github-action-benchmark", str(path))
@@ -298,8 +316,10 @@ def test_counts_must_be_whole_numbers_of_one_or_more(tmp_path: Path, capsys: pyt
 def _op(name: str, opcode: str, ms: float) -> OpRow:
     """A made-up op row: 8 MiB moved, measured ``ms`` per run."""
     return OpRow(name, opcode, "kLoop" if opcode == "fusion" else None, "main", "f32[1024,1024]", ("f32[1024,1024]",),
-                 "vector", 1, 0.0, 0.0, 8 * 2**20, 0.0, 0.0, 8 * 2**20 / 1e10, 0.0, ms * 1e-3, 1.0,
-                 "copy" if opcode == "copy" else "XLA fusion")
+                 dtype="vector", executions=1, flops=0.0, transcendentals=0.0, bytes=8 * 2**20, collective_bytes=0.0,
+                 compute_time_s=0.0, memory_time_s=8 * 2**20 / 1e10, comms_time_s=0.0, measured_s=ms * 1e-3,
+                 events_per_run=1.0,
+                 family="copy" if opcode == "copy" else "XLA fusion")
 
 
 def _with_ops(report: dict[str, Any], device_ms: float, *ops: OpRow) -> dict[str, Any]:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_roofline.hardware.per_device import Threshold
 from pytest_roofline.measurement.options import DEFAULT_TIMING
 from pytest_roofline.plugin.marker import MARKER_SIGNATURE, parse_marker
-from pytest_roofline.plugin.settings import ConfigError, Settings, Threshold, resolve_settings
+from pytest_roofline.plugin.settings import ConfigError, Settings, resolve_settings
 
 NONE: dict[str, object] = {}
 
@@ -74,7 +75,7 @@ def test_marker_keywords_are_checked_and_split() -> None:
                                  "ceilings": "Live"}, "t.py::test_a")
     assert isinstance(spec.min, Threshold) and spec.min.value == 0.8 and spec.min.origin == "marker of t.py::test_a"
     assert (spec.bound, spec.model) == ("compute", "ops")
-    assert dict(spec.measure_kwargs) == {"flops": 10.0, "min_runs": 3, "timer": "auto", "ceilings": "live"}
+    assert spec.given.given() == {"flops": 10.0, "min_runs": 3, "timer": "auto", "ceilings": "live"}
 
 
 @pytest.mark.parametrize("args,kwargs,fragment", [
@@ -125,7 +126,7 @@ def test_cache_state_from_every_source(tmp_path: Path) -> None:
         resolve({"config": str(config)})
     with pytest.raises(ConfigError, match="--roofline-cache=hot on the command line: must be one of 'auto', 'cold'"):
         resolve({"cache": "hot"})
-    assert parse_marker((), {"cache": "cold"}, "t.py::test_a").measure_kwargs == {"cache": "cold"}
+    assert parse_marker((), {"cache": "cold"}, "t.py::test_a").given.given() == {"cache": "cold"}
 
 
 @pytest.mark.parametrize(("key", "value"), [
@@ -147,7 +148,7 @@ def test_the_marker_and_measure_check_a_setting_alike(key: str, value: object) -
 
 def test_counts_from_the_command_line_the_yaml_config_the_marker_and_the_call(tmp_path: Path) -> None:
     """Whose FLOPs a kernel is judged on reaches the measurement's options from every place it can be set."""
-    from pytest_roofline.measurement.options import MeasureOptions, check_settings
+    from pytest_roofline.measurement.options import GivenSettings, MeasureOptions
     from pytest_roofline.plugin.session import RooflineSession
 
     assert resolve().counts == "compiled"
@@ -156,9 +157,9 @@ def test_counts_from_the_command_line_the_yaml_config_the_marker_and_the_call(tm
     config.write_text("counts: source\n")
     settings = resolve({"config": str(config)})
     assert settings.counts == "source"
-    assert RooflineSession(settings).options({}).counts_from == "source"
+    assert RooflineSession(settings).options(GivenSettings()).counts_from == "source"
     # The marker's and the call's counts= are checked measurement settings, the call's winning.
-    assert RooflineSession(resolve()).options(check_settings({"counts": "source"}, lambda k, v: f"{k}=")) \
+    assert RooflineSession(resolve()).options(GivenSettings.read({"counts": "source"}, lambda k, v: f"{k}=")) \
         .counts_from == "source"
     assert MeasureOptions.from_keywords({"counts": "Source"}).counts_from == "source"
     with pytest.raises(ValueError, match="counts= must be one of 'compiled', 'source'"):

@@ -162,11 +162,13 @@ def test_sampling_goes_on_while_the_interval_straddles_the_threshold(monkeypatch
     assert runs(1.0) == 50  # 0.5 s budget / 10 ms
 
 
-def test_settings_are_checked() -> None:
+def test_settings_are_checked_where_they_are_given() -> None:
+    from pytest_roofline.measurement.options import MeasureOptions
+
     for bad in ({"min_time_s": -1}, {"budget_s": 0}, {"timer": "sundial"}, {"min_runs": 3, "max_runs": 2},
                 {"warmup": -1}, {"target_spread": -0.1}):
         with pytest.raises(ValueError):
-            TimingSettings(**bad)
+            MeasureOptions.from_keywords(bad)
 
 
 def test_the_cache_is_evicted_after_the_inputs_are_prepared_and_outside_the_clock(

@@ -122,7 +122,7 @@ def test_impossible_needs_the_whole_interval_above_105_percent() -> None:
 
 
 def test_below_the_threshold_on_a_contended_machine_is_a_warning_when_the_waiting_explains_it() -> None:
-    contended = Figures(0.5, 0.5, "memory", 1.0, 10.0, None, None, on_cpu=0.85, ops_on_cpu=0.85)
+    contended = Figures(0.5, 0.5, "memory", 1.0, 10.0, None, core_low=None, on_cpu=0.85, ops_on_cpu=0.85)
     first = decide(contended, 0.8)
     assert first.confirm and not first.fails  # measured again first, as any kernel below its threshold
     d = decide(contended, 0.8, first_utilization=0.55)
@@ -132,19 +132,19 @@ def test_below_the_threshold_on_a_contended_machine_is_a_warning_when_the_waitin
 
 
 def test_below_the_threshold_even_without_the_waiting_fails_and_says_both() -> None:
-    contended = Figures(0.3, 0.3, "memory", 1.0, 10.0, None, None, on_cpu=0.45, ops_on_cpu=0.45)
+    contended = Figures(0.3, 0.3, "memory", 1.0, 10.0, None, core_low=None, on_cpu=0.45, ops_on_cpu=0.45)
     d = decide(contended, 0.8, first_utilization=0.31)
     assert (d.verdict, d.fails) == ("fail", True)
     assert "below it even at 45.0% without the time its threads waited" in d.reason
 
 
 def test_the_per_op_model_is_judged_on_its_own_figure_without_the_waiting() -> None:
-    contended = Figures(0.9, 0.5, "memory", 1.0, 10.0, None, None, on_cpu=0.95, ops_on_cpu=0.6)
+    contended = Figures(0.9, 0.5, "memory", 1.0, 10.0, None, core_low=None, on_cpu=0.95, ops_on_cpu=0.6)
     assert decide(contended, 0.8, model="ops", first_utilization=0.5).verdict == "fail"
 
 
 def test_a_contended_kernel_of_the_wrong_bound_still_fails() -> None:
-    contended = Figures(0.5, 0.5, "memory", 1.0, 10.0, None, None, on_cpu=0.9, ops_on_cpu=0.9)
+    contended = Figures(0.5, 0.5, "memory", 1.0, 10.0, None, core_low=None, on_cpu=0.9, ops_on_cpu=0.9)
     d = decide(contended, 0.8, expected_bound="compute", first_utilization=0.5)
     assert (d.verdict, d.fails) == ("wrong-bound", True)
 
@@ -196,3 +196,18 @@ def test_below_its_threshold_with_counts_that_are_a_lower_bound_is_not_judged_ne
     assert decision.reason == ("utilization 1.2% is below its threshold 50%, but not judged: its counts are a lower "
                                "bound (give flops=/bytes=)")
     assert decide(replace(counted_low, utilization=0.6, interval=(0.55, 0.65)), 0.5).verdict == "pass"
+    # Given flops= but not bytes=: it names only what is missing, never what the test already gives.
+    assert decide(replace(counted_low, missing_counts="bytes="), 0.5).reason.endswith("lower bound (give bytes=)")
+
+
+def test_a_lower_bound_asks_only_for_the_counts_not_given() -> None:
+    """Made-up counts with a custom call nobody counted: the remedy names the keywords the test has not given."""
+    from pytest_roofline.analysis.program.counts import Counts, work_of
+
+    looped = Counts(1e6, 0.0, 1e6, {}, True, (), dot_precisions=(), uncounted=("mystery (my_target)",))
+    assert work_of(looped, 2e6, None, None).lower_bound_reason.endswith("; give bytes= to the test")
+    assert work_of(looped, None, None, None).lower_bound_reason.endswith("; give flops=/bytes= to the test")
+    assert work_of(looped, None, None, None).missing_counts == "flops=/bytes="
+    assert work_of(looped, 2e6, None, None).missing_counts == "bytes="
+    assert work_of(looped, None, 4e6, None).missing_counts == "flops="
+    assert not work_of(looped, 2e6, 4e6, None).counts_lower_bound  # both given: no lower bound left

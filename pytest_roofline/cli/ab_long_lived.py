@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -60,6 +60,7 @@ class Server:
     requests: IO[str]
     answers: IO[str]
     log: Path
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     items: list[str] = field(default_factory=list)
     seconds: float = 0.0  # wall time spent answering requests
     last: dict[tuple[str, str], KernelRecord] = field(default_factory=dict)  # each kernel's latest record
@@ -188,7 +189,7 @@ class _Test:
 def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[Server, Server]], max_rounds: int,
                    max_drop: float | None, log: Callable[[str], None],
                    on_round: Callable[[int], None] | None = None,
-                   over_budget: Callable[[float, int], str] | None = None) -> ServedOutcome:
+                   *, over_budget: Callable[[float, int], str] | None = None) -> ServedOutcome:
     """Each test both sides collected, in pairs of processes: each pair runs every test not yet settled for
     ``PAIR_ROUNDS`` rounds (ABBA) and is stopped; the next pair (``start_pair``) goes on, up to ``max_rounds``
     rounds. ``first``: the first pair, started; every pair is stopped here. ``over_budget(seconds of the last
@@ -286,7 +287,7 @@ def child_env(base_env: dict[str, str], cache_dir: Path) -> dict[str, str]:
 
 
 def start_servers(sides: Sequence[tuple[Side, str, Path, str]], root: Path, args: Sequence[str],
-                  extra: Sequence[str], env: dict[str, str], tmp: Path, child: Path) -> tuple[Server, Server]:
+                  extra: Sequence[str], env: dict[str, str], tmp: Path, *, child: Path) -> tuple[Server, Server]:
     """Start both sides (collecting at the same time), then wait for each; a side that cannot serve raises
     :class:`ServeUnavailable` after both are stopped."""
     servers = [Server.start(name, label, [sys.executable, str(child), str(root), base_root, *args, *extra], cwd, env,

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from ..base.files import check_writable, write_text_atomic
@@ -73,6 +73,7 @@ class AbOptions:
     pytest_args: tuple[str, ...] = ()
     long_lived: bool = False  # one long-lived process per side, each test in its own rounds
     strict: bool = False  # exit 1 for an undecided kernel too
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     time_all: bool = False  # time every kernel, also those that compile to the same program on both sides
     budget_s: float | None = None  # no round starts that would end past this many seconds from the start
 
@@ -112,7 +113,7 @@ def _run_side(side: _Side, root: Path, args: Sequence[str], report: Path) -> tup
         raise CliError(f"pytest cannot run the tests of {side.label}: exit status {done.returncode} ({why}): "
                        f"{problem_line(done.stdout + done.stderr)}")
     if not report.exists():
-        return Run(str(report), "", None, False, None, {}, ()), seconds
+        return Run(str(report), "", None, False, None, {}, records=()), seconds
     try:
         return load_run(report), seconds
     except ReportError as exc:
@@ -152,14 +153,17 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
         if not options.time_all:
             options, untimed, device, to_time = _left_to_time(options, root, sides, tmp, log)
         if to_time:
-            found = _timed(options, root, sides, tmp, log, on_round, start)
+            found = _timed(options, root, sides, tmp, log, on_round, start=start)
         else:
             found = _Found([], 0, "every kernel compiles to the same program on both sides", (0.0, 0.0),
-                           Run("", "", None, False, None, {}, ()))
+                           Run("", "", None, False, None, {}, records=()))
     hardware = next((r.result.hardware.name for r in found.last_head.records), "") or device
-    comparison = Comparison(options.base, commit, head_commit, dirty, found.rounds, options.rounds, found.stopped,
-                            (*found.kernels, *untimed), time.perf_counter() - start, found.spent, hardware,
-                            found.schedule)
+    comparison = Comparison(options.base, commit, head_commit, dirty, found.rounds, options.rounds,
+                            stopped=found.stopped,
+                            kernels=(*found.kernels,
+                                     *untimed), seconds=time.perf_counter() - start, side_seconds=found.spent,
+                                     hardware=hardware,
+                            schedule=found.schedule)
     return comparison, found.last_head
 
 
@@ -179,14 +183,14 @@ def _left_to_time(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tm
 
 
 def _timed(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
-           on_round: Callable[[int], None] | None, start: float) -> _Found:
+           on_round: Callable[[int], None] | None, *, start: float) -> _Found:
     """The timed rounds of the tests left to time, in the schedule asked for."""
     found = None
     if options.long_lived:
-        found = _served(options, root, sides, tmp, log, on_round, start)
+        found = _served(options, root, sides, tmp, log, on_round, start=start)
     if found is None or found.fallback:
         args = options.pytest_args if found is None else (*options.pytest_args, *found.deselect)
-        rounds = _rounds(dataclasses.replace(options, pytest_args=args), root, sides, tmp, log, on_round, start)
+        rounds = _rounds(dataclasses.replace(options, pytest_args=args), root, sides, tmp, log, on_round, start=start)
         found = rounds if found is None else _merged(found, rounds)
     return found
 
@@ -202,6 +206,7 @@ class _Found:
     spent: tuple[float, float]
     last_head: Run
     schedule: str = "rounds"
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     fallback: tuple[str, ...] = ()
     deselect: tuple[str, ...] = ()  # for the per-round processes: every collected test but the fallback's
 
@@ -214,7 +219,7 @@ def _merged(served: _Found, rounds: _Found) -> _Found:
 
 
 def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
-            on_round: Callable[[int], None] | None, start: float) -> _Found | None:
+            on_round: Callable[[int], None] | None, *, start: float) -> _Found | None:
     """The kernel-by-kernel comparison in pairs of long-lived processes; None where a side cannot serve (then the
     per-round processes run it, said in the log)."""
     extra = ["-p", "no:cacheprovider", *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}="))]
@@ -222,7 +227,7 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
     env = child_env(_child_env(), tmp / "jax-cache")
 
     def start_pair() -> tuple[Server, Server]:
-        return start_servers(described, root, options.pytest_args, extra, env, tmp, CHILD)
+        return start_servers(described, root, options.pytest_args, extra, env, tmp, child=CHILD)
 
     try:
         first = start_pair()
@@ -234,19 +239,20 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
         f"{len(base.items)} at the base")
     try:
         outcome = served_kernels(first, start_pair, options.rounds, options.max_drop, log, on_round,
-                                 lambda last, pairs: _over_budget(options.budget_s, start, last, pairs, "pairs"))
+                                 over_budget=lambda last, pairs: _over_budget(options.budget_s, start, last, pairs,
+                                                                              "pairs"))
     except ServeUnavailable as exc:
         raise CliError(f"a long-lived pytest process stopped: {exc}") from None
     if not outcome.kernels and not outcome.fallback:
         raise CliError(NOTHING_MEASURED)
-    last = Run("the head's long-lived process", "", None, False, None, {}, tuple(outcome.last_head))
+    last = Run("the head's long-lived process", "", None, False, None, {}, records=tuple(outcome.last_head))
     others = [n for n in dict.fromkeys([*head.items, *base.items]) if n not in outcome.fallback]
     return _Found(outcome.kernels, outcome.rounds, outcome.stopped, outcome.seconds, last, "kernels",
-                  tuple(outcome.fallback), tuple(a for n in others for a in ("--deselect", n)))
+                  fallback=tuple(outcome.fallback), deselect=tuple(a for n in others for a in ("--deselect", n)))
 
 
 def _rounds(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
-            on_round: Callable[[int], None] | None, start: float) -> _Found:
+            on_round: Callable[[int], None] | None, *, start: float) -> _Found:
     """Rounds in fresh processes, each running the tests not yet settled, until every verdict settles, the rounds
     run out or the next round would overrun the budget."""
     base, head = sides

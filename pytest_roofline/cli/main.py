@@ -4,6 +4,7 @@ code 2, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -148,8 +149,25 @@ _ratio = _argument(values.ratio_above_one)
 _duration = _argument(values.duration)
 
 
+# The exit status of a command whose reader closed the pipe early (``pytest-roofline show R | head``): a process
+# ended by SIGPIPE's, with no traceback.
+CLOSED_PIPE = 128 + 13
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """The command line; a reader that stops reading early ends it quietly."""
+    try:
+        status = _main(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # inside the try: a closed pipe shows here, not at the interpreter's exit
+        return status
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null so that this flush cannot fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE
+
+
+def _main(argv: list[str]) -> int:
     passed: list[str] = []
     if "--" in argv:  # what follows goes to pytest untouched
         argv, passed = argv[: argv.index("--")], argv[argv.index("--") + 1:]

@@ -102,7 +102,7 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None,
     judged = dict(checks)
     ops = {r.key: compare_op_lines(r.key, baseline.records[r.key].result, r.result, judged[r.key].regressed)
            for r in current.records if r.key in baseline.records}
-    lines = compare_lines(baseline_path, current, checks, gone, compiles, drops, ops)
+    lines = compare_lines(baseline_path, current, checks, gone, compiles, drops, op_notes=ops)
     lines += publish_summary(compare_markdown(baseline_path, current_path, checks, len(gone)), summary_md)
     return "\n".join(lines), 1 if regressed else 0
 

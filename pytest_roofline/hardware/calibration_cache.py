@@ -172,8 +172,9 @@ def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cp
     trans = _transcendental(figures, f"on this machine; {where}")
     touch = figures.get("first_touch")
     cache = figures.get("cache_memory")
-    return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical, tuple(notes), trans,
-                        dict(figures.get("references", {})), memory_capacity=machine_memory(),
+    return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical=theoretical, notes=tuple(notes),
+                        transcendental=trans,
+                        reference_rates=dict(figures.get("references", {})), memory_capacity=machine_memory(),
                         first_touch=_measured(figures, "first_touch", where) if touch else None,
                         bytes_per_fault=float(figures["bytes_per_fault"]) if touch else None,
                         cache_bandwidth=_measured(figures, "cache_memory", where) if cache else None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 __all__ = ["ClockReading", "Clocks", "read_clocks", "nvml_clocks", "clock_drop", "THROTTLING"]
@@ -30,6 +30,7 @@ class ClockReading:
     max_mem_mhz: float
     throttle: tuple[str, ...] = ()
     temperature_c: float | None = None
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     power_w: float | None = None
 
     def text(self) -> str:
@@ -52,7 +53,7 @@ class ClockReading:
             return float(d[key]) if d.get(key) is not None else None
 
         return cls(float(d["sm_mhz"]), float(d["mem_mhz"]), float(d["max_sm_mhz"]), float(d["max_mem_mhz"]),
-                   tuple(str(t) for t in d.get("throttle") or ()), maybe("temperature_c"), maybe("power_w"))
+                   tuple(str(t) for t in d.get("throttle") or ()), maybe("temperature_c"), power_w=maybe("power_w"))
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def read_clocks(nvml: Any, handle: Any) -> ClockReading:
     return ClockReading(float(nvml.nvmlDeviceGetClockInfo(handle, _CLOCK_SM)),
                         float(nvml.nvmlDeviceGetClockInfo(handle, _CLOCK_MEM)),
                         float(nvml.nvmlDeviceGetMaxClockInfo(handle, _CLOCK_SM)),
-                        float(nvml.nvmlDeviceGetMaxClockInfo(handle, _CLOCK_MEM)), throttle, temperature, power)
+                        float(nvml.nvmlDeviceGetMaxClockInfo(handle, _CLOCK_MEM)), throttle, temperature, power_w=power)
 
 
 def nvml_clocks(platform: str, vendor_hint: str, index: int, pci_bus_id: str | None = None,

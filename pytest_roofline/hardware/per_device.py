@@ -12,7 +12,8 @@ from typing import Any, Generic, TypeVar
 
 from ..base.kinds import PLATFORMS
 
-__all__ = ["DEFAULT_KEY", "PerDevice", "Picked", "parse_per_device", "pick", "pick_setting"]
+__all__ = ["DEFAULT_KEY", "PerDevice", "Picked", "parse_per_device", "pick", "pick_setting", "Threshold",
+           "ThresholdSetting", "pick_threshold"]
 
 T = TypeVar("T")
 DEFAULT_KEY = "default"
@@ -105,3 +106,23 @@ def parse_per_device(raw: Any, parse: Callable[[Any, str], T], where: str,
         seen[low] = text
         values.append((canonical, parse(value, f"{where}: key {text!r}")))
     return PerDevice(tuple(values), origin)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A utilization threshold for every device, and where it came from."""
+
+    value: float
+    origin: str  # e.g. "--roofline-min=0.8 on the command line"
+
+
+# A threshold for every device, or one per platform and hardware: the typed value from where it is read (the marker,
+# the call, the YAML, the command line) to the measurement that picks it on its hardware.
+ThresholdSetting = Threshold | PerDevice[float]
+
+
+def pick_threshold(setting: ThresholdSetting | None, hardware: str, platform: str) -> Picked[float] | None:
+    """The threshold on one device (None where none is set; a value of None where a mapping does not name it)."""
+    if isinstance(setting, Threshold):
+        return pick_setting(setting.value, setting.origin, hardware, platform)
+    return pick_setting(setting, "", hardware, platform)

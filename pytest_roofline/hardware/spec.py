@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ..base.kinds import Platform
@@ -32,6 +32,7 @@ class HardwareSpec:
     memory_bandwidth: Ceiling  # bytes/s
     interconnect_bandwidth: Ceiling | None = None  # bytes/s
     device_kinds: tuple[str, ...] = ()
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     theoretical: Mapping[str, Ceiling] = field(default_factory=dict)  # shown beside measured ceilings
     notes: tuple[str, ...] = ()
     # Transcendentals (exp, tanh, log, rsqrt ...) per second; None where no source gives one (then they add

@@ -105,7 +105,7 @@ def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSp
     if raw.get("host_link_gbps") is not None:
         host_link = _figure(raw["host_link_gbps"], _GIGA, f"{where}: {name}.host_link_gbps", origin, source, date)
     return HardwareSpec(name, platform, peaks, memory, interconnect, tuple(kinds_raw),
-                        base.theoretical if base else {}, notes, transcendental,
+                        theoretical=base.theoretical if base else {}, notes=notes, transcendental=transcendental,
                         compute_capability=tuple(str(c) for c in caps_raw), memory_capacity=capacity,
                         host_link_bandwidth=host_link)
 

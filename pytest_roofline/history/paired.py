@@ -11,7 +11,7 @@ CPU frequency the other one warmed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from statistics import geometric_mean, median
 from typing import Literal
 
@@ -55,6 +55,7 @@ class Observation:
     bytes_accessed: float
     max_drop: float | None = None  # the kernel's max_drop setting in that run, where one was set
     max_drop_origin: str = ""
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     ops: tuple[OpRow, ...] = ()  # the per-op rows with their measured times (none where the trace had no ops)
     ops_note: str = ""  # where the ops' times come from (a second pass), or why there are none (command buffers)
 
@@ -62,7 +63,7 @@ class Observation:
     def of(cls, record: KernelRecord) -> Observation:
         r = record.result
         return cls(record.utilization, r.device_time_s, r.flops, r.bytes_accessed, record.max_drop,
-                   record.max_drop_origin, r.ops, ops_note(r))
+                   record.max_drop_origin, ops=r.ops, ops_note=ops_note(r))
 
 
 Key = tuple[str, str]  # (nodeid, label)
@@ -125,6 +126,7 @@ class PairedKernel:
     ratios: tuple[float, ...]
     max_drop: float
     max_drop_origin: str
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     median: float | None = None
     low: float | None = None
     high: float | None = None
@@ -282,6 +284,7 @@ class Comparison:
     head_dirty: bool  # the head is the working tree: its HEAD commit and uncommitted changes
     rounds: int
     max_rounds: int
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     stopped: str  # why the rounds ended
     kernels: tuple[PairedKernel, ...]
     seconds: float  # the whole comparison, worktree included

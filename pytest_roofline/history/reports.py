@@ -8,7 +8,7 @@ import json
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ class Run:
     dirty: bool
     session: SessionEnd | None  # None: a report from before the session block (assumed complete)
     versions: Mapping[str, str]
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     records: tuple[KernelRecord, ...]
     unmeasured: tuple[Unmeasured, ...] = ()
 
@@ -127,7 +128,7 @@ def run_of(records: Iterable[KernelRecord], unmeasured: Iterable[Unmeasured], do
     git = document.get("git") or {}
     versions = {str(k): str(v) for k, v in (document.get("versions") or {}).items() if v}
     return Run(where, str(document.get("created", "")), git.get("commit"), bool(git.get("dirty")), session, versions,
-               tuple(records), tuple(unmeasured))
+               records=tuple(records), unmeasured=tuple(unmeasured))
 
 
 def _warn(message: str) -> None:

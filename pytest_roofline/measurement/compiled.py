@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 import jax
@@ -32,6 +32,7 @@ class CompiledProgram:
     module_name: str
     compile_time_s: float
     compile_cached: bool  # XLA did not compile: the program came from JAX's in-memory cache
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     leaves: list[Any]  # the dynamic argument leaves, on the device
     treedef: Any
     donated: list[bool]
@@ -101,9 +102,11 @@ def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         raw_memory = compiled.memory_analysis()
     except Exception:  # noqa: BLE001 - the result says the compiler gave no memory analysis
         raw_memory = None
-    return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, backend.count == 0, placed,
-                           treedef, donated, device, raw_cost, raw_memory, traced, staged.static, staged.via, source,
-                           staged.lowered)
+    return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, backend.count == 0, leaves=placed,
+                           treedef=treedef, donated=donated, device=device, raw_cost_analysis=raw_cost,
+                           raw_memory_analysis=raw_memory, traced=traced, static=staged.static, staged_via=staged.via,
+                           source=source,
+                           lowered=staged.lowered)
 
 
 # XLA:GPU's option that lists what runs as command buffers (CUDA graphs), emptied: every kernel is launched and
@@ -158,7 +161,7 @@ def allocator_stats(device: Any) -> dict[str, Any] | None:
 
 def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_run: int = 1,
                   beside: Beside | None = None, settled: Settled | None = None,
-                  cache: CacheRuns = WARM_RUNS, agree: Agree | None = None) -> Timed:
+                  cache: CacheRuns = WARM_RUNS, *, agree: Agree | None = None) -> Timed:
     """Time the compiled program; donated inputs get a fresh copy before every run, outside the timing.
     ``beside``, ``settled``, ``cache`` and ``agree``: see :func:`~.timing.time_program`."""
     settings = replace(settings, ops_per_run=max(ops_per_run, 1))
@@ -177,8 +180,8 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
         return block_until_ready(compiled(*dyn_args, **dyn_kwargs))
 
     try:
-        return time_program(prepare, execute, program.module_name, program.platform, settings, beside, settled,
-                            cache, agree)
+        return time_program(prepare, execute, program.module_name, program.platform, settings, beside, settled=settled,
+                            cache=cache, agree=agree)
     except MeasureError:
         raise
     except Exception as exc:

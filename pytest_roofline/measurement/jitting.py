@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import jax
@@ -35,6 +35,7 @@ class Staged:
     treedef: Any  # of (args, kwargs) for the compiled program
     donated: list[bool]
     static: tuple[str, ...] = ()  # the arguments compiled in, in words
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     via: str = ""  # how it was jitted, where not as given (a note for the result)
 
 
@@ -134,7 +135,7 @@ def stage_filtered(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
     traced = _filtered_jit(fn, treedef, dynamic, tuple(leaf for _, leaf in static)).trace(*dyn)
     words = _static_words([p for p, _ in static], [leaf for _, leaf in static], _tops(args, kwargs))
     return Staged(traced, traced.lower(), dyn, jax.tree_util.tree_structure((tuple(dyn), {})), [False] * len(dyn),
-                  words, via)
+                  words, via=via)
 
 
 def _dynamic_args(name: str, args: tuple[Any, ...], kwargs: dict[str, Any],

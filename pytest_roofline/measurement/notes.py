@@ -29,7 +29,7 @@ _CONSTANTS_NOTED = 1 << 20
 
 
 def result_notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProgram, timed: Timed,
-                 spec: HardwareSpec, live_why: str, memory: MemoryFootprint | None, *,
+                 spec: HardwareSpec, live_why: str, *, memory: MemoryFootprint | None,
                  counts_from: CountsFrom = "compiled", constants: int = 0) -> list[str]:
     """What the result's figures rest on, in words: ceilings, static arguments, whose FLOPs, missing rates,
     fallbacks, uncounted work, and the trace's own notes."""
@@ -84,7 +84,7 @@ def result_notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProg
 
 
 def result_hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProgram, model: ProgramModel,
-                 timed: Timed, idle: IdleTime | None, cache_known: bool = False) -> list[str]:
+                 timed: Timed, idle: IdleTime | None, *, cache_known: bool = False) -> list[str]:
     """``cache_known``: the model already held the bytes to the cache level the working set fits (its note
     says so), so no cache hint."""
     root = module.entry.root

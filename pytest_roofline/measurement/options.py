@@ -1,11 +1,12 @@
-"""The settings of one measurement, grouped (:class:`MeasureOptions`), and how a program is timed
-(:class:`TimingSettings` and its defaults, the one place they are written). No JAX."""
+"""The settings a user gives a measurement, typed and checked once where read (:class:`GivenSettings`); the settings
+of one measurement, grouped (:class:`MeasureOptions`); how a program is timed (:class:`TimingSettings` and its
+defaults, the one place they are written). No JAX."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import KW_ONLY, dataclass, fields, replace
 from typing import Any
 
 from ..base import values
@@ -20,12 +21,12 @@ from ..base.kinds import (
     CountsFrom,
     FirstTouchMode,
     Timer,
-    choose,
 )
+from ..hardware.per_device import Picked, Threshold, ThresholdSetting, pick_threshold
 from ..hardware.spec import HardwareSpec
 
-__all__ = ["TimingSettings", "DEFAULT_TIMING", "TIMING_KEYWORDS", "MeasureOptions", "GivenCounts", "HardwareChoice",
-           "MEASURE_OPTIONS", "OPTION_CHECKS", "check_options", "check_settings"]
+__all__ = ["TimingSettings", "DEFAULT_TIMING", "TIMING_KEYWORDS", "MeasureOptions", "GivenSettings", "GivenCounts",
+           "HardwareChoice", "MEASURE_OPTIONS", "OPTION_CHECKS", "check_options"]
 
 
 # The fewest runs a profiled measurement makes when its program's events would fill the trace's budget sooner.
@@ -35,7 +36,8 @@ PROFILED_LEAST_RUNS = 3
 @dataclass(frozen=True)
 class TimingSettings:
     """How to time a program. ``timer`` is "auto" (profiler, wall clock if it cannot be used),
-    "profiler" (an error if it cannot be used) or "wallclock"."""
+    "profiler" (an error if it cannot be used) or "wallclock". Its values are checked where a user gives them
+    (:meth:`GivenSettings.read`), not here."""
 
     warmup: int = 1
     min_runs: int = 5
@@ -43,6 +45,7 @@ class TimingSettings:
     budget_s: float = 1.0
     target_spread: float = 0.02
     timer: Timer = "auto"
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     # Sample at least this long before the spread may stop the runs: a fast kernel's first few runs can
     # agree with each other inside one transient of a noisy machine.
     min_time_s: float = 0.5
@@ -62,22 +65,6 @@ class TimingSettings:
         already fill the trace's budget (a program of tens of thousands of ops per run)."""
         left = self.max_trace_events // max(self.ops_per_run, 1) - self.min_runs
         return max(min(wanted, left), min(wanted, 2))
-
-    def __post_init__(self) -> None:
-        if self.warmup < 0:
-            raise ValueError(f"warmup must be >= 0, got {self.warmup}")
-        if self.min_runs < 1:
-            raise ValueError(f"min_runs must be >= 1, got {self.min_runs}")
-        if self.max_runs < self.min_runs:
-            raise ValueError(f"max_runs ({self.max_runs}) must be >= min_runs ({self.min_runs})")
-        if not self.budget_s > 0:
-            raise ValueError(f"budget_s must be > 0, got {self.budget_s}")
-        if not self.min_time_s >= 0:
-            raise ValueError(f"min_time_s must be >= 0, got {self.min_time_s}")
-        if not self.target_spread >= 0:
-            raise ValueError(f"target_spread must be >= 0, got {self.target_spread}")
-        choose(self.timer, TIMERS, "timer")
-
 
 DEFAULT_TIMING = TimingSettings()
 # The settings a user may set on measure(), the marker and the fixture call.
@@ -156,49 +143,98 @@ class HardwareChoice:
 
 
 @dataclass(frozen=True)
+class GivenSettings:
+    """The measurement settings a marker, a fixture call or ``measure()`` gives, typed and checked once, where they
+    are read (:meth:`read`); None: not given. ``threshold``: the one a result is judged against, picked on the
+    hardware it is measured on (a mapping by platform and hardware, or one value)."""
+
+    _: KW_ONLY
+    name: str | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    transcendentals: float | None = None
+    hardware: str | HardwareSpec | None = None
+    hardware_file: str | os.PathLike[str] | None = None
+    ceilings: CeilingsMode | None = None
+    recalibrate: bool | str | None = None
+    warmup: int | None = None
+    min_runs: int | None = None
+    max_runs: int | None = None
+    budget_s: float | None = None
+    target_spread: float | None = None
+    min_time_s: float | None = None
+    timer: Timer | None = None
+    threshold: ThresholdSetting | None = None
+    first_touch: FirstTouchMode | None = None
+    cache: CacheMode | None = None
+    counts: CountsFrom | None = None
+
+    @classmethod
+    def read(cls, keywords: Mapping[str, Any], describe: Callable[[str, Any], str],
+             threshold_origin: str = "threshold=") -> GivenSettings:
+        """The settings among ``keywords`` (names of :data:`MEASURE_OPTIONS`), each checked by its check in
+        :data:`OPTION_CHECKS` (the hardware's as given); an unknown name is a TypeError, a bad value a ValueError
+        whose text starts with ``describe(keyword, value)``."""
+        unknown = sorted(set(keywords) - set(MEASURE_OPTIONS))
+        if unknown:
+            raise TypeError(f"measure() got an unexpected keyword {unknown[0]!r}")
+        checked = check_options(keywords, describe)
+        threshold = checked.pop("threshold", None)
+        return cls(**checked, **{k: keywords[k] for k in ("hardware", "hardware_file", "recalibrate") if k in keywords},
+                   threshold=Threshold(threshold, threshold_origin) if threshold is not None else None)
+
+    def given(self) -> dict[str, Any]:
+        """The settings given, by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    def over(self, base: GivenSettings) -> GivenSettings:
+        """``base`` with these settings in place of its own where given."""
+        return replace(base, **self.given())
+
+
+@dataclass(frozen=True)
 class MeasureOptions:
     """Every setting of one measurement, grouped: the label, the counts, the hardware, the timing, the threshold
-    sampling aims at, whether the roofline charges the first touch of fresh pages, the cache state, and whose FLOPs
-    are judged (the compiled program's, or the source's)."""
+    (picked on the hardware measured on; the runs go on while its interval straddles it, unless
+    ``sample_to_threshold`` is off), whether the roofline charges the first touch of fresh pages, the cache state,
+    and whose FLOPs are judged (the compiled program's, or the source's)."""
 
     name: str | None = None
     counts: GivenCounts = GivenCounts()
     hardware: HardwareChoice = HardwareChoice()
     timing: TimingSettings = DEFAULT_TIMING
-    threshold: float | None = None
+    threshold: ThresholdSetting | None = None
     first_touch: FirstTouchMode = "include"
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     cache: CacheMode = "auto"
     counts_from: CountsFrom = "compiled"  # counts="source": judged on the FLOPs the source asks for
+    sample_to_threshold: bool = True
+
+    def threshold_on(self, hardware: HardwareSpec) -> tuple[Picked[float] | None, float | None]:
+        """The threshold picked on the hardware measured on (the one pick the sampling, the verdict, the record and
+        the report use), and the value the runs aim at (None where they aim at none)."""
+        picked = pick_threshold(self.threshold, hardware.name, hardware.platform)
+        return picked, picked.value if picked is not None and self.sample_to_threshold else None
 
     @classmethod
     def from_keywords(cls, keywords: Mapping[str, Any]) -> MeasureOptions:
         """From ``measure()``'s keywords (:data:`MEASURE_OPTIONS`), each checked; a bad value is a ValueError
         naming it."""
-        return cls().overridden(check_settings(keywords, lambda key, value: f"{key}="))
+        return cls().overridden(GivenSettings.read(keywords, lambda key, value: f"{key}=", "threshold= of measure()"))
 
-    def overridden(self, checked: Mapping[str, Any]) -> MeasureOptions:
-        """These options with the settings in ``checked`` (measure()'s keywords, already checked by
-        :func:`check_settings` or :func:`check_options`; None: not given) in their place."""
-        given = {k: v for k, v in checked.items() if v is not None}
-        counts = GivenCounts(*(given.get(k, v) for k, v in zip(("flops", "bytes", "transcendentals"),
-                                                              self.counts.values, strict=True)))
+    def overridden(self, given: GivenSettings) -> MeasureOptions:
+        """These options with the settings ``given`` in their place."""
+        g = given
+        counts = GivenCounts(*(v if v is not None else old for v, old in zip((g.flops, g.bytes, g.transcendentals),
+                                                                          self.counts.values, strict=True)))
         h = self.hardware
-        hardware = HardwareChoice(given.get("hardware", h.name), given.get("hardware_file", h.file),
-                                  given.get("ceilings", h.ceilings), given.get("recalibrate", h.recalibrate))
-        timing = replace(self.timing, **{n: given[n] for n in TIMING_KEYWORDS if n in given})
-        return MeasureOptions(given.get("name", self.name), counts, hardware, timing,
-                              given.get("threshold", self.threshold), given.get("first_touch", self.first_touch),
-                              given.get("cache", self.cache), given.get("counts", self.counts_from))
-
-
-def check_settings(keywords: Mapping[str, Any], describe: Callable[[str, Any], str]) -> dict[str, Any]:
-    """Every setting among ``keywords`` (names of :data:`MEASURE_OPTIONS`), checked: those :data:`OPTION_CHECKS`
-    knows by their check, the hardware's as given; an unknown name is a TypeError, a bad value a ValueError."""
-    unknown = sorted(set(keywords) - set(MEASURE_OPTIONS))
-    if unknown:
-        raise TypeError(f"measure() got an unexpected keyword {unknown[0]!r}")
-    return {**{k: keywords[k] for k in ("hardware", "hardware_file", "recalibrate") if k in keywords},
-            **check_options(keywords, describe)}
+        hardware = HardwareChoice(g.hardware if g.hardware is not None else h.name,
+                                  g.hardware_file if g.hardware_file is not None else h.file, g.ceilings or h.ceilings,
+                                  g.recalibrate if g.recalibrate is not None else h.recalibrate)
+        timing = replace(self.timing, **{n: v for n, v in g.given().items() if n in TIMING_KEYWORDS})
+        return replace(self, name=g.name or self.name, counts=counts, hardware=hardware, timing=timing,
+                       threshold=g.threshold or self.threshold, first_touch=g.first_touch or self.first_touch,
+                       cache=g.cache or self.cache, counts_from=g.counts or self.counts_from)
 
 
 # The keywords measure() takes for itself; any other goes to the kernel (see pytest_roofline.base.calls).

@@ -56,7 +56,7 @@ def _kernel(eqn: Any, times: float, where: str) -> TracedKernel:
     results = [v.aval for v in eqn.outvars if hasattr(getattr(v, "aval", None), "dtype")]
     io_bytes = sum(float(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in [*avals, *results])
     return TracedKernel(str(name), estimate, bool(eqn.params.get("interpret")), times, where,
-                        tuple(_hlo_dtype(a.dtype) for a in avals), io_bytes)
+                        tuple(_hlo_dtype(a.dtype) for a in avals), io_bytes=io_bytes)
 
 
 def _from_body(eqn: Any) -> KernelEstimate | None:

@@ -144,8 +144,10 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     def modelled(module: HloModule, counts: Counts) -> ProgramModel:
         if options.counts_from == "source" and program.source is not None and not program.source.unknown:
             counts = counts.of_source(program.source.flops)
-        return program_model(spec, counts, module, topology.devices if topology else program.num_devices,
-                             *given.values, buffers, written, topology)
+        flops, nbytes, transcendentals = given.values
+        return program_model(spec, counts, module, topology.devices if topology else program.num_devices, flops,
+                             nbytes, transcendentals=transcendentals, working_set=buffers, cold_written=written,
+                             topology=topology)
 
     model = modelled(module, counts)
     touch = _first_touch(spec, footprint, program.platform)
@@ -155,9 +157,11 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
         used = "calibrated"
     before = allocator_stats(program.device)
     planned = replace(model.estimate, first_touch_time_s=_planned_touch_s(touch) if charged else 0.0)
-    rule = _stopping_rule(planned, plan, options.threshold, settings.target_spread)
+    # The threshold is picked once, on the hardware measured on: the runs aim at it, the result carries the pick.
+    picked, aim = options.threshold_on(spec)
+    rule = _stopping_rule(planned, plan, aim, settings.target_spread)
     (timed, cache), clocks, processes = _run(program, settings, module, plan.beside, rule, (cache, check_cache),
-                                             peers, topology, model)
+                                             peers=peers, topology=topology, model=model)
     memory = _memory(program, footprint, before)
     module, model, (ops_model, idle, exposed) = _counted_as_ran(module, model, program, timed, modelled)
     if touch is not None:
@@ -175,11 +179,11 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     return Result(
         name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
         roofline=charged_roof, timing=timed.timing, program=_program_info(program, options), ops_model=ops_model,
-        notes=tuple(result_notes(model, ops_model, program, timed, spec, plan.why, memory, counts_from=options.counts_from,
-                                   constants=constant_bytes(module))),
+        notes=tuple(result_notes(model, ops_model, program, timed, spec, plan.why, memory=memory,
+                                 counts_from=options.counts_from, constants=constant_bytes(module))),
         hints=() if no_work else tuple(result_hints(ops_model.rows, module, program, model, timed, idle,
-                                              spec.cache_bandwidth is not None or cache.state == "cold")),
-        hlo_text=program.hlo_text, xspace=timed.xspace, live=live, threshold=options.threshold, memory=memory,
+                                              cache_known=spec.cache_bandwidth is not None or cache.state == "cold")),
+        hlo_text=program.hlo_text, xspace=timed.xspace, live=live, threshold=aim, picked=picked, memory=memory,
         first_touch=touch, first_touch_mode=touch_mode, no_work=no_work, cache=cache, clocks=clocks,
         processes=processes, idle=idle, exposure=exposed, source=program.source,
     )
@@ -195,11 +199,11 @@ def _hardware(program: CompiledProgram, choice: HardwareChoice) -> tuple[Hardwar
 def _program_info(program: CompiledProgram, options: MeasureOptions) -> ProgramInfo:
     return ProgramInfo(program.module_name, program.device_kind, program.compile_time_s,
                        {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")},
-                       program.compile_cached, program.static, program_fingerprint(program, options))
+                       program.compile_cached, program.static, fingerprint=program_fingerprint(program, options))
 
 
 def _run(program: CompiledProgram, settings: TimingSettings, module: HloModule, beside: Beside | None,
-         rule: Settled, cache_plan: tuple[CacheState, bool], peers: Peers | None, topology: Topology | None,
+         rule: Settled, cache_plan: tuple[CacheState, bool], *, peers: Peers | None, topology: Topology | None,
          model: ProgramModel) -> tuple[tuple[Timed, CacheState], Clocks, Processes | None]:
     """The timed runs, with the clocks around them; where the program spans processes, in lockstep with the
     others (started together, stopped together) and with every process's device times matched run by run."""
@@ -207,8 +211,8 @@ def _run(program: CompiledProgram, settings: TimingSettings, module: HloModule, 
 
     def timed_runs() -> tuple[tuple[Timed, CacheState], Clocks]:
         return ClockWatch(program.device).around(
-            lambda: _time_in_state(program, settings, executed_op_count(module), beside, rule, cache, check,
-                                   agree_with(peers) if peers is not None else None))
+            lambda: _time_in_state(program, settings, executed_op_count(module), beside, rule, cache, check=check,
+                                   agree=agree_with(peers) if peers is not None else None))
 
     if peers is None:
         return (*timed_runs(), None)
@@ -225,14 +229,14 @@ def _written(module: HloModule, footprint: MemoryFootprint | None) -> float:
 
 
 def _time_in_state(program: CompiledProgram, settings: TimingSettings, ops: int, beside: Beside | None,
-                   settled: Settled, cache: CacheState, check: bool,
+                   settled: Settled, cache: CacheState, *, check: bool,
                    agree: Agree | None = None) -> tuple[Timed, CacheState]:
     """Time the program in the cache state planned (evicting before each run where cold), and the state with its
     check: the median of the cold runs against the warm runs after them, where ``check``."""
     evict = Evictor(program.device, cache.evicted_bytes) if cache.evicted_bytes else None
     warm = replace(settings, ops_per_run=max(ops, 1)).warm_check_runs(WARM_CHECK_RUNS) if check else 0
     timed = time_compiled(program, settings, ops, beside, settled, CacheRuns(evict, warm),
-                          agree)
+                          agree=agree)
     if timed.warm_s:
         cache = cache.with_check(timed.timing.median_s, statistics.median(timed.warm_s))
     return timed, cache

@@ -70,4 +70,6 @@ def model_on(call: KernelCall, spec: HardwareSpec, given: GivenCounts | None = N
     raw = program.raw_memory_analysis
     footprint = footprint_from_stats(raw) if raw is not None else None
     buffers = working_set(module, footprint)
-    return program_model(spec, counts, module, program.num_devices, *given.values, buffers), footprint
+    flops, nbytes, transcendentals = given.values
+    return program_model(spec, counts, module, program.num_devices, flops, nbytes, transcendentals=transcendentals,
+                         working_set=buffers), footprint

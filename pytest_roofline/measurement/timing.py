@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ..analysis.runs.program_runs import run_times
@@ -46,6 +46,7 @@ class Timed:
     reference_s: tuple[float, ...] = ()  # the reference kernel's runs (one more than the kernel's), if any
     reference_timer: str = ""
     reference_faults: tuple[int, ...] = ()  # minor page faults of each reference run (empty: not counted)
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     warm_s: tuple[float, ...] = ()  # the warm runs after cold ones that check the eviction (empty: none)
 
 
@@ -97,6 +98,7 @@ class _Runs:
     waiting: list[float]
     ref_faults: list[int]
     others: float | None = None  # share of all CPUs other processes used meanwhile (None: not readable)
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     warm: list[float] = field(default_factory=list)  # wall clock of the warm check runs
 
     def add(self, reference: bool, run: _Run) -> None:
@@ -177,11 +179,12 @@ def _waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None
 
 def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
                     max_runs: int | None = None, beside: Beside | None = None,
-                    settled: Settled | None = None, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None, *,
+                    settled: Settled | None = None, *, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None,
                     label: str = "") -> _Runs:
     runs = _Runs([], [], [], [], [])
     with Contention() as others:
-        _loop(runs, prepare, execute, settings, max_runs, beside, settled, cache.evict, agree, label=label)
+        _loop(runs, prepare, execute, settings, max_runs, beside, settled=settled, evict=cache.evict, agree=agree,
+              label=label)
     runs.others = others.share
     if cache.warm_check:
         with phase("cache state"):
@@ -192,8 +195,8 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
 
 
 def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
-          max_runs: int | None, beside: Beside | None, settled: Settled | None,
-          evict: Callable[[], None] | None = None, agree: Agree | None = None, *, label: str = "") -> None:
+          max_runs: int | None, beside: Beside | None, *, settled: Settled | None,
+          evict: Callable[[], None] | None = None, agree: Agree | None = None, label: str = "") -> None:
     walls, ref_walls = runs.walls, runs.refs
     started = said = time.perf_counter()
     if beside is not None:
@@ -223,7 +226,7 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
 
 def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], module_name: str,
                  platform: str, settings: TimingSettings, beside: Beside | None = None,
-                 settled: Settled | None = None, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None) -> Timed:
+                 *, settled: Settled | None = None, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None) -> Timed:
     """Warm up, then time ``execute(prepare())`` runs; ``prepare`` (fresh donated inputs) is not timed.
 
     ``execute`` must block until the program's outputs are ready, and return them: they are freed after
@@ -237,7 +240,7 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
             if beside is not None:
                 beside.execute(beside.prepare())
     if settings.timer == "wallclock":
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache, agree,
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, agree=agree,
                                           label=module_name), "wall clock requested (timer='wallclock')")
 
     from .profiler import ProfilerSession, ProfilerUnavailable
@@ -248,11 +251,11 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     except ProfilerUnavailable as exc:
         if settings.timer == "profiler":
             raise
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache, agree,
+        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, agree=agree,
                                           label=module_name), str(exc))
     try:
-        runs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled, cache,
-                               agree, label=module_name)
+        runs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled, cache=cache,
+                               agree=agree, label=module_name)
     except BaseException:
         session.discard()  # never leave a profiler session open, also when the kernel raises
         raise
@@ -285,15 +288,15 @@ def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, set
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
         return _wallclock(runs, f"trace unusable: {exc}")
     timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, runs.kernel_faults(),
-                    runs.kernel_waiting(), runs.others)
+                    waiting_per_run=runs.kernel_waiting(), others_cpu_share=runs.others)
     warm = _warm_times(events, module_name, platform, runs.warm)
     if beside is None:
         return Timed(timing, xspace, found, warm_s=warm)
     try:
         reference = run_times(events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER).per_run_s
-        return Timed(timing, xspace, found, reference, "profiler", runs.reference_faults(), warm)
+        return Timed(timing, xspace, found, reference, "profiler", runs.reference_faults(), warm_s=warm)
     except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
-        return Timed(timing, xspace, found, tuple(refs), "wallclock", runs.reference_faults(), warm)
+        return Timed(timing, xspace, found, tuple(refs), "wallclock", runs.reference_faults(), warm_s=warm)
 
 
 def _warm_times(events: Sequence[Any], module_name: str, platform: str, walls: Sequence[float]) -> tuple[float, ...]:

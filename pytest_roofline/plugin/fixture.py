@@ -16,18 +16,18 @@ from ..base.calls import CallError, KernelCall, split_call
 from ..base.errors import MeasureError, exception_text, origin_frames
 from ..base.kinds import ExpectedBound, Model
 from ..base.labels import kernel_name
-from ..hardware.per_device import Picked
+from ..hardware.per_device import Picked, ThresholdSetting
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import interval_noise
-from ..measurement.options import MEASURE_OPTIONS, MeasureOptions, check_settings
+from ..measurement.options import MEASURE_OPTIONS, GivenSettings, MeasureOptions
 from ..records.kernel_record import Artifacts, KernelRecord, Unmeasured, series_key
 from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck, NoBaseline
-from ..report.text import failure_message
+from ..report.failure import failure_message
 from ..result.result import Result
 from .marker import BoundSetting, MarkerSpec, parse_bound_setting, pick_bound
 from .session import RooflineSession
-from .settings import ConfigError, Threshold, ThresholdSetting, parse_model, parse_threshold_setting, pick_threshold
+from .settings import ConfigError, parse_model, parse_threshold_setting
 
 __all__ = ["RooflineFixture", "FIXTURE_SETTINGS", "NotMeasured"]
 
@@ -60,9 +60,10 @@ class RooflineFixture:
     def __init__(self, session: RooflineSession, nodeid: str, marker: MarkerSpec | None,
                  fail: Callable[[str], NoReturn], warn: Callable[[str], None],
                  add_property: Callable[[str, Any], None], *, traceback_style: str = "auto",
-                 skip: Callable[[str], NoReturn] | None = None) -> None:
+                 skip: Callable[[str], NoReturn] | None = None, verbosity: int = 0) -> None:
         self._session = session
         self._traceback_style = traceback_style  # pytest's --tb: how much of a kernel's own error to show
+        self._verbosity = verbosity  # pytest's -v count: -vv shows a failure's full block
         self._nodeid = nodeid
         self._marker = marker
         self._fail = fail
@@ -93,7 +94,7 @@ class RooflineFixture:
         limit = self._limit("max_memory", kwargs.pop("max_memory", None), parse_max_memory)
         ops_limit = self._limit("max_ops", kwargs.pop("max_ops", None), parse_max_ops)
         exposed_limit = self._limit("max_exposed", kwargs.pop("max_exposed", None), parse_max_exposed)
-        result = self._measure(label, call, kwargs)
+        result = self._measure(label, call, self._options(label, self._given(kwargs)))
         decision = decide(result.figures, None)
         memory = self._memory_check(label, result, limit)
         ops = check_ops(result.ops, ops_limit) if ops_limit is not None else None
@@ -102,10 +103,10 @@ class RooflineFixture:
         record = self._record(label, result, recorded, None, decision, "program",
                               check=self._check(label, recorded, "program"), memory=memory, ops=ops, exposed=exposed)
         if decision.warning:  # an impossible result is never a silent pass
-            self._warn(failure_message(record, decision.reason))
+            self._warn(self._message(record, decision.reason))
         for over in (memory, ops, exposed):
             if over is not None and not over.ok:
-                self._warn(failure_message(record, over.reason))
+                self._warn(self._message(record, over.reason))
         return result
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
@@ -127,9 +128,10 @@ class RooflineFixture:
         label = self._label(fn, kwargs.pop("name", None))
         for setting in ("min", "bound", "model", "max_memory", "max_ops", "max_exposed"):
             kwargs.pop(setting, None)
+        options = self._options(label, self._given(kwargs))
         found = ""
         try:
-            found = self._session.fingerprint(call, self._options(label, kwargs))
+            found = self._session.fingerprint(call, options)
         except Exception as exc:  # noqa: BLE001 - the timed rounds measure it and show its error
             log.stop(self._nodeid, f"{label} did not compile: {exception_text(exc)}")
         log.add(self._nodeid, label, found)
@@ -149,13 +151,13 @@ class RooflineFixture:
         memory_limit = self._limit("max_memory", kwargs.pop("max_memory", None), parse_max_memory)
         ops_limit = self._limit("max_ops", kwargs.pop("max_ops", None), parse_max_ops)
         exposed_limit = self._limit("max_exposed", kwargs.pop("max_exposed", None), parse_max_exposed)
-        # Sampling goes on while the interval of the program-level utilization straddles the threshold.
-        hint = None if self._session.once else self._sampling_threshold(min_setting)
-        if hint is not None and chosen == "program":
-            kwargs = {**kwargs, "threshold": hint}
-        result = self._measure(label, call, kwargs)
-        hw = result.hardware  # a mapping by platform and hardware is picked from on the device measured
-        threshold = pick_threshold(min_setting, hw.name, hw.platform)
+        # The threshold goes to the measurement, which picks it once on the hardware it measures on: the runs go
+        # on while the interval of the program-level utilization straddles it, and the result carries the pick.
+        aim = chosen == "program" and not self._session.once
+        options = self._options(label, self._given(kwargs), threshold=min_setting, aim=aim)
+        result = self._measure(label, call, options)
+        threshold = result.picked
+        hw = result.hardware  # a bound mapping by platform and hardware is picked from on the device measured
         bound = pick_bound(bound_setting, self._bound_origin(), hw.name, hw.platform)
         value = threshold.value if threshold else None
         expected = bound.value if bound else None
@@ -168,7 +170,7 @@ class RooflineFixture:
             first = result.utilization_for(chosen)
             # The second compile comes from JAX's cache: the first measurement's compile time is the program's.
             with Stopwatch() as again:
-                second = self._measure(label, call, kwargs)
+                second = self._measure(label, call, options)
             self._watch.add("second measurement", again.elapsed)
             result = replace(second, program=result.program)
             recorded = RecordedResult.of(result)
@@ -178,20 +180,25 @@ class RooflineFixture:
         exposed = check_exposed(result.exposure, exposed_limit) if exposed_limit is not None else None
         decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
                           baseline=check, memory=memory, ops=ops, exposed=exposed)
-        record = self._record(label, result, recorded, threshold, decision, chosen, bound, first, check, memory, ops,
-                              exposed)
+        record = self._record(label, result, recorded, threshold, decision, chosen, bound=bound,
+                              first_utilization=first, check=check, memory=memory, ops=ops, exposed=exposed)
         disagreement = self._session.agree(label, decision.verdict) if result.processes is not None else ""
         if disagreement:
             self._fail(disagreement)
         if decision.warning:
-            self._warn(failure_message(record, decision.reason))
+            self._warn(self._message(record, decision.reason))
         elif decision.fails:
-            message = failure_message(record, decision.reason)
+            message = self._message(record, decision.reason)
             if self._session.settings.warn_only:
                 self._warn(message)
             else:
                 self._fail(message)
         return result
+
+    def _message(self, record: KernelRecord, reason: str) -> str:
+        """A failure's or warning's text: the short block, or the full one under -vv."""
+        settings = self._session.settings
+        return failure_message(record, reason, full=self._verbosity >= 2, report=settings.report or settings.html or "")
 
     def _label(self, fn: Callable[..., Any], name: str | None) -> str:
         base = name or kernel_name(fn)
@@ -210,15 +217,6 @@ class RooflineFixture:
         except (MeasureError, ValueError) as exc:  # an unknown device, a failed calibration
             problem = f"roofline: roofline.hardware in {self._nodeid}: hardware detection failed: {exc}"
         self._fail(problem)  # outside the except block: the failure shows no chained traceback
-
-    def _sampling_threshold(self, setting: ThresholdSetting | None) -> float | None:
-        """The threshold sampling aims at: a mapping's value on the session's hardware (the verdict picks again
-        on the hardware the result was measured against)."""
-        if setting is None or isinstance(setting, Threshold):
-            return setting.value if setting is not None else None
-        hw = self.hardware
-        picked = pick_threshold(setting, hw.name, hw.platform)
-        return picked.value if picked is not None else None
 
     def _bound_origin(self) -> str:
         """Where the call's or the marker's ``bound`` came from."""
@@ -276,10 +274,28 @@ class RooflineFixture:
             problem = f"roofline: {exc}"
         self._fail(problem)  # outside the except block: the failure shows no chained traceback
 
-    def _measure(self, label: str, call: KernelCall, kwargs: dict[str, Any]) -> Result:
+    def _given(self, kwargs: dict[str, Any]) -> GivenSettings:
+        """The call's measurement settings (the keywords the fixture does not take for itself), read and checked
+        once, here; a bad value fails the test naming it."""
         try:
-            return self._session.measure(call, self._options(label, kwargs), f"{self._nodeid}::{label}")
-        except (MeasureError, ValueError) as exc:  # ValueError: a bad keyword value or an unknown device
+            return GivenSettings.read(kwargs, lambda key, value: f"roofline(...) in {self._nodeid}: {key}={value!r}:")
+        except (TypeError, ValueError) as exc:
+            problem = f"roofline: {exc}"
+        self._fail(problem)  # outside the except block: the failure shows no chained traceback
+
+    def _options(self, label: str, given: GivenSettings, threshold: ThresholdSetting | None = None,
+                 aim: bool = True) -> MeasureOptions:
+        """The measurement's options: the session's, the marker's, the call's; ``threshold``: the one the result
+        is judged against (the measurement picks it on its hardware; with ``aim`` the runs go on while its interval
+        straddles it)."""
+        marker = self._marker.given if self._marker else GivenSettings()
+        mine = replace(given.over(marker), name=label, threshold=threshold or given.threshold)
+        return replace(self._session.options(mine), sample_to_threshold=aim)
+
+    def _measure(self, label: str, call: KernelCall, options: MeasureOptions) -> Result:
+        try:
+            return self._session.measure(call, options, f"{self._nodeid}::{label}")
+        except (MeasureError, ValueError) as exc:  # ValueError: an unknown device
             why, origin = str(exc), origin_frames(exc.__cause__, self._traceback_style)
         except Exception as exc:  # noqa: BLE001 - never a raw traceback, never a kernel missing from the report
             why = f"{label}: pytest-roofline failed while measuring it (please report it): {exception_text(exc)}"
@@ -287,12 +303,6 @@ class RooflineFixture:
         self._session.unmeasured.append(Unmeasured(self._nodeid, label, why))
         message = f"roofline: kernel {label!r} of {self._nodeid} cannot be measured: {why}"
         self._fail(f"{message}\n{origin}" if origin else message)  # outside the except: no chained traceback
-
-    def _options(self, label: str, kwargs: dict[str, Any]) -> MeasureOptions:
-        """The measurement's options: the session's, the marker's, the call's (a bad value is a ValueError)."""
-        checked = check_settings(kwargs, lambda key, value: f"{key}=")
-        return self._session.options({**(self._marker.measure_kwargs if self._marker else {}), **checked,
-                                      "name": label})
 
     def _check(self, label: str, recorded: RecordedResult, model: Model) -> BaselineCheck | NoBaseline | None:
         """The result against the --roofline-baseline, or why there is none; None without a baseline."""
@@ -305,7 +315,7 @@ class RooflineFixture:
                               drop.origin if drop else "")
 
     def _record(self, label: str, result: Result, recorded: RecordedResult, threshold: Picked[float] | None,
-                decision: Decision, model: Model, bound: Picked[ExpectedBound] | None = None,
+                decision: Decision, model: Model, *, bound: Picked[ExpectedBound] | None = None,
                 first_utilization: float | None = None, check: BaselineCheck | NoBaseline | None = None,
                 memory: MemoryCheck | None = None, ops: CensusCheck | None = None,
                 exposed: ExposedCheck | None = None) -> KernelRecord:
@@ -319,12 +329,16 @@ class RooflineFixture:
         # A bound mapping that does not name this device checks no bound here; only a threshold's is "not judged".
         unnamed = threshold.unnamed("min", hw.name, hw.platform) if threshold and threshold.value is None else ""
         value = threshold.value if threshold else None
-        record = KernelRecord(self._nodeid, label, recorded, decision.verdict,
-                              value, threshold.where if value is not None and threshold else "", model,
-                              bound.value if bound else None, first_utilization, settings.warn_only, check, memory,
-                              saved, drop.value if drop else None, drop.origin if drop else "",
-                              threshold.key if threshold else "", bound.key if bound else "", unnamed,
-                              self._watch.spent(rest="everything else"), ops, exposed)
+        record = KernelRecord(nodeid=self._nodeid, label=label, result=recorded, verdict=decision.verdict,
+                              threshold=value, threshold_origin=threshold.where if value is not None and threshold else "",
+                              model=model,
+                              expected_bound=bound.value if bound else None, first_utilization=first_utilization,
+                              warn_only=settings.warn_only, baseline=check, max_memory=memory,
+                              artifacts=saved, max_drop=drop.value if drop else None,
+                              max_drop_origin=drop.origin if drop else "",
+                              threshold_key=threshold.key if threshold else "", bound_key=bound.key if bound else "",
+                              not_judged=unnamed,
+                              time_spent=self._watch.spent(rest="everything else"), max_ops=ops, max_exposed=exposed)
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"

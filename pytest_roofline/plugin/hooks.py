@@ -19,7 +19,7 @@ import pytest
 from ..base.dependencies import too_old
 from ..history.programs import PROGRAMS_PASS_VARIABLE
 from ..report.document import session_block
-from ..report.text import header_line, summary_lines
+from ..report.text import header_line, summary_lines, wrap_lines
 from .abort_watch import AbortWatch
 from .fixture import RooflineFixture
 from .lock import around_a_test, share_the_host
@@ -174,7 +174,7 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     if config.stash[SESSION_KEY].programs is not None:
         return ["roofline: programs pass: each kernel compiled and fingerprinted, nothing timed"]
     try:
-        return [header_line(*config.stash[SESSION_KEY].hardware())]
+        return wrap_lines([header_line(*config.stash[SESSION_KEY].hardware())])
     except Exception as exc:  # noqa: BLE001 - the header must not hide the error the tests will show
         return [f"roofline: hardware detection failed: {type(exc).__name__}: {exc}"]
 
@@ -199,7 +199,8 @@ def roofline(request: pytest.FixtureRequest) -> RooflineFixture:
         pytest.skip(message)
 
     return RooflineFixture(session, item.nodeid, item.stash.get(MARKER_KEY, None), fail, warn, add_property,
-                           traceback_style=str(request.config.getoption("tbstyle", "auto")), skip=skip)
+                           traceback_style=str(request.config.getoption("tbstyle", "auto")), skip=skip,
+                           verbosity=int(request.config.getoption("verbose", 0) or 0))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -212,7 +213,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     if state.records or state.unmeasured:
         terminalreporter.write_sep("=", "roofline summary (worst first)")
-        for line in summary_lines(state.records, state.unmeasured):
+        wide = int(config.getoption("verbose", 0) or 0) >= 1
+        for line in summary_lines(state.records, state.unmeasured, wide=wide):
             terminalreporter.write_line(line)
     error = config.stash.get(REPORT_ERROR_KEY, "")
     if error:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ..analysis.model.exposed import ExposedLimit, parse_max_exposed
 from ..analysis.program.memory import MemoryLimit, parse_max_memory
 from ..analysis.verdict.census import OpsLimit, parse_max_ops
 from ..base.kinds import EXPECTED_BOUNDS, ExpectedBound, Model, choose
-from ..hardware.per_device import PerDevice, Picked, parse_per_device, pick_setting
-from ..measurement.options import OPTION_CHECKS, TIMING_KEYWORDS, check_options, timing_defaults_text
-from .settings import ConfigError, Threshold, ThresholdSetting, parse_max_drop, parse_model, parse_threshold_setting
+from ..hardware.per_device import PerDevice, Picked, Threshold, ThresholdSetting, parse_per_device, pick_setting
+from ..measurement.options import OPTION_CHECKS, TIMING_KEYWORDS, GivenSettings, timing_defaults_text
+from .settings import ConfigError, parse_max_drop, parse_model, parse_threshold_setting
 
 __all__ = ["MARKER_SIGNATURE", "MARKER_KEYWORDS", "MEASURE_KEYWORDS", "MarkerSpec", "parse_marker",
            "parse_bound", "BoundSetting", "parse_bound_setting", "pick_bound"]
@@ -69,10 +69,11 @@ MARKER_KEYWORDS = ("min", "bound", "model", "max_drop", "max_memory", "max_ops",
 class MarkerSpec:
     min: ThresholdSetting | None
     bound: BoundSetting | None
-    measure_kwargs: Mapping[str, Any]
+    given: GivenSettings = GivenSettings()  # the measurement's settings, read and checked at collection
     model: Model | None = None
     max_drop: Threshold | None = None
     max_memory: MemoryLimit | None = None
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     max_ops: OpsLimit | None = None
     max_exposed: ExposedLimit | None = None
 
@@ -112,8 +113,8 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], test: str,
     bound = (parse_bound_setting(values["bound"], f"{where}: bound={values['bound']!r}", f"marker of {test}", names)
              if "bound" in values else None)
     try:
-        checked = check_options({k: v for k, v in values.items() if k in MEASURE_KEYWORDS},
-                                lambda key, value: f"{where}: {key}={value!r}:")
+        given = GivenSettings.read({k: v for k, v in values.items() if k in MEASURE_KEYWORDS},
+                                   lambda key, value: f"{where}: {key}={value!r}:")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return MarkerSpec(threshold, bound, checked, model, max_drop, max_memory, max_ops, max_exposed)
+    return MarkerSpec(threshold, bound, given, model, max_drop, max_memory, max_ops=max_ops, max_exposed=max_exposed)

@@ -14,24 +14,25 @@ from typing import Any, Protocol
 
 from ..base.calls import KernelCall
 from ..base.files import write_text_atomic
+from ..hardware.per_device import Threshold
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline
 from ..history.programs import ProgramsOfTest, ProgramsPass
 from ..history.reports import ReportError
-from ..measurement.options import MeasureOptions
+from ..measurement.options import GivenSettings, MeasureOptions
 from ..records.kernel_record import KernelRecord, Unmeasured
 from ..report.document import build_report
 from ..report.html import plotly_missing
 from ..result.result import Result
 from .lock import device_lock
 from .outputs import write_outputs
-from .settings import ConfigError, Settings, Threshold
+from .settings import ConfigError, Settings
 
 __all__ = ["RooflineSession", "Measure", "ProgramLog", "ProgramsPassWriter", "default_trace_root", "ONCE_TIMING"]
 
 # The timing of a measurement made once (a round of `pytest-roofline ab`), where the test sets none: one warm-up run
 # and a shorter least sampling time and budget; the rounds, each pairing the two sides seconds apart, are the sample.
-ONCE_TIMING = {"warmup": 1, "min_time_s": 0.05, "budget_s": 0.25}
+ONCE_TIMING = GivenSettings(warmup=1, min_time_s=0.05, budget_s=0.25)
 
 
 class Measure(Protocol):
@@ -139,7 +140,7 @@ class RooflineSession:
                  hardware: Callable[[Settings, bool], tuple[HardwareSpec, str]] = _jax_hardware,
                  save: Callable[[Result, str, str, str], dict[str, str]] = _jax_save,
                  baseline: Baseline | None = None,
-                 fingerprint: Callable[[KernelCall, MeasureOptions], str] = _jax_fingerprint) -> None:
+                 *, fingerprint: Callable[[KernelCall, MeasureOptions], str] = _jax_fingerprint) -> None:
         self.settings = settings
         self.baseline = baseline  # --roofline-baseline, loaded at start-up
         # Where trace artifacts go; a callable so that the directory is made only when something is saved.
@@ -161,17 +162,16 @@ class RooflineSession:
         self.programs: ProgramLog | None = None
         self._fingerprint = fingerprint
 
-    def options(self, overrides: Mapping[str, Any]) -> MeasureOptions:
+    def options(self, given: GivenSettings) -> MeasureOptions:
         """One measurement's options: the session's hardware, ceilings, first-touch and cache settings, then
-        ``overrides`` (measure()'s keywords, already checked: the marker's, then the call's)."""
-        once: dict[str, Any] = {}
-        if self.once:
-            once = {**ONCE_TIMING, **({} if "ceilings" in overrides else self._once_ceilings())}
+        those ``given`` (the marker's, then the call's, read and checked where they entered)."""
         s = self.settings
-        return MeasureOptions().overridden({"hardware": s.hardware, "hardware_file": s.hardware_file,
-                                            "ceilings": s.ceilings, "first_touch": s.first_touch, "cache": s.cache,
-                                            "counts": s.counts,
-                                            **once, **overrides})
+        base = GivenSettings(hardware=s.hardware, hardware_file=s.hardware_file, ceilings=s.ceilings,
+                             first_touch=s.first_touch, cache=s.cache, counts=s.counts)
+        if self.once:
+            base = ONCE_TIMING.over(base)
+            base = base if given.ceilings is not None else self._once_ceilings().over(base)
+        return MeasureOptions().overridden(given.over(base))
 
     def measure(self, call: KernelCall, options: MeasureOptions, key: str = "") -> Result:
         """Measure ``call`` with ``options`` (:meth:`options`), re-calibrating on the process's first measurement
@@ -191,15 +191,15 @@ class RooflineSession:
         """Compile ``call`` and return its program's fingerprint (the programs pass: no lock, nothing timed)."""
         return self._fingerprint(call, options)
 
-    def _once_ceilings(self) -> dict[str, Any]:
+    def _once_ceilings(self) -> GivenSettings:
         """Calibrated ceilings where live ones would be used and the test sets none: a live reference kernel
         keeps its buffers' placement in a long-lived process, an offset that would tilt every round of one side;
         the two sides measured seconds apart cancel the machine's drift instead."""
         if self.settings.ceilings not in ("auto", "live"):
-            return {}
+            return GivenSettings()
         if self._once_mode is None:
             self._once_mode = self.hardware()[1]
-        return {"ceilings": "calibrated"} if self._once_mode == "live" else {}
+        return GivenSettings(ceilings="calibrated") if self._once_mode == "live" else GivenSettings()
 
     def remeasure(self, key: str) -> Result:
         """Measure a kernel of this process again (the measure-once mode): its compiled program, on the inputs its

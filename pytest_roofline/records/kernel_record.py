@@ -7,7 +7,7 @@ JSON, HTML and history readers; JSON only at the file boundary (:meth:`KernelRec
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ..analysis.model.exposed import ExposedCheck
@@ -51,6 +51,7 @@ class KernelRecord:
     verdict: Verdict
     threshold: float | None = None
     threshold_origin: str = ""
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     model: Model = "program"
     expected_bound: ExpectedBound | None = None
     first_utilization: float | None = None  # the first of two measurements, when a failure was measured again
@@ -123,16 +124,18 @@ class KernelRecord:
         drop = data.get("max_drop") or {}
         return cls(
             nodeid, label, result, _choice("verdict", data["verdict"], VERDICTS),
-            float(threshold) if threshold is not None else None, str(data.get("threshold_origin") or ""), model,
-            _choice("expected_bound", expected, EXPECTED_BOUNDS) if expected else None,
-            float(first) if first is not None else None, bool(data.get("warn_only", False)),
-            baseline_from_dict(data.get("baseline"), series_key(nodeid, label, result, model)),
-            MemoryCheck.from_dict(memory) if memory else None, Artifacts.from_dict(data),
-            float(drop["value"]) if drop else None, str(drop.get("origin") or "") if drop else "",
-            str(data.get("threshold_key") or ""), str(data.get("bound_key") or ""), str(data.get("not_judged") or ""),
-            TimeSpent.from_dict(data["time_spent"]) if data.get("time_spent") else None,
-            CensusCheck.from_dict(data["max_ops"]) if data.get("max_ops") else None,
-            ExposedCheck.from_dict(data["max_exposed"]) if data.get("max_exposed") else None)
+            float(threshold) if threshold is not None else None, str(data.get("threshold_origin") or ""), model=model,
+            expected_bound=_choice("expected_bound", expected, EXPECTED_BOUNDS) if expected else None,
+            first_utilization=float(first) if first is not None else None, warn_only=bool(data.get("warn_only", False)),
+            baseline=baseline_from_dict(data.get("baseline"), series_key(nodeid, label, result, model)),
+            max_memory=MemoryCheck.from_dict(memory) if memory else None, artifacts=Artifacts.from_dict(data),
+            max_drop=float(drop["value"]) if drop else None,
+            max_drop_origin=str(drop.get("origin") or "") if drop else "",
+            threshold_key=str(data.get("threshold_key") or ""), bound_key=str(data.get("bound_key") or ""),
+            not_judged=str(data.get("not_judged") or ""),
+            time_spent=TimeSpent.from_dict(data["time_spent"]) if data.get("time_spent") else None,
+            max_ops=CensusCheck.from_dict(data["max_ops"]) if data.get("max_ops") else None,
+            max_exposed=ExposedCheck.from_dict(data["max_exposed"]) if data.get("max_exposed") else None)
 
 
 def series_key(nodeid: str, label: str, result: RecordedResult, model: Model) -> SeriesKey:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from operator import attrgetter
 from typing import Any, get_args
 
@@ -43,6 +43,7 @@ class RecordedResult:
     # The work and the roofline
     flops: float
     bytes_accessed: float
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     intensity: float
     critical_intensity: float
     bound: Bound

@@ -78,7 +78,7 @@ def _compile_cell(check: CompileCheck | None) -> str:
 def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[SeriesKey, BaselineCheck | NoBaseline]],
                   gone: Sequence[SeriesKey], compiles: Mapping[SeriesKey, CompileCheck] | None = None,
                   clock_notes: Mapping[SeriesKey, str] | None = None,
-                  op_notes: Mapping[SeriesKey, list[str]] | None = None) -> list[str]:
+                  *, op_notes: Mapping[SeriesKey, list[str]] | None = None) -> list[str]:
     """Each kernel of the current run against the baseline; regressions say "REGRESSION". ``compiles``: the
     compile-time checks (``--max-compile``), shown in their own column; ``op_notes``: per kernel, lines on what its
     program does differently from the baseline's (:func:`compare_op_lines`)."""

@@ -1,4 +1,5 @@
-"""Measurement records as text: the failure message, the summary table, the header line. Pure.
+"""Measurement records as text: the summary table (120 columns wide by default, every column under ``-v``), its
+footnotes, the header line, the top ops. Pure (the failure's block: :mod:`.failure`).
 
 Everything here reads :class:`~pytest_roofline.records.kernel_record.KernelRecord` (a kernel just measured, one from
 an xdist worker and one read from a report are the same type) and the hardware as a
@@ -7,6 +8,8 @@ an xdist worker and one read from a report are the same type) and the hardware a
 
 from __future__ import annotations
 
+import os
+import textwrap
 from collections.abc import Sequence
 
 from ..analysis.model import contention
@@ -17,177 +20,11 @@ from ..analysis.program.info import MORE_THAN_SOURCE, more_than_source_text
 from ..base.kinds import FAILING_VERDICTS
 from ..base.units import format_fraction, format_quantity, format_seconds
 from ..hardware.spec import Ceiling, HardwareSpec
-from ..records.kernel_record import Artifacts, KernelRecord, Unmeasured
+from ..records.kernel_record import KernelRecord, Unmeasured
 from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck
 
-__all__ = ["failure_message", "summary_lines", "header_line", "top_ops_lines", "compile_cell", "cache_cell", "bound_cells"]
-
-
-def _ceiling_lines(r: RecordedResult) -> list[str]:
-    lines = []
-    for use in r.ceilings_used:
-        c = use.ceiling
-        unit = "B/s" if "bytes" in use.work else "/s" if use.work == "transcendentals" else "FLOP/s"
-        name = {"bytes": "memory", "collective bytes": "interconnect",
-                "collective bytes within a host": "interconnect", "collective bytes across hosts": "host link",
-                "transcendentals": "transcendental"}.get(use.work, f"{use.key} peak")
-        note = f" [{use.note}]" if use.note else ""
-        lines.append(f"    {name:<15}{format_quantity(c.value, unit):<16}{c.origin}: {c.source} ({c.date}){note}")
-    return lines
-
-
-def _memory_lines(record: KernelRecord) -> list[str]:
-    memory = record.result.memory
-    if memory is None:
-        return []
-    line = f"  memory        {format_quantity(memory.peak_bytes, 'B')} peak ({memory.breakdown()})"
-    limit = record.max_memory
-    if limit is not None and limit.limit_bytes is not None:
-        line += (f" vs max_memory {format_quantity(limit.limit_bytes, 'B')} ({limit.limit.origin}): "
-                 f"{'fits' if limit.ok else 'TOO MUCH'}")
-    lines = [line]
-    if memory.device_peak is not None:
-        lines.append(f"                device peak {format_quantity(memory.device_peak, 'B')} "
-                     f"({memory.device_peak_note})")
-    return lines
-
-
-def _time_lines(r: RecordedResult) -> list[str]:
-    """The roofline's time and its parts, the first-touch term, the measured runs."""
-    lines = []
-    comms = f", interconnect {format_seconds(r.comms_time_s)}" if r.comms_time_s else ""
-    trans = f", transcendental {format_seconds(r.transcendental_time_s)}" if r.transcendental_time_s else ""
-    touch_s = f", + first touch {format_seconds(r.first_touch_time_s)}" if r.first_touch_time_s else ""
-    lines.append(f"  roofline      {format_seconds(r.roofline_time_s)} (compute "
-                 f"{format_seconds(r.compute_time_s)}, memory {format_seconds(r.memory_time_s)}{trans}{comms}"
-                 f"{touch_s})")
-    touch = r.first_touch
-    if touch is not None and (touch.charged_bytes or touch.expected_faults >= 1):
-        lines.append(f"  first touch   {r.first_touch_text}")
-    timer = r.timer + (f": {r.timer_fallback_reason}" if r.timer_fallback_reason else "")
-    lines.append(f"  measured      {format_seconds(r.device_time_s)} median, min {format_seconds(r.min_s)}, "
-                 f"spread {r.spread:.1%} (IQR/median), {r.runs} runs ({timer}); compile "
-                 f"{format_seconds(r.compile_time_s)}{_CACHED if r.compile_cached else ''}")
-    if r.cache is not None:
-        lines.append(f"  cache         {r.cache.text()}")
-    if r.clocks is not None:
-        at = (f"; utilization {r.utilization_at_clocks:.1%} against the roofline at these clocks"
-              if r.utilization_at_clocks is not None else "")
-        lines.append(f"  clocks        {r.clocks.text()}{at}")
-    if r.processes is not None:
-        lines.append(f"  processes     {r.processes.text()}")
-    return lines
-
-
-def _judgement_lines(record: KernelRecord) -> list[str]:
-    """The utilization against the threshold, and what qualifies it: live drift, contention, the baseline, the
-    second measurement, the bound, an impossible figure."""
-    r = record.result
-    threshold = record.threshold
-    versus = (f" vs threshold {format_fraction(threshold)} ({record.threshold_origin})" if threshold is not None
-              else " (not judged: see below)" if record.not_judged else " (no threshold)")
-    program = record.model == "program"
-    util = record.utilization
-    interval = r.utilization_interval
-    within = f", 95% interval {interval[0]:.1%}-{interval[1]:.1%}" if interval and program else ""
-    marginal = " MARGINAL: the threshold is inside the interval" if r.marginal and program else ""
-    lines = [f"  utilization   {util:.1%}{'' if program else ' (per-op model)'}{within}{versus}{marginal}"]
-    if r.live is not None:
-        calibrated = f"{r.utilization_calibrated:.1%}" if r.utilization_calibrated is not None else "n/a"
-        lines.append(f"  live          the machine ran at {r.live.drift:.0%} of its calibrated speed during this "
-                     f"measurement ({r.live.reference} beside each run); against the calibration alone {calibrated}")
-    if r.contended and r.cpu_waiting is not None:
-        on_cpu, others = r.utilization_on_cpu, r.others_cpu_share
-        lines.append(f"  contended     {contention.waited_text(r.cpu_waiting)}"
-                     + (f" (other processes used {others:.0%} of the CPUs)" if others is not None else "")
-                     + (f"; without that waiting {on_cpu:.1%} against the calibrated ceilings" if on_cpu else "")
-                     + (f"; {contention.ABOVE_ROOFLINE}" if r.on_cpu_rejected else ""))
-    if record.baseline is not None:
-        lines.append(f"  baseline      {record.baseline.message()}")
-    if record.first_utilization is not None:
-        lines.append(f"  re-measured   first run {record.first_utilization:.1%}, second {util:.1%}")
-    if record.expected_bound:
-        key = f" (key {record.bound_key!r})" if record.bound_key else ""
-        lines.append(f"  bound         expected {record.expected_bound}-bound{key}, measured {r.bound}-bound")
-    if record.not_judged:
-        lines.append(f"  not judged    {record.not_judged}")
-    if r.impossible:
-        lines.append(f"  IMPOSSIBLE    utilization {impossible_text(r.suspect)}")
-    elif r.suspect:
-        lines.append(f"  SUSPECT       {r.suspect}")
-    return lines
-
-
-def _model_lines(record: KernelRecord) -> list[str]:
-    """The per-op model (its utilization and top ops) and its check against the compiler."""
-    r = record.result
-    lines = []
-    if r.ops:
-        lines.append(f"  ops model     sum of per-op roofline times {format_seconds(r.ops_roofline_time_s)}: "
-                     f"utilization {r.ops_utilization:.1%} (threshold checked against the {record.model} model)")
-        lines += top_ops_lines(r.ops, count=5, times_from=r.ops_times_from)
-    if r.ops_check is not None and not r.ops_check.ok:
-        lines.append(f"  counts check  per-op sums differ from the compiler's: {'; '.join(r.ops_check.mismatches)}")
-    return lines
-
-
-def failure_message(record: KernelRecord, reason: str) -> str:
-    """Everything a person needs to act without rerunning: the figures, their sources and the verdict."""
-    r = record.result
-    hw = r.hardware
-    lines = [f"roofline: kernel {record.label!r} of {record.nodeid}: {reason}",
-             f"  hardware      {hw.name} ({hw.platform}, {r.ceilings} ceilings, device_kind {r.device_kind!r})"]
-    lines += _ceiling_lines(r)
-    lower = f" (a lower bound: {r.counts_lower_bound_reason or 'see notes'})" if r.counts_lower_bound else ""
-    lines.append(f"  counts        {format_quantity(r.flops, 'FLOP')} ({r.flops_source}), "
-                 f"{format_quantity(r.bytes_accessed, 'B')} ({r.bytes_source}), "
-                 f"{format_quantity(r.transcendentals, 'transcendentals')}{lower}")
-    if r.compiled_over_source is not None and r.source_flops:
-        compiled = r.source_flops * r.compiled_over_source
-        judged = "judged on the source's (counts='source')" if r.flops_source == "source" else \
-            "judged on the compiled program's; counts='source' judges on the source's"
-        lines.append(f"  source        {format_quantity(r.source_flops, 'FLOP')} asked for by the program as written"
-                     + (f": {more_than_source_text(compiled, r.source_flops)}, {judged}"
-                        if r.compiled_over_source > MORE_THAN_SOURCE else ""))
-    lines += _memory_lines(record)
-    if r.no_work:
-        lines.append("  intensity     none: the program computes nothing, so it is bound by neither")
-    else:
-        lines.append(f"  intensity     {r.intensity:.3g} FLOP/B vs critical {r.critical_intensity:.3g} FLOP/B "
-                     f"-> {r.bound}-bound")
-    lines += _time_lines(r)
-    if r.idle is not None:
-        lines.append(f"  idle          {r.idle.text()} ({r.idle.basis})")
-    if r.census is not None:
-        over = record.max_ops
-        limit = f"; max_ops {', '.join(f'{k} {v:.0f}' for k, v in over.limit.limits)} ({over.limit.origin}): " \
-            f"{'within' if over.ok else 'OVER'}" if over is not None else ""
-        lines.append(f"  census        {r.census.text()}{limit}")
-    if r.exposure is not None:
-        check = record.max_exposed
-        limit = (f" vs max_exposed {check.limit:.0%} ({check.origin}): {'within' if check.ok else 'OVER'}"
-                 if check is not None else "")
-        lines.append(f"  exposed       collectives {r.exposure.exposed_fraction:.0%} of the run{limit}:")
-        lines += [f"                {line}" for line in r.exposure.lines()]
-    lines += _judgement_lines(record)
-    lines += _model_lines(record)
-    lines += [f"  hint          {hint}" for hint in r.hints]
-    lines += [f"  note          {note}" for note in r.notes]
-    if record.artifacts is not None:
-        lines += _artifact_lines(record.artifacts)
-    return "\n".join(lines)
-
-
-def _artifact_lines(saved: Artifacts) -> list[str]:
-    """Where the trace and HLO were saved, and how to open each (only what was written)."""
-    untraced = "" if saved.perfetto or saved.xplane else " (no profiler trace: the wall clock was used)"
-    views = [f"Perfetto: open {saved.perfetto} at https://ui.perfetto.dev"] if saved.perfetto else []
-    if saved.xplane:
-        views.append(f"TensorBoard/XProf: tensorboard --logdir {saved.trace_dir}")
-    if saved.hlo:
-        views.append(f"HLO: {saved.hlo}")
-    return [f"  trace         {saved.trace_dir}{untraced}"] + (["                " + " ; ".join(views)] if views else [])
+__all__ = ["summary_lines", "wrap_lines", "header_line", "top_ops_lines", "compile_cell", "cache_cell", "bound_cells"]
 
 
 def top_ops_lines(ops: Sequence[OpRow], count: int = 5, indent: str = "    ", times_from: str = "") -> list[str]:
@@ -277,7 +114,7 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
     return marks
 
 
-_CACHED = " (from JAX's in-memory cache: compiled earlier in this process)"
+CACHED = " (from JAX's in-memory cache: compiled earlier in this process)"
 
 
 def cache_cell(r: RecordedResult) -> str:
@@ -299,36 +136,59 @@ def bound_cells(r: RecordedResult) -> tuple[str, str]:
     return ("-", "-") if r.no_work else (r.bound, f"{r.intensity:.3g}")
 
 
-def _table(records: Sequence[KernelRecord]) -> list[str]:
-    """One row per measured kernel, worst first (impossible ones on top), columns aligned."""
-    rows = [("test [kernel]", "bound", "intensity", "device", "cache", "roofline", "util", "first touch", "memory",
-             "compile", "verdict")]
+def _verdict_cell(rec: KernelRecord, wide: bool) -> str:
+    r = rec.result
+    verdict: str = rec.verdict
+    if rec.threshold is not None:
+        key = f" {rec.threshold_key}" if rec.threshold_key and wide else ""
+        verdict += f" (min {format_fraction(rec.threshold)}{key})"
+    elif rec.not_judged:
+        verdict += f" (not judged on {r.hardware.platform})"
+    base = rec.baseline
+    if isinstance(base, BaselineCheck) and base.regressed:
+        verdict += f" ({-base.drop:+.0%} vs baseline {base.baseline:.0%})"
+    return verdict + "".join(f" [{mark}]" for mark, _ in verdict_marks(rec))
+
+
+def _test_cell(text: str, width: int) -> str:
+    """A test's id cut from the left to ``width`` (its function and kernel are on the right)."""
+    return text if len(text) <= width else "..." + text[len(text) - width + 3:]
+
+
+def _table(records: Sequence[KernelRecord], wide: bool) -> list[str]:
+    """One row per measured kernel, worst first (impossible ones on top), columns aligned; by default the test, its
+    bound, device time, utilization and verdict within WIDTH columns (the test's id cut from the left), and with
+    ``wide`` every column."""
+    head = ("test [kernel]", "bound", "intensity", "device", "cache", "roofline", "util", "first touch", "memory",
+            "compile", "verdict")
+    rows = []
     for rec in sorted(records, key=_sort_key):
         r = rec.result
-        verdict: str = rec.verdict
-        if rec.threshold is not None:
-            verdict += f" (min {format_fraction(rec.threshold)}{' ' + rec.threshold_key if rec.threshold_key else ''})"
-        elif rec.not_judged:
-            verdict += f" (not judged on {r.hardware.platform})"
-        base = rec.baseline
-        if isinstance(base, BaselineCheck) and base.regressed:
-            verdict += f" ({-base.drop:+.0%} vs baseline {base.baseline:.0%})"
-        verdict += "".join(f" [{mark}]" for mark, _ in verdict_marks(rec))
         rows.append((rec.kernel, *bound_cells(r), format_seconds(r.device_time_s), cache_cell(r),
                      format_seconds(r.roofline_time_s), _util_cell(r), _other_util_cell(r), _memory_cell(rec),
-                     compile_cell(r), verdict))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(widths[i]) if i in (0, 1, 4, 10) else cell.rjust(widths[i]) for i, cell in enumerate(row))
-            for row in rows]
+                     compile_cell(r), _verdict_cell(rec, wide)))
+    keep = range(len(head)) if wide else (0, 1, 3, 6, 10)
+    left = {0, 1, 4, 10}
+    table = [tuple(row[i] for i in keep) for row in [head, *rows]]
+    aligned = [i for i, k in enumerate(keep) if k in left]
+    widths = [max(len(row[i]) for row in table) for i in range(len(keep))]
+    room = max(WIDTH - sum(widths[1:]) - 2 * (len(keep) - 1), 24)
+    if not wide and widths[0] > room:  # the test's column gets what the others leave of WIDTH: first without the
+        folder = os.path.commonpath([os.path.dirname(row[0].split("::")[0]) for row in table[1:]])  # all share
+        cut = len(folder) + 1 if folder else 0
+        table = [table[0], *((_test_cell(row[0][cut:], room), *row[1:]) for row in table[1:])]
+        widths[0] = max(len(row[0]) for row in table)
+    return ["  ".join(cell.ljust(widths[i]) if i in aligned else cell.rjust(widths[i])
+                      for i, cell in enumerate(row)).rstrip() for row in table]
 
 
-def _footnotes(records: Sequence[KernelRecord]) -> list[str]:
+def _footnotes(records: Sequence[KernelRecord], wide: bool) -> list[str]:
     """What the table's figures are against: the hardware, live drift, first touch, contention."""
     out = []
     hardware = sorted({rec.result.hardware_context for rec in records})
     out.append(f"hardware: {'; '.join(hardware)}")
     states = [rec.result.cache.state for rec in records if rec.result.cache is not None]
-    if states:
+    if states and wide:
         out.append(f"cache: {states.count('cold')} kernel(s) measured cold (the last-level cache evicted before every "
                    f"run, outside the timing), {states.count('warm')} warm (back to back)"
                    + ("; cold? : cold runs were not slower than warm ones (the eviction did not take, or the kernel "
@@ -342,7 +202,7 @@ def _footnotes(records: Sequence[KernelRecord]) -> list[str]:
     if drifts:
         out.append(f"live ceilings: the machine ran at {min(drifts):.0%}-{max(drifts):.0%} of its calibrated speed "
                    f"during these measurements; util is against that speed, [low-high] its 95% interval")
-    if any(other_utilization(rec.result) is not None for rec in records):
+    if wide and any(other_utilization(rec.result) is not None for rec in records):
         out.append("first touch: util includes the first touch of each kernel's fresh pages (page faults of new "
                    "buffers) unless first_touch='exclude'; the column gives the other figure")
     if any(rec.result.first_touch_beaten for rec in records):
@@ -362,19 +222,28 @@ def _footnotes(records: Sequence[KernelRecord]) -> list[str]:
     return out
 
 
-def summary_lines(records: Sequence[KernelRecord], unmeasured: Sequence[Unmeasured] = ()) -> list[str]:
-    """One table of every measured kernel, worst first, what its figures are against, the ops of failing
-    kernels, and the kernels that could not be measured with their error."""
-    out = _table(records) + _footnotes(records) if records else []
-    failing = [rec for rec in sorted(records, key=_sort_key) if rec.verdict in FAILING_VERDICTS and rec.result.ops]
-    for rec in failing:
-        out.append(f"{rec.kernel} ({rec.verdict}):")
-        out += top_ops_lines(rec.result.ops, count=3, times_from=rec.result.ops_times_from)
-        if rec.artifacts is not None:
-            out.append(f"    trace: {rec.artifacts.trace_dir}")
+WIDTH = 120  # the summary's width by default
+
+
+def wrap_lines(lines: Sequence[str], width: int = WIDTH) -> list[str]:
+    """Each of ``lines`` wrapped to ``width`` columns, continued two spaces further in than it starts."""
+    out = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False,
+                             break_long_words=False) or [""]
+    return out
+
+
+def summary_lines(records: Sequence[KernelRecord], unmeasured: Sequence[Unmeasured] = (), *,
+                  wide: bool = False) -> list[str]:
+    """One table of every measured kernel, worst first, and what its figures are against (with ``wide``, pytest's
+    ``-v``, every column); the kernels that could not be measured with their error. A failing kernel's top ops and
+    trace are in its failure, not here. No line wider than WIDTH columns by default."""
+    out = _table(records, wide) + wrap_lines(_footnotes(records, wide)) if records else []
     if unmeasured:
         out.append(f"could not be measured ({len(unmeasured)}):")
-        out += [f"  {u.nodeid} [{u.label}]: {u.error}" for u in unmeasured]
+        out += wrap_lines([f"  {u.nodeid} [{u.label}]: {u.error}" for u in unmeasured])
     return out
 
 

@@ -1,15 +1,11 @@
-"""The figures of one measurement (:class:`Measured`), composed of the value objects it is made of. Pure: no JAX.
-
-It holds the hardware and the ceilings each share of the work met, the work counted, the roofline estimate, the
-timed runs, the program's facts and the per-op model; the flat attributes (``flops``, ``utilization`` ...) are
-derived from those parts, never copied. :class:`~.result.Result` is this with its JSON form and its words
-(:mod:`.text`), which read these figures and nothing else: no import loop.
-"""
+"""The figures of one measurement (:class:`Measured`), composed of the value objects it is made of (the hardware,
+ceilings, work, roofline, runs, program, per-op model); the flat attributes (``flops``, ``utilization`` ...) are
+derived from those parts. :class:`~.result.Result` adds its JSON form and words (:mod:`.text`). Pure: no JAX."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from ..analysis.model import contention
 from ..analysis.model.cache_state import CacheState
@@ -30,6 +26,7 @@ from ..analysis.verdict.census import Census, census
 from ..analysis.verdict.decide import Figures, suspect
 from ..base.kinds import Bound, CeilingsUsed, CountSource, FirstTouchMode, Model, TimerUsed
 from ..hardware.nvml import Clocks
+from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 
 __all__ = ["Measured"]
@@ -43,6 +40,7 @@ class Measured:
     ceilings_used: tuple[CeilingUse, ...]
     work: Work
     roofline: RooflineEstimate
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     timing: Timing
     program: ProgramInfo
     ops_model: OpsModel = OpsModel()
@@ -52,6 +50,7 @@ class Measured:
     xspace: bytes = field(default=b"", repr=False, compare=False)  # the serialized profiler trace
     live: Live | None = None  # the reference kernel run beside this one (ceilings="live")
     threshold: float | None = None  # the threshold sampling went on for (while its interval straddled it)
+    picked: Picked[float] | None = field(default=None, compare=False)  # the threshold on this hardware, and whence
     memory: MemoryFootprint | None = None  # the compiled program's memory analysis (None: the compiler gave none)
     first_touch: FirstTouch | None = None  # a CPU's first touch of the program's fresh pages (None: no such term)
     first_touch_mode: FirstTouchMode = "include"  # whether the roofline charges it (where there is one)
@@ -62,8 +61,6 @@ class Measured:
     idle: IdleTime | None = None  # the time in a run the device executed no op, and how much waited on the host
     exposure: Exposure | None = None  # the collectives' time that no compute overlapped (None: no collective)
     source: SourceWork | None = None  # the work the program as written asks for (None: no jaxpr to read)
-
-    # The work
     @property
     def flops(self) -> float:
         return self.work.flops
@@ -314,9 +311,12 @@ class Measured:
             else (None, None)
         rejected = self.contended and (on_cpu is None or ops_on_cpu is None) and self.cpu_waiting is not None \
             and bool(self.timing.waiting_per_run)
-        return Figures(self.utilization, self.ops_utilization, self.bound, self.intensity, self.critical_intensity,
-                       self.utilization_interval, core_low, on_cpu, ops_on_cpu, self.no_work,
-                       self.counts_lower_bound, self.cpu_waiting if rejected else None)
+        return Figures(
+            utilization=self.utilization, ops_utilization=self.ops_utilization, bound=self.bound,
+            intensity=self.intensity, critical_intensity=self.critical_intensity, interval=self.utilization_interval,
+            core_low=core_low,
+            on_cpu=on_cpu, ops_on_cpu=ops_on_cpu, no_work=self.no_work, lower_bound=self.counts_lower_bound,
+            waiting_above_roofline=self.cpu_waiting if rejected else None, missing_counts=self.work.missing_counts)
 
     @property
     def cpu_waiting(self) -> float | None:

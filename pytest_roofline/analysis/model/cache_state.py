@@ -14,7 +14,7 @@ warm. A TPU has no hardware-managed cache between its HBM and its cores that a r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 from ...base.kinds import CACHE_STATES, CacheMode, choose
@@ -42,6 +42,7 @@ class CacheState:
     cache_source: str = ""
     evicted_bytes: int = 0
     cold_s: float | None = None
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     warm_s: float | None = None
 
     @property
@@ -91,7 +92,7 @@ class CacheState:
         cache = data.get("cache_bytes")
         return cls(choose(data["state"], CACHE_STATES, f"cache state {data['state']!r}"), str(data.get("why") or ""),
                    int(cache) if cache is not None else None, str(data.get("cache_source") or ""),
-                   int(data.get("evicted_bytes") or 0), maybe("cold_s"), maybe("warm_s"))
+                   int(data.get("evicted_bytes") or 0), maybe("cold_s"), warm_s=maybe("warm_s"))
 
 
 def _fits(platform: str, working_set: float | None, cache_bytes: int | None) -> bool | None:

@@ -9,7 +9,7 @@ the sum of its trace events (matched by the ``hlo_op`` stat) per run, slowest de
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from statistics import median
 from typing import Any
 
@@ -33,6 +33,7 @@ class OpRow:
     computation: str  # where the op lives ("main" or a loop body)
     shape: str  # result shape, e.g. "f32[1024,1024]"
     operand_shapes: tuple[str, ...]
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     dtype: str  # compute class of the op's dots ("bf16", "f32") or "vector"
     executions: int  # per run (trip count for ops in a loop body)
     flops: float

@@ -31,7 +31,7 @@ class ProgramModel:
 
 def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices: int,
                   flops: float | None = None, bytes_accessed: float | None = None,
-                  transcendentals: float | None = None, working_set: float | None = None,
+                  *, transcendentals: float | None = None, working_set: float | None = None,
                   cold_written: float | None = None, topology: Topology | None = None) -> ProgramModel:
     """The model of ``module`` on ``spec``; analytic counts given by the user replace the compiler's.
     ``working_set``: the bytes of the program's buffers, which decide whether its bytes meet the last-level
@@ -56,7 +56,8 @@ def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices
         hosts = host_traffic(module, topology, interconnect, link.value if link else None)
     roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, work.bytes_accessed,
                     level.ceiling.value, collective, interconnect, work.transcendentals,
-                    trans.value if trans else None, hosts.time_s if hosts is not None else None)
+                    transcendental_rate=trans.value if trans else None,
+                    comms_time_s=hosts.time_s if hosts is not None else None)
     if work.transcendentals and trans is not None:
         uses.append(CeilingUse("transcendentals", work.transcendentals, "transcendental", trans))
     uses.append(CeilingUse("bytes", work.bytes_accessed, "cache" if level.in_cache else "memory", level.ceiling,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from statistics import median
 from typing import Any
 
@@ -40,6 +40,7 @@ class ProgramSummary:
     per_run_s: tuple[float, ...]  # per run in time order, slowest device
     method: str = ""
     counts: Counts | None = None
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     hardware: str | None = None
     roofline_time_s: float | None = None
     bound: str | None = None
@@ -94,11 +95,13 @@ def counts_summary(module: HloModule, spec: HardwareSpec | None, name: str = "")
     counts = hlo_counts(module)
     notes = _count_notes(counts)
     if spec is None:
-        return ProgramSummary(name or module.name, None, 1, (), "", counts, None, None, None,
-                              tuple(_rows_without_hardware(module, 1)), tuple(notes))
+        return ProgramSummary(name or module.name, None, 1, (), "", counts, hardware=None, roofline_time_s=None,
+                              bound=None,
+                              ops=tuple(_rows_without_hardware(module, 1)), notes=tuple(notes))
     model = program_model(spec, counts, module, 1)
-    return ProgramSummary(name or module.name, None, 1, (), "", counts, spec.name, model.estimate.roofline_time_s,
-                          model.estimate.bound, tuple(model.rows), tuple(notes))
+    return ProgramSummary(name or module.name, None, 1, (), "", counts, hardware=spec.name,
+                          roofline_time_s=model.estimate.roofline_time_s,
+                          bound=model.estimate.bound, ops=tuple(model.rows), notes=tuple(notes))
 
 
 def _count_notes(counts: Counts) -> list[str]:
@@ -125,10 +128,11 @@ def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramK
     if spec is None:
         rows = attach_times(_rows_without_hardware(module, found.devices), found.op_events, found.run_of_event, runs)
         return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
-                              None, None, None, tuple(rows), tuple(notes))
+                              hardware=None, roofline_time_s=None, bound=None, ops=tuple(rows), notes=tuple(notes))
     model = program_model(spec, counts, module, found.devices)
     rows = attach_times(model.rows, found.op_events, found.run_of_event, runs)
     return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
-                          spec.name, model.estimate.roofline_time_s, model.estimate.bound, tuple(rows),
-                          tuple(notes))
+                          hardware=spec.name, roofline_time_s=model.estimate.roofline_time_s,
+                          bound=model.estimate.bound, ops=tuple(rows),
+                          notes=tuple(notes))
 

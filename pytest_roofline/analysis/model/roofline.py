@@ -12,7 +12,7 @@ Utilization = roofline time / measured time; above :data:`IMPOSSIBLE_ABOVE` it i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ...base.kinds import Bound
@@ -67,6 +67,7 @@ class RooflineEstimate:
     bandwidth: float
     comms_time_s: float = 0.0  # collective bytes / interconnect bandwidth
     transcendental_time_s: float = 0.0  # transcendentals / transcendental rate (0 when no rate is known)
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     first_touch_time_s: float = 0.0  # fresh pages / first-touch rate, where charged (a CPU): adds to the max
 
     @property
@@ -104,7 +105,7 @@ def estimate(
     collective_bytes: float = 0.0,
     interconnect: float | None = None,
     transcendentals: float = 0.0,
-    transcendental_rate: float | None = None,
+    *, transcendental_rate: float | None = None,
     comms_time_s: float | None = None,
 ) -> RooflineEstimate:
     """Roofline of a program: max(compute, memory, interconnect, transcendental) time.

@@ -10,7 +10,7 @@ read from the optimized HLO. Pure: the inputs are the dict (or list of dicts) an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 from ...base.kinds import CountSource
@@ -68,6 +68,7 @@ class Counts:
     matrix_flops: Mapping[str, float]
     lower_bound: bool  # a while loop without a known trip count (body counted once), or uncounted custom calls
     loops: tuple[str, ...]  # one line per while loop: its name and trip count (or "unknown")
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     dot_precisions: tuple[str, ...]  # operand_precision values seen on dots ("default" when unset)
     source: CountSource = "compiler"  # "hlo": counted from the HLO here (no usable compiler analysis)
     uncounted: tuple[str, ...] = ()  # custom calls whose work is not in the counts: "name (target)"
@@ -193,6 +194,7 @@ class Work:
     flops_source: CountSource
     bytes_source: CountSource
     matrix_flops: Mapping[str, float]  # by compute class, from the HLO
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     counts_lower_bound: bool  # a while loop with unknown trip count was counted once
     loops: tuple[str, ...]
     collective_bytes: float = 0.0  # bytes one device sends over the interconnect (ring model)
@@ -202,12 +204,18 @@ class Work:
     compiled_flops: float | None = None  # where ``flops`` are the source's (counts="source"): the compiled program's
 
     @property
+    def missing_counts(self) -> str:
+        """The keywords that would replace the counts the user has not given: "flops=/bytes=", "bytes=", "flops="."""
+        return "/".join(f"{k}=" for k, source in (("flops", self.flops_source), ("bytes", self.bytes_source))
+                        if source != "user")
+
+    @property
     def lower_bound_reason(self) -> str:
         """Why the counts are a lower bound ("" when they are not)."""
         if not self.counts_lower_bound:
             return ""
         pallas = any("Pallas kernel" in u for u in self.uncounted)
-        remedy = PALLAS_REMEDY if pallas else "give flops=/bytes= to the test"
+        remedy = PALLAS_REMEDY if pallas else f"give {self.missing_counts} to the test"
         return "; ".join([*incomplete_reasons(self.uncounted, self.loops, remedy), *self.lower_bound_why]) \
             or "a lower bound"
 

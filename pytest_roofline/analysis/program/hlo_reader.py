@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from math import prod
 from typing import Any
 
@@ -97,6 +97,7 @@ class Instruction:
     operands: tuple[str, ...]
     attrs: Mapping[str, str]
     is_root: bool
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     line_no: int
     literal: str = ""  # the text inside constant(...) / parameter(...)
 

@@ -4,7 +4,7 @@ arguments, and the work its source asks for. Pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ...base.units import format_quantity
@@ -33,6 +33,7 @@ class ProgramInfo:
     versions: Mapping[str, str] = field(default_factory=dict)
     compile_cached: bool = False
     static: tuple[str, ...] = ()  # the arguments compiled into the program (not arrays), in words
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     fingerprint: str = ""  # the program, device, versions, flags and roofline settings hashed (measurement/fingerprint)
 
     @property

@@ -66,8 +66,9 @@ def interpret_counts(kernels: Sequence[TracedKernel], outside: Sequence[str]) ->
     if outside:
         shown = ", ".join(outside[:6]) + (", ..." if len(outside) > 6 else "")
         why.append(f"the work outside the interpret-mode Pallas kernels ({shown}) is not counted")
-    return Counts(flops, transcendentals, nbytes, matrix, bool(uncounted or why), (), (),
-                  _source(estimated), tuple(uncounted), tuple(estimated), tuple(why))
+    return Counts(flops, transcendentals, nbytes, matrix, bool(uncounted or why), (), dot_precisions=(),
+                  source=_source(estimated), uncounted=tuple(uncounted), estimated=tuple(estimated),
+                  lower_bound_why=tuple(why))
 
 
 def _source(estimated: Sequence[str]) -> CountSource:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ...base.units import format_fraction, format_quantity
@@ -37,6 +37,7 @@ class MemoryFootprint:
     aliased: int  # outputs that reuse donated argument buffers: counted once
     generated_code: int = 0
     host: int = 0  # host-offloaded arguments + outputs + temporaries - aliased (memory kinds), not on the device
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     compiler_peak: int | None = None  # XLA's peak_memory_in_bytes, as reported
     device_peak: int | None = None  # the device allocator's high-water mark after the runs
     device_peak_note: str = ""  # how that figure was read, or why there is none
@@ -73,8 +74,9 @@ class MemoryFootprint:
 
         return cls(int(data["arguments_bytes"]), int(data["outputs_bytes"]), int(data["temporaries_bytes"]),
                    int(data["aliased_bytes"]), int(data.get("generated_code_bytes") or 0),
-                   int(data.get("host_bytes") or 0), maybe("compiler_peak_bytes"), maybe("device_peak_bytes"),
-                   str(data.get("device_peak_note") or ""))
+                   int(data.get("host_bytes") or 0), compiler_peak=maybe("compiler_peak_bytes"),
+                   device_peak=maybe("device_peak_bytes"),
+                   device_peak_note=str(data.get("device_peak_note") or ""))
 
 
 def _int(stats: Any, name: str) -> int:

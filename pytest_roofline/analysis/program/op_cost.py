@@ -4,7 +4,7 @@ their shapes, bytes, and the dtype (compute class) matrix work runs in. Pure: re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from .hlo_reader import DTYPE_BYTES, Computation, HloModule, Instruction, Shape
 
@@ -24,6 +24,7 @@ class OpCost:
     custom_call_flops: float = 0.0
     # Custom calls whose work this model cannot count, as "name (target)": the counts are incomplete.
     uncounted: tuple[str, ...] = ()
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     # Pallas kernels counted from their author's cost_estimate, as "name (backend)".
     estimated: tuple[str, ...] = ()
 
@@ -35,12 +36,12 @@ class OpCost:
         stated = self.estimated + tuple(e for e in other.estimated if e not in self.estimated)
         return OpCost(self.flops + other.flops, self.transcendentals + other.transcendentals,
                       self.bytes + other.bytes, merged, self.custom_call_flops + other.custom_call_flops, unknown,
-                      stated)
+                      estimated=stated)
 
     def scaled(self, factor: float) -> OpCost:
         return OpCost(self.flops * factor, self.transcendentals * factor, self.bytes * factor,
                       {k: v * factor for k, v in self.matrix_flops.items()}, self.custom_call_flops * factor,
-                      self.uncounted, self.estimated)
+                      self.uncounted, estimated=self.estimated)
 
 
 _CLASS_RANK = {"int8": 0, "fp8": 1, "bf16": 2, "f16": 2, "f32": 3, "f64": 4}

@@ -19,7 +19,7 @@ silent zero.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from .hlo_reader import HloModule, Instruction
@@ -74,6 +74,7 @@ class TracedKernel:
     times: float = 1.0  # how often it runs per program run (scan lengths multiplied)
     where: str = ""  # "" at the top level, else the loop or branch it sits in with an unknown count
     dtypes: tuple[str, ...] = ()  # its operands' element types, HLO spelling (f32, bf16, s8 ...)
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     io_bytes: float = 0.0  # bytes of its operands and results
 
 

@@ -137,7 +137,8 @@ def _inner_cost(module: HloModule, comp_name: str, multiply_loops: bool,
                 param_sources: tuple[str, ...] | None = None) -> OpCost:
     """FLOPs of a called computation (fusion body, reducer); its internal values are not memory traffic."""
     c = computation_cost(module, comp_name, multiply_loops, param_sources)
-    return OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops, c.custom_call_flops, c.uncounted, c.estimated)
+    return OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops, c.custom_call_flops, c.uncounted,
+                  estimated=c.estimated)
 
 
 def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
@@ -165,7 +166,7 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
             inner = inner + _inner_cost(module, callee, multiply_loops, sources)
         moved = _fusion_bytes(module, comp, inst) if op == "fusion" else io_bytes
         return OpCost(inner.flops, inner.transcendentals, moved, inner.matrix_flops, inner.custom_call_flops,
-                      inner.uncounted, inner.estimated)
+                      inner.uncounted, estimated=inner.estimated)
     if op == "dynamic-slice" or op == "slice":
         return OpCost(0.0, 0.0, 2.0 * inst.shape.bytes)  # read the slice, write it
     if op == "dynamic-update-slice" and len(inst.operands) > 1:

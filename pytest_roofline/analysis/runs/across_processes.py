@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from statistics import median
 from typing import Any
 
@@ -109,6 +109,7 @@ class Processes:
     per_process_median_s: Mapping[int, float]
     per_device_median_s: Mapping[str, float]  # "process P device D" -> median over runs
     decided_by: Decider
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     decided_share: float
     global_flops: float
     global_bytes: float
@@ -139,9 +140,9 @@ class Processes:
         return cls(int(data["count"]), int(data["index"]), str(data["topology"]),
                    {int(p): float(t) for p, t in data["per_process_median_s"].items()},
                    {str(d): float(t) for d, t in data["per_device_median_s"].items()},
-                   Decider(int(decided["process"]), str(decided["device"])), float(data["decided_share"]),
-                   float(data["global_flops"]), float(data["global_bytes"]),
-                   HostTraffic.from_dict(data["hosts"]) if data.get("hosts") else None)
+                   Decider(int(decided["process"]), str(decided["device"])), decided_share=float(data["decided_share"]),
+                   global_flops=float(data["global_flops"]), global_bytes=float(data["global_bytes"]),
+                   hosts=HostTraffic.from_dict(data["hosts"]) if data.get("hosts") else None)
 
 
 def per_device_medians(processes: Sequence[ProcessTimes]) -> dict[str, float]:

@@ -168,7 +168,7 @@ def _by_windows(ops: list[TraceEvent], windows: Sequence[Window], time_of: Calla
 
 
 def _split_runs(events: list[TraceEvent], ops: list[TraceEvent], module_events: list[TraceEvent],
-                module_name: str, platform: str, expected_runs: int | None, marker: tuple[str | None, list[Window]],
+                module_name: str, platform: str, expected_runs: int | None, *, marker: tuple[str | None, list[Window]],
                 launch_of: dict[int, Launch]) -> _Split:
     """The first way of telling runs apart that the trace allows, in order of trust."""
     def launched(e: TraceEvent) -> float:
@@ -297,7 +297,7 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
         ops = [e for e in ops if _containing(marker_windows, _launched(e, launch_of)) is not None]
     pid = _one_program(ops, module_events, module_name, program_id)
     split = _split_runs(events, ops, module_events, module_name, platform, expected_runs,
-                        (launch_marker, marker_windows), launch_of)
+                        marker=(launch_marker, marker_windows), launch_of=launch_of)
     method = split.method
     if marker_windows and not method.startswith("host annotation"):
         method += f", inside host annotations {launch_marker!r}"
@@ -317,7 +317,8 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
     if len(per_device) > 1:
         method += f"; {len(per_device)} devices timed separately, the slowest per run"
     launched = {i: launch_of[id(e)][0] for i, e in enumerate(ops_all) if id(e) in launch_of}
-    result = RunTimes(per_run, method, tuple(ops_all), run_of_event, per_device, pid, tuple(notes), launched)
+    result = RunTimes(per_run, method, tuple(ops_all), run_of_event, per_device, pid, notes=tuple(notes),
+                      launched_ns=launched)
     return _checked(result, expected_runs, module_name)
 
 

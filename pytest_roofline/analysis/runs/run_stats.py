@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from statistics import median
 from typing import Any
 
@@ -24,6 +24,7 @@ class Timing:
     method: str = ""  # how the trace told the runs apart
     # Minor page faults the process took during each run (the OS's count, all threads); () where none is kept
     faults_per_run: tuple[int, ...] = ()
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     # Share of the time the process's threads were ready to run during each run that they waited for a CPU held
     # by another process (the OS's scheduler statistics); () where none is kept
     waiting_per_run: tuple[float, ...] = ()

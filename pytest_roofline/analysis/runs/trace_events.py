@@ -23,7 +23,7 @@ import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 __all__ = ["TraceEvent", "TraceError", "RunTimes", "ProgramKey", "flatten", "programs", "device_events",
@@ -77,6 +77,7 @@ class RunTimes:
     run_of_event: Mapping[int, int]  # index in op_events -> run number (0-based, in time order)
     per_device_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # device -> per run
     program_id: int | None = None
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     notes: tuple[str, ...] = ()
     launched_ns: Mapping[int, float] = field(default_factory=dict)  # GPU: index in op_events -> its host launch
 

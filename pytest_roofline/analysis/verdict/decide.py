@@ -29,7 +29,7 @@ expected bound and the model into a verdict and its reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Protocol
 
 from ...base.kinds import FAILING_VERDICTS, Bound, ExpectedBound, Model, Verdict
@@ -66,6 +66,7 @@ class Figures:
     intensity: float
     critical_intensity: float
     interval: tuple[float, float] | None = None  # of the program-level utilization (95%)
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     # Where the roofline includes the first touch of fresh pages: the low end of the interval of the utilization
     # without it. Page faults are a measured cost that moves with the host (not a bound), so only the traffic and
     # compute roofline can be beaten impossibly.
@@ -79,6 +80,7 @@ class Figures:
     # Contended, but taking the waiting out would put the utilization above the roofline: the waiting share, and
     # no figure without it (on_cpu / ops_on_cpu None where so)
     waiting_above_roofline: float | None = None
+    missing_counts: str = ""  # the keywords that would give the counts not given ("flops=/bytes=", "bytes=")
 
     def utilization_for(self, model: Model) -> float:
         return model_utilization(model, self.utilization, self.ops_utilization)
@@ -189,7 +191,7 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
     elif figures.lower_bound:  # more work than counted: below the threshold proves nothing
         verdict = "lower-bound"
         reason = (f"utilization {util:.1%} is below its threshold {format_fraction(threshold)}, but not judged: its "
-                  f"counts are a lower bound (give flops=/bytes=)")
+                  f"counts are a lower bound (give {figures.missing_counts or 'flops=/bytes='})")
     elif first_utilization is None and not _far_below(figures, threshold, model):
         return Decision("fail", confirm=True, marginal=marginal)
     else:

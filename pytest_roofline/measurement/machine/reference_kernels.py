@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 import jax
@@ -62,6 +62,7 @@ class Reference:
     work: float  # FLOPs, bytes or transcendentals per run
     module_name: str
     prepare: Callable[[], Any]
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     execute: Callable[[Any], Any]  # blocks until done; returns the outputs
     fresh_pages: int = 0  # pages each run must fault in (its fresh output) to meet its ceiling; 0: none
 
@@ -176,7 +177,7 @@ def _donated(key: str, name: str, fn: Callable[[Any], Any], size: int, work: flo
         state["x"] = out
         return out
 
-    return Reference(key, name, "memory", work, program.module_name, lambda: None, execute)
+    return Reference(key, name, "memory", work, program.module_name, lambda: None, execute=execute)
 
 
 def _plain(key: str, name: str, resource: Resource, work: float, fn: Callable[..., Any],
@@ -188,7 +189,7 @@ def _plain(key: str, name: str, resource: Resource, work: float, fn: Callable[..
     def execute(_: Any) -> Any:
         return _block(compiled(*leaves))
 
-    return Reference(key, name, resource, work, program.module_name, lambda: None, execute)
+    return Reference(key, name, resource, work, program.module_name, lambda: None, execute=execute)
 
 
 def reference_key_for(roof: RooflineEstimate, uses: list[CeilingUse], fresh_touch_s: float = 0.0,

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ...base.errors import MeasureError
@@ -76,6 +76,7 @@ class Peers:
     label: str
     timeout_s: float = DEFAULT_TIMEOUT_S
     measurement: int = 0
+    _: KW_ONLY  # fields from the seventh on are given by keyword
     steps: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
 

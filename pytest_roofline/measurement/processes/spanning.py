@@ -71,5 +71,6 @@ def gather(peers: Peers, timed: Timed, topology: Topology | None, hosts: HostTra
     devices = topology.devices if topology is not None else sum(len(t.per_device_s) for t in times)
     info = Processes(peers.count, peers.index, topology.describe() if topology else f"{peers.count} processes",
                      matched.per_process_median_s, per_device_medians(times), matched.decided_by,
-                     matched.decided_share, flops * devices, bytes_accessed * devices, hosts)
+                     decided_share=matched.decided_share, global_flops=flops * devices,
+                     global_bytes=bytes_accessed * devices, hosts=hosts)
     return combined, info
