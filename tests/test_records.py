@@ -279,3 +279,49 @@ def test_a_median_above_the_roofline_within_its_noise_is_flagged_too() -> None:
                                      "suspect the memory bandwidth")
     summary = "\n".join(summary_lines([record_of("t.py::test_k", "k", result, "measured")]))
     assert "[above roofline]" in summary
+
+
+def test_a_failure_is_read_in_ten_seconds_and_in_full_with_vv() -> None:
+    """A made-up record with every part (tests/fakes.py) and a long reason: by default at most 12 lines of at most
+    120 characters, with the verdict, why, the ops, the first hint and where the rest is; the full block (-vv) has
+    the ceilings' sources and every note, each once."""
+    from pytest_roofline.report.failure import MORE
+
+    record = rich_record()
+    util = f"{record.utilization:.1%}"
+    reason = (f"utilization {util}, 95% interval 28.0%-31.0% is below its threshold 50% (measured twice: 58.0%, then "
+              f"{util}); dropped 50.0% from the baseline's 60.0%, beyond its gate 5.0% (floor 5%; noise 0.0% over 3 runs)")
+    short = failure_message(record, reason).splitlines()
+    assert 4 <= len(short) <= 12 and all(len(line) <= 120 for line in short), short
+    assert short[0].startswith(f"roofline: kernel 'k': utilization {util}, 95% interval 28.0%-31.0%")
+    assert any(line.startswith("  why       memory-bound: ") and "lost per run" in line for line in short)
+    assert "utilization" not in next(line for line in short if line.startswith("  why"))  # said once
+    assert any(line.startswith("  top ops   fusion.1 (") for line in short)
+    assert short[-2].startswith("  more      pytest -vv") and MORE.split(";")[0][:40] in short[-2]
+    assert short[-1] == "  trace     /traces/k"
+    assert "calibration" not in "\n".join(short) and "hardware" not in "\n".join(short)
+    full = failure_message(record, reason, full=True)
+    assert full.startswith(f"roofline: kernel 'k' of t.py::test_k: utilization {util}")
+    assert "  hardware      fake CPU" in full and "  threshold     50% (marker)" in full
+    assert "  utilization   " not in full  # the verdict's line gave it
+    lines = full.splitlines()
+    assert len(lines) == len(set(lines)), "a line of the full block is repeated"
+
+
+def test_the_summary_fits_120_columns_by_default_and_shows_every_column_with_v() -> None:
+    """Made-up results under long test ids, one with two marks: every line within 120 columns, the shared folder
+    left out, a too-long id cut in the middle (its file and its kernel kept), marks on the next line where they
+    do not fit; with -v (wide) every column in full."""
+    long_id = "suite/kernels/test_" + "very_" * 20 + "long.py::test_a_kernel_with_a_name_of_some_length[f32]"
+    above = replace(fake_result(1.3), notes=())
+    records = [record_of(long_id, "dense", fake_result(0.4), "fail", 0.8, "marker"),
+               record_of("suite/kernels/test_b.py::test_b", "b", above, "impossible", 0.5, "marker", warn_only=True)]
+    lines = summary_lines(records)
+    assert all(len(line) <= 120 for line in lines), [len(line) for line in lines]
+    assert lines[0].split() == ["test", "[kernel]", "bound", "util", "verdict"]
+    cut = next(line for line in lines if "[dense]" in line)
+    assert cut.startswith("test_very_very_") and "..." in cut and "[f32] [dense]" in cut
+    assert any(line.startswith("test_b.py::test_b [b]") for line in lines)
+    wide = summary_lines(records, wide=True)
+    assert wide[0].split()[:6] == ["test", "[kernel]", "bound", "intensity", "device", "cache"]
+    assert any(line.startswith(long_id) for line in wide) and any("[warn-only]" in line for line in wide)

@@ -137,6 +137,7 @@ def bound_cells(r: RecordedResult) -> tuple[str, str]:
 
 
 def _verdict_cell(rec: KernelRecord, wide: bool) -> str:
+    """The verdict and the threshold it was judged against (with ``wide``, the mapping's key), a baseline drop."""
     r = rec.result
     verdict: str = rec.verdict
     if rec.threshold is not None:
@@ -147,39 +148,51 @@ def _verdict_cell(rec: KernelRecord, wide: bool) -> str:
     base = rec.baseline
     if isinstance(base, BaselineCheck) and base.regressed:
         verdict += f" ({-base.drop:+.0%} vs baseline {base.baseline:.0%})"
-    return verdict + "".join(f" [{mark}]" for mark, _ in verdict_marks(rec))
+    return verdict
+
+
+def _marks_cell(rec: KernelRecord) -> str:
+    return " ".join(f"[{mark}]" for mark, _ in verdict_marks(rec))
 
 
 def _test_cell(text: str, width: int) -> str:
-    """A test's id cut from the left to ``width`` (its function and kernel are on the right)."""
-    return text if len(text) <= width else "..." + text[len(text) - width + 3:]
+    """A test's id cut in the middle to ``width``: its file's name on the left, its function and kernel on the
+    right."""
+    if len(text) <= width:
+        return text
+    left = (width - 3) // 2
+    return text[:left] + "..." + text[len(text) - (width - 3 - left):]
 
 
 def _table(records: Sequence[KernelRecord], wide: bool) -> list[str]:
-    """One row per measured kernel, worst first (impossible ones on top), columns aligned; by default the test, its
-    bound, device time, utilization and verdict within WIDTH columns (the test's id cut from the left), and with
-    ``wide`` every column."""
+    """One row per measured kernel, worst first (impossible ones on top), columns aligned, the verdict's marks
+    after it. With ``wide`` every column; by default the test, its bound, utilization and verdict within WIDTH
+    columns: the folder all tests share left out, a test's id cut in the middle only where it must be, and marks
+    that do not fit on their row on the next line, under the verdict."""
     head = ("test [kernel]", "bound", "intensity", "device", "cache", "roofline", "util", "first touch", "memory",
             "compile", "verdict")
-    rows = []
-    for rec in sorted(records, key=_sort_key):
-        r = rec.result
-        rows.append((rec.kernel, *bound_cells(r), format_seconds(r.device_time_s), cache_cell(r),
-                     format_seconds(r.roofline_time_s), _util_cell(r), _other_util_cell(r), _memory_cell(rec),
-                     compile_cell(r), _verdict_cell(rec, wide)))
-    keep = range(len(head)) if wide else (0, 1, 3, 6, 10)
-    left = {0, 1, 4, 10}
+    ordered = sorted(records, key=_sort_key)
+    rows = [(rec.kernel, *bound_cells(rec.result), format_seconds(rec.result.device_time_s), cache_cell(rec.result),
+             format_seconds(rec.result.roofline_time_s), _util_cell(rec.result), _other_util_cell(rec.result),
+             _memory_cell(rec), compile_cell(rec.result), _verdict_cell(rec, wide)) for rec in ordered]
+    marks = [_marks_cell(rec) for rec in ordered]
+    keep = range(len(head)) if wide else (0, 1, 6, 10)
     table = [tuple(row[i] for i in keep) for row in [head, *rows]]
-    aligned = [i for i, k in enumerate(keep) if k in left]
-    widths = [max(len(row[i]) for row in table) for i in range(len(keep))]
-    room = max(WIDTH - sum(widths[1:]) - 2 * (len(keep) - 1), 24)
-    if not wide and widths[0] > room:  # the test's column gets what the others leave of WIDTH: first without the
+    if not wide:
         folder = os.path.commonpath([os.path.dirname(row[0].split("::")[0]) for row in table[1:]])  # all share
-        cut = len(folder) + 1 if folder else 0
-        table = [table[0], *((_test_cell(row[0][cut:], room), *row[1:]) for row in table[1:])]
-        widths[0] = max(len(row[0]) for row in table)
-    return ["  ".join(cell.ljust(widths[i]) if i in aligned else cell.rjust(widths[i])
-                      for i, cell in enumerate(row)).rstrip() for row in table]
+        room = max(WIDTH - sum(max(len(row[i]) for row in table) + 2 for i in range(1, len(keep))), 24)
+        table = [table[0], *((_test_cell(row[0][len(folder) + 1 if folder else 0:], room), *row[1:])
+                             for row in table[1:])]
+    aligned = [i for i, k in enumerate(keep) if k in {0, 1, 4, 10}]
+    widths = [max(len(row[i]) for row in table) for i in range(len(keep))]
+    lines = ["  ".join(cell.ljust(widths[i]) if i in aligned else cell.rjust(widths[i])
+                       for i, cell in enumerate(row)).rstrip() for row in table]
+    out = lines[:1]
+    verdict_at = sum(widths[:-1]) + 2 * (len(keep) - 1)
+    for line, mark in zip(lines[1:], marks, strict=True):
+        fits = wide or not mark or len(line) + 1 + len(mark) <= WIDTH
+        out += [f"{line} {mark}".rstrip()] if fits else [line, " " * min(verdict_at, WIDTH - len(mark)) + mark]
+    return out
 
 
 def _footnotes(records: Sequence[KernelRecord], wide: bool) -> list[str]:
