@@ -3,7 +3,7 @@
 ``measure(fn, *args, **kwargs)`` is the public entry point. Importing this package does not import JAX:
 JAX is imported the first time something is measured.
 
-Layout: each folder is a layer with one rule about what it may import (checked by ``tests/test_layers.py``).
+Layout: each folder is a layer with one rule about what it may import (checked by ``tests/project/test_layers.py``).
 
 - ``base/``: kinds, errors, files, units, quantiles, labels, call checks, dependency floors; shared by all.
 - ``hardware/``: the hardware table, peaks, the CPU's description, the calibration cache, NVML.

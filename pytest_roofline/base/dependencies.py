@@ -1,7 +1,7 @@
 """The oldest jax, jaxlib, numpy and pytest pytest-roofline runs with, checked from the installed distributions'
 metadata without importing them.
 
-These floors are the ones setup.cfg declares (``tests/test_dependencies.py`` keeps the two equal) and the ones
+These floors are the ones setup.cfg declares (``tests/base/test_dependencies.py`` keeps the two equal) and the ones
 the ``oldest`` tox environment and CI's oldest-versions step install (``.ci/oldest.txt``) and run the
 tests with. An older version is one clear line at start-up (the plugin) or at the first ``measure()`` call,
 instead of an ImportError deep inside the profiler for every kernel.

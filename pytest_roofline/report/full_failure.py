@@ -13,7 +13,7 @@ from ..records.kernel_record import Artifacts, KernelRecord
 from ..records.recorded_result import RecordedResult
 from .text import CACHED, top_ops_lines
 
-__all__ = ["full_block"]
+__all__ = ["full_block", "figure_lines"]
 
 
 def _ceiling_lines(r: RecordedResult) -> tuple[list[str], set[str]]:
@@ -133,11 +133,16 @@ def _model_lines(record: KernelRecord) -> list[str]:
 
 
 def full_block(record: KernelRecord, reason: str) -> str:
-    """Everything a person needs to act without rerunning: the figures, their sources and the verdict."""
+    """Everything a person needs to act without rerunning: the verdict, then every figure with its source."""
+    return "\n".join([f"roofline: kernel {record.label!r} of {record.nodeid}: {reason}", *figure_lines(record, reason)])
+
+
+def figure_lines(record: KernelRecord, reason: str = "") -> list[str]:
+    """Every figure of ``record`` with its source, each once (the HTML report's per-kernel block, the failure's
+    body under -vv); ``reason``: the verdict's, whose figures are not repeated."""
     r = record.result
     hw = r.hardware
-    lines = [f"roofline: kernel {record.label!r} of {record.nodeid}: {reason}",
-             f"  hardware      {hw.name} ({hw.platform}, {r.ceilings} ceilings, device_kind {r.device_kind!r})"]
+    lines = [f"  hardware      {hw.name} ({hw.platform}, {r.ceilings} ceilings, device_kind {r.device_kind!r})"]
     ceilings, said = _ceiling_lines(r)
     lines += ceilings
     lower = f" (a lower bound: {r.counts_lower_bound_reason or 'see notes'})" if r.counts_lower_bound else ""
@@ -178,7 +183,7 @@ def full_block(record: KernelRecord, reason: str) -> str:
     lines += [f"  note          {note}" for note in r.notes if note not in said]
     if record.artifacts is not None:
         lines += _artifact_lines(record.artifacts)
-    return "\n".join(lines)
+    return lines
 
 
 def _artifact_lines(saved: Artifacts) -> list[str]:

@@ -25,6 +25,7 @@ from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck
 from .ab_report import ab_html
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
+from .full_failure import figure_lines
 from .history_text import run_line
 from .text import bound_cells, cache_cell, compile_cell, other_utilization, verdict_marks
 
@@ -234,6 +235,7 @@ def html_report(run: Run, series: Sequence[Series] = (), ab: Comparison | None =
             fig = ops_figure(go, rec.result.hardware, rec)
             parts.append(figure(fig) if fig is not None else f"<p>{_e(rec.kernel)}: no op with FLOPs to plot.</p>")
             parts.append(_top_ops(rec))
+    parts.append(_figures(records))
     if series:
         parts.append("<h2>History</h2><p class=meta>Utilization per complete run; dashed lines: change points "
                      "(E-divisive, Welch's t-test p &lt; 0.001); dotted: the gate below which the next run is a "
@@ -251,6 +253,15 @@ def html_report(run: Run, series: Sequence[Series] = (), ab: Comparison | None =
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>pytest-roofline report</title>"
             f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>{''.join(parts)}"
             f"<script>{SORT_SCRIPT}</script></body></html>\n")
+
+
+def _figures(records: Sequence[KernelRecord]) -> str:
+    """Every kernel's figures, each in a block that opens on a click: what a failure shows under pytest -vv."""
+    blocks = "".join(f"<details><summary>{_e(rec.kernel)}: {_e(rec.verdict)}</summary><pre>"
+                     f"{_e(chr(10).join(figure_lines(rec)))}</pre></details>" for rec in records)
+    return ("<h2>Every kernel's figures</h2><p class=meta>What a failure shows under pytest -vv: the ceilings and "
+            "their sources, the counts, the time, the cache, clocks, idle time, census, every op, hint and note.</p>"
+            + blocks)
 
 
 def _unmeasured(run: Run) -> str:

@@ -18,7 +18,7 @@ Two methods, for two questions:
 A series is in regression when its latest run fails the gate, or when its last change point is a drop
 beyond the floor (the slower level has lasted :data:`MIN_SEGMENT` runs or more: the t-test sees what the
 one-run gate cannot). The defaults and the detection rates they give on synthetic series are stated in
-``tests/test_detect.py`` and docs/ci.md.
+``tests/analysis/verdict/test_detect.py`` and docs/ci.md.
 """
 
 from __future__ import annotations

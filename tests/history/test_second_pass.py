@@ -1,0 +1,43 @@
+"""Per-op times under GPU command buffers: where the timed runs' trace hides each kernel (CUDA graphs), the op
+rows are timed in a second profiled pass of the program compiled with command buffers off, and say so; compare
+says why it shows no op lines. The second pass runs here on this machine's CPU, whose compiler ignores the GPU
+option: what is shown is the mechanism (recompiled, timed, rows filled, the pass named); its effect on a GPU's
+trace is a GPU check (docs/gpu.md)."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import HIDDEN, fake_result
+
+from pytest_roofline.analysis.model.per_op import OpsModel, op_rows
+from pytest_roofline.analysis.program.hlo_reader import parse_hlo
+from pytest_roofline.analysis.runs.program_runs import ops_hidden
+from pytest_roofline.records.recorded_result import RecordedResult
+from pytest_roofline.report.history_text import op_diff_lines
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+
+def test_the_note_of_a_hidden_trace_is_found_among_others() -> None:
+    assert ops_hidden(("another note", HIDDEN)) == HIDDEN and ops_hidden(("another note",)) == ""
+
+
+def test_compare_says_why_it_shows_no_op_lines() -> None:
+    before = RecordedResult.from_dict(fake_result(0.5, notes=(HIDDEN,)).to_dict())
+    after = RecordedResult.from_dict(fake_result(0.25, notes=(HIDDEN,)).to_dict())
+    assert op_diff_lines(before, after) == [f"    op by op: not shown: {HIDDEN}"]
+
+
+@pytest.mark.slow
+def test_a_second_pass_with_command_buffers_off_times_each_op() -> None:
+    from pytest_roofline.measurement.compiled import NO_COMMAND_BUFFERS, compile_program
+    from pytest_roofline.measurement.pipeline import SECOND_PASS, ops_from_second_pass
+
+    program = compile_program(lambda x: jnp.tanh(x @ x).sum(axis=0), (jnp.ones((256, 256)),), {}, "k")
+    rows = op_rows(parse_hlo(program.hlo_text), lambda _: 1e11, 1e11, 1e10)
+    assert rows and not any(r.measured_s for r in rows)  # as a trace without per-op times leaves them
+    found = ops_from_second_pass(OpsModel(tuple(rows)), program)
+    assert found.times_from == SECOND_PASS and "xla_gpu_enable_command_buffer=" in SECOND_PASS
+    assert all(r.measured_s for r in found.rows) and [r.name for r in found.rows] == [r.name for r in rows]
+    assert NO_COMMAND_BUFFERS == {"xla_gpu_enable_command_buffer": ""}
