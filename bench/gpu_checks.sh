@@ -10,7 +10,7 @@
 #              (its warnings summary shows whether a line names pytest_roofline); DIR/gpu.json, DIR/gpu.html
 #   analyze    DIR/suite.txt: `pytest-roofline analyze` on one trace the suite saved (needs `suite` first)
 #   idle       DIR/suite.txt: the row-by-row softmax with --runxfail (its failure's `idle` and `census` lines)
-#   pallas     DIR/suite.txt: tests/test_pallas.py
+#   pallas     DIR/suite.txt: tests/measurement/test_pallas.py
 #   cache      DIR/suite.txt: the donated kernels with --roofline-cache=cold and =warm
 #   timing     DIR/timing.txt: bench/independent_timing.py --repeats 200 (the profiled loop's split)
 #   live       DIR/live.txt: bench/gpu_live_check.py (datasheet, calibrated and live ceilings)
@@ -49,7 +49,7 @@ for check in $checks; do
         analyze) first=$(ls -d /tmp/traces/*/ 2>/dev/null | grep -m1 donated)
                  [ -n "$first" ] && run "$out/suite.txt" 60 pytest-roofline analyze "$first" ;;
         idle) run "$out/suite.txt" 90 "$py" -m pytest example_suite -k row_by_row --runxfail -p no:cacheprovider ;;
-        pallas) run "$out/suite.txt" 60 "$py" -m pytest tests/test_pallas.py -v -p no:cacheprovider ;;
+        pallas) run "$out/suite.txt" 60 "$py" -m pytest tests/measurement/test_pallas.py -v -p no:cacheprovider ;;
         cache) for state in cold warm; do
                    run "$out/suite.txt" 60 "$py" -m pytest example_suite -k donat -v -p no:cacheprovider \
                        --roofline-cache=$state
