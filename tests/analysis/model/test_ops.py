@@ -135,7 +135,9 @@ def test_join_with_a_real_cpu_trace() -> None:
     # The two matmuls are most of the program's time; no op takes longer than the whole run.
     assert sum(row.measured_s or 0.0 for row in dots) > 0.5 * r.device_time_s
     assert all((row.measured_s or 0.0) <= r.device_time_s * 1.01 for row in timed)
-    assert r.ops_roofline_time_s >= r.roofline_time_s * 0.999  # a sum of maxima is at least the max of sums
+    # A sum of maxima is at least the max of sums; the first touch of fresh pages is the program's term alone (CI
+    # once charged it here: 5.18 ms of ops against 5.22 ms with the first touch).
+    assert r.ops_roofline_time_s >= r.roofline.core_time_s * 0.999
     data = r.to_dict()
     assert data["ops"] and data["ops_check"]["ok"] and "ops_utilization" in data
 
