@@ -9,6 +9,7 @@ import textwrap
 from ..base.units import format_fraction, format_seconds
 from ..records.kernel_record import Artifacts, KernelRecord
 from .full_failure import full_block
+from .text import most_lost
 
 __all__ = ["failure_message", "short_block", "WIDTH", "MORE"]
 
@@ -65,9 +66,8 @@ def why_line(record: KernelRecord, reason: str) -> str:
 
 
 def _op_lines(record: KernelRecord, count: int = 3) -> list[str]:
-    ops = sorted((op for op in record.result.ops if op.measured_s), key=lambda op: -op.time_lost_s)[:count]
     out = []
-    for i, op in enumerate(ops):
+    for i, op in enumerate(most_lost(record.result.ops)[:count]):
         runs = f" x{op.executions}" if op.executions > 1 else ""
         label = "top ops" if i == 0 else ""
         out.append(fit(f"  {label:<{_LABEL - 2}}{op.name} ({op.kind}{runs}): {format_seconds(op.measured_s or 0.0)} "

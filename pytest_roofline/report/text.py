@@ -24,13 +24,18 @@ from ..records.kernel_record import KernelRecord, Unmeasured
 from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck
 
-__all__ = ["summary_lines", "wrap_lines", "header_line", "top_ops_lines", "compile_cell", "cache_cell", "bound_cells"]
+__all__ = ["most_lost", "summary_lines", "wrap_lines", "header_line", "top_ops_lines", "compile_cell", "cache_cell", "bound_cells"]
+
+
+def most_lost(ops: Sequence[OpRow]) -> list[OpRow]:
+    """The ops the trace timed, the one that lost the most time (measured - roofline) first."""
+    return sorted((op for op in ops if op.measured_s), key=lambda op: -op.time_lost_s)
 
 
 def top_ops_lines(ops: Sequence[OpRow], count: int = 5, indent: str = "    ", times_from: str = "") -> list[str]:
     """The ops that lost the most time (measured - roofline), one line each; ``times_from``: where their times
     come from, where not the timed runs."""
-    timed = sorted((op for op in ops if op.measured_s), key=lambda op: -op.time_lost_s)
+    timed = most_lost(ops)
     if not timed:
         return []
     source = f"; times from {times_from}" if times_from else ""
