@@ -67,20 +67,30 @@ class Server:
 
     @classmethod
     def start(cls, name: Side, label: str, command: Sequence[str], cwd: Path, env: dict[str, str],
-              log: Path) -> Server:
+              log: Path, *, prepare: bool = False) -> Server:
+        """Start it (``prepare``: it compiles every test's kernels before saying its items, nothing timed)."""
         request_r, request_w = os.pipe()
         answer_r, answer_w = os.pipe()
+        serve = [f"--serve={request_r},{answer_w}", *(["--prepare"] if prepare else [])]
         with open(log, "wb") as out:
-            process = subprocess.Popen([*command[:4], f"--serve={request_r},{answer_w}", *command[4:]], cwd=cwd,
+            process = subprocess.Popen([*command[:4], *serve, *command[4:]], cwd=cwd,
                                        env=env, stdout=out, stderr=subprocess.STDOUT, pass_fds=(request_r, answer_w))
         os.close(request_r)
         os.close(answer_w)
         return cls(name, label, process, os.fdopen(request_w, "w", encoding="utf-8"),
                    os.fdopen(answer_r, "r", encoding="utf-8"), log)
 
+    def hardware(self) -> None:
+        """Wait until a preparing process has found its hardware (calibrated a CPU, unless cached)."""
+        self._answer()
+
     def ready(self) -> None:
-        """Wait for its collection; its test ids (a usage or collection error, or no test: a CliError)."""
-        self.items = [str(i) for i in self._answer().get("items") or []]
+        """Wait for its collection (and preparation); its test ids (a usage or collection error, or no test: a
+        CliError)."""
+        answer = self._answer()
+        if "hardware" in answer:  # a preparing process not waited for until now
+            answer = self._answer()
+        self.items = [str(i) for i in answer.get("items") or []]
         if not self.items:
             self.stop()
             self._cannot_run()
@@ -189,19 +199,22 @@ class _Test:
 def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[Server, Server]], max_rounds: int,
                    max_drop: float | None, log: Callable[[str], None],
                    on_round: Callable[[int], None] | None = None,
-                   *, over_budget: Callable[[float, int], str] | None = None) -> ServedOutcome:
+                   *, over_budget: Callable[[float, int], str] | None = None,
+                   pair_rounds: int = PAIR_ROUNDS) -> ServedOutcome:
     """Each test both sides collected, in pairs of processes: each pair runs every test not yet settled for
-    ``PAIR_ROUNDS`` rounds (ABBA) and is stopped; the next pair (``start_pair``) goes on, up to ``max_rounds``
+    ``pair_rounds`` rounds (ABBA) and is stopped; the next pair (``start_pair``) goes on, up to ``max_rounds``
     rounds. ``first``: the first pair, started; every pair is stopped here. ``over_budget(seconds of the last
-    pair, pairs run)``: why no more pair starts ("" where one may)."""
+    pair, pairs run)``: why no more pair starts ("" where one may). With one round per pair each round is a
+    fresh pair of processes, the default schedule of ``ab``."""
     base, head = first
     tests = {n: _Test(n) for n in head.items if n in set(base.items)}
     kernels: list[PairedKernel] = []
     fallback: list[str] = []
     last: dict[tuple[str, str], KernelRecord] = {}
     seconds = [0.0, 0.0]
-    pending, count = list(tests), max_rounds // PAIR_ROUNDS
-    stopped = f"each test in pairs of processes ({PAIR_ROUNDS} rounds each) until its verdicts settled"
+    pending, count = list(tests), max_rounds // pair_rounds
+    stopped = (f"{count} rounds run" if pair_rounds == 1 else
+               f"each test in pairs of processes ({pair_rounds} rounds each) until its verdicts settled")
     last_pair = 0.0
     for number in range(count):
         if number and over_budget is not None and (why := over_budget(last_pair, number)):
@@ -216,7 +229,8 @@ def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[
             if number == 0:
                 kernels.extend(_one_sided(base, head))
             for nodeid in pending:
-                tests[nodeid].pairs.append(_pair_rounds(base, head, nodeid, tests[nodeid].rounds, on_round))
+                tests[nodeid].pairs.append(_pair_rounds(base, head, nodeid, tests[nodeid].rounds, on_round,
+                                                        pair_rounds))
         finally:
             base.stop()
             head.stop()
@@ -225,10 +239,13 @@ def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[
         last_pair = time.perf_counter() - pair_start
         done = [n for n in pending if tests[n].finished(max_drop) or number + 1 == count]
         pending = [n for n in pending if n not in done]
-        log(f"pair of processes {number + 1}/{count}: {len(tests) - len(pending)} of {len(tests)} tests done")
+        log(_progress(number, count, last_pair, pair_rounds, [k for n in tests for k in tests[n].judged],
+                      done=len(tests) - len(pending), total=len(tests)))
         for nodeid in done:
             _settle(tests[nodeid], list(tests).index(nodeid) + 1, len(tests), kernels, fallback, log)
         if not pending:
+            if pair_rounds == 1 and settled([k for t in tests.values() for k in t.judged]):
+                stopped = f"every verdict settled after {number + 1} rounds"
             break
     most = max((t.rounds for t in tests.values() if t.nodeid not in fallback and t.judged), default=0)
     return ServedOutcome(kernels, most, fallback, stopped, list(last.values()), (seconds[0], seconds[1]))
@@ -251,11 +268,23 @@ def _settle(test: _Test, number: int, total: int, kernels: list[PairedKernel], f
             f"{verdicts}")
 
 
+def _progress(number: int, count: int, seconds: float, pair_rounds: int, judged: Sequence[PairedKernel], *,
+              done: int, total: int) -> str:
+    """The line said after each pair of processes (each round, where a pair runs one)."""
+    if pair_rounds == 1:
+        order = " then ".join(schedule(number + 1)[number])
+        return (f"round {number + 1}/{count} ({order}, {seconds:.0f} s): "
+                f"{sum(k.verdict == 'regression' for k in judged)} regressed so far, "
+                f"{sum(not k.settled for k in judged)} kernel(s) still open")
+    return f"pair of processes {number + 1}/{count}: {done} of {total} tests done"
+
+
 def _pair_rounds(base: Server, head: Server, nodeid: str, done: int,
-                 on_round: Callable[[int], None] | None) -> list[tuple[RoundReport, RoundReport]]:
+                 on_round: Callable[[int], None] | None,
+                 pair_rounds: int = PAIR_ROUNDS) -> list[tuple[RoundReport, RoundReport]]:
     """One test's rounds in one pair of processes, in the ABBA order that continues from ``done`` rounds."""
     rounds = []
-    for index, order in enumerate(schedule(done + PAIR_ROUNDS)[done:], start=done):
+    for index, order in enumerate(schedule(done + pair_rounds)[done:], start=done):
         if on_round is not None:
             on_round(index)
         seen = {side: (base if side == "base" else head).run(nodeid) for side in order}
@@ -287,12 +316,19 @@ def child_env(base_env: dict[str, str], cache_dir: Path) -> dict[str, str]:
 
 
 def start_servers(sides: Sequence[tuple[Side, str, Path, str]], root: Path, args: Sequence[str],
-                  extra: Sequence[str], env: dict[str, str], tmp: Path, *, child: Path) -> tuple[Server, Server]:
-    """Start both sides (collecting at the same time), then wait for each; a side that cannot serve raises
-    :class:`ServeUnavailable` after both are stopped."""
-    servers = [Server.start(name, label, [sys.executable, str(child), str(root), base_root, *args, *extra], cwd, env,
-                            tmp / f"{name}.log") for name, label, cwd, base_root in sides]
+                  extra: Sequence[str], env: dict[str, str], tmp: Path, *, child: Path, prepare: bool = False,
+                  hardware_alone: bool = False) -> tuple[Server, Server]:
+    """Start both sides (collecting, and with ``prepare`` compiling, at the same time), then wait for each; a side
+    that cannot serve raises :class:`ServeUnavailable` after both are stopped. ``hardware_alone``: the second
+    starts once the first has found its hardware, so that a CPU calibrated there ran alone and is cached for
+    every later process."""
+    servers: list[Server] = []
     try:
+        for name, label, cwd, base_root in sides:
+            if servers and prepare and hardware_alone:
+                servers[0].hardware()
+            command = [sys.executable, str(child), str(root), base_root, *args, *extra]
+            servers.append(Server.start(name, label, command, cwd, env, tmp / f"{name}.log", prepare=prepare))
         for server in servers:
             server.ready()
     except BaseException:

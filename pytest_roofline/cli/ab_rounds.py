@@ -13,6 +13,7 @@ process fall back to fresh processes). Exit status: 1 on a regression, 0 otherwi
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import subprocess
@@ -174,7 +175,7 @@ def _left_to_time(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tm
     diff, device, seconds = programs_pass(
         [(s.name, s.label, s.cwd) for s in sides],
         lambda name: _command(sides[name == "head"], root, options.pytest_args, tmp / f"programs-{name}-report.json"),
-        _child_env(), tmp)
+        child_env(_child_env(), tmp / "jax-cache"), tmp)  # the rounds then load their programs from JAX's cache
     if not diff.kernels and not diff.timed:
         raise CliError(NOTHING_MEASURED)
     log(programs_line(diff, seconds))
@@ -186,7 +187,7 @@ def _timed(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path
            on_round: Callable[[int], None] | None, *, start: float) -> _Found:
     """The timed rounds of the tests left to time, in the schedule asked for."""
     found = None
-    if options.long_lived:
+    if not _xdist(options.pytest_args):  # xdist's workers cannot serve: fresh processes that run to their end
         found = _served(options, root, sides, tmp, log, on_round, start=start)
     if found is None or found.fallback:
         args = options.pytest_args if found is None else (*options.pytest_args, *found.deselect)
@@ -223,32 +224,46 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
     """The kernel-by-kernel comparison in pairs of long-lived processes; None where a side cannot serve (then the
     per-round processes run it, said in the log)."""
     extra = ["-p", "no:cacheprovider", *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}="))]
+    if importlib.util.find_spec("xdist") is not None:
+        extra += ["-n", "0"]  # over an ini file's -n: a serving process runs its tests itself
     described = [(s.name, s.label, s.cwd, s.base_root) for s in sides]
     env = child_env(_child_env(), tmp / "jax-cache")
+    # The default: each round a fresh pair of processes that compile at the same time and then measure in turn.
+    prepare, pair_rounds, unit = (False, PAIR_ROUNDS, "pairs") if options.long_lived else (True, 1, "rounds")
 
-    def start_pair() -> tuple[Server, Server]:
-        return start_servers(described, root, options.pytest_args, extra, env, tmp, child=CHILD)
+    def start_pair(first: bool = False) -> tuple[Server, Server]:
+        return start_servers(described, root, options.pytest_args, extra, env, tmp, child=CHILD, prepare=prepare,
+                             hardware_alone=first)
 
     try:
-        first = start_pair()
+        first = start_pair(first=True)
     except ServeUnavailable as exc:
-        log(f"long-lived processes unavailable ({exc}): each round in fresh processes")
+        log(f"long-lived processes unavailable ({exc}): each round in processes that run to their end")
         return None
     base, head = first
-    log(f"kernel by kernel in pairs of long-lived processes: {len(head.items)} tests collected at the head, "
-        f"{len(base.items)} at the base")
+    if options.long_lived:
+        log(f"kernel by kernel in pairs of long-lived processes: {len(head.items)} tests collected at the head, "
+            f"{len(base.items)} at the base")
     try:
         outcome = served_kernels(first, start_pair, options.rounds, options.max_drop, log, on_round,
                                  over_budget=lambda last, pairs: _over_budget(options.budget_s, start, last, pairs,
-                                                                              "pairs"))
+                                                                              unit),
+                                 pair_rounds=pair_rounds)
     except ServeUnavailable as exc:
         raise CliError(f"a long-lived pytest process stopped: {exc}") from None
     if not outcome.kernels and not outcome.fallback:
         raise CliError(NOTHING_MEASURED)
     last = Run("the head's long-lived process", "", None, False, None, {}, records=tuple(outcome.last_head))
     others = [n for n in dict.fromkeys([*head.items, *base.items]) if n not in outcome.fallback]
-    return _Found(outcome.kernels, outcome.rounds, outcome.stopped, outcome.seconds, last, "kernels",
+    return _Found(outcome.kernels, outcome.rounds, outcome.stopped, outcome.seconds, last,
+                  "kernels" if options.long_lived else "rounds",
                   fallback=tuple(outcome.fallback), deselect=tuple(a for n in others for a in ("--deselect", n)))
+
+
+def _xdist(pytest_args: Sequence[str]) -> bool:
+    """Whether the pytest arguments ask for xdist's workers (``-n``, ``--numprocesses``, ``--dist``)."""
+    return any(a == "-n" or a.startswith(("-n", "--numprocesses", "--dist")) and not a.startswith("-no")
+               for a in pytest_args)
 
 
 def _rounds(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],

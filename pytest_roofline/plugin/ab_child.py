@@ -1,6 +1,6 @@
 """One side of ``pytest-roofline ab`` in a fresh process, run as a script (never imported)::
 
-    python ab_child.py HEAD_ROOT BASE_ROOT [--once | --serve=REQUESTS_FD,ANSWERS_FD] PYTEST_ARGS...
+    python ab_child.py HEAD_ROOT BASE_ROOT [--once | --serve=REQUESTS_FD,ANSWERS_FD [--prepare]] PYTEST_ARGS...
 
 With BASE_ROOT not empty, every module whose file lies in the head's tree is loaded from the same path in the
 base's worktree instead. A project installed in editable mode (a ``.pth`` path or setuptools' import finder)
@@ -10,7 +10,8 @@ code never imports) is imported from where it is.
 
 With ``--once`` (a round's side), every kernel is measured once (:class:`MeasureOnce`). With ``--serve``, the
 process stays up and runs the tests it is asked for, one at a time, as often as asked
-(``ab_server.py``; the two numbers are the file descriptors of its pipes).
+(``ab_server.py``; the two numbers are the file descriptors of its pipes); with ``--prepare`` it first compiles
+every test's kernels with nothing timed, so that a request only measures.
 
 Only the standard library is imported before the finder is in place (pytest comes after it, so that a project
 that is itself a pytest plugin runs its base revision too).
@@ -93,7 +94,10 @@ def main(argv: Sequence[str]) -> int:
         from pytest_roofline.plugin.ab_server import AbServer
 
         requests_fd, answers_fd = (int(fd) for fd in args.pop(0).removeprefix("--serve=").split(","))
-        plugins.append(AbServer(requests_fd, answers_fd))
+        prepare = bool(args) and args[0] == "--prepare"
+        if prepare:
+            args.pop(0)
+        plugins.append(AbServer(requests_fd, answers_fd, prepare) if prepare else AbServer(requests_fd, answers_fd))
     sys.argv = ["pytest", *args]
     return int(pytest.main(list(args), plugins=plugins))
 

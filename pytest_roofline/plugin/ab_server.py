@@ -15,6 +15,12 @@ for a failure): the comparison judges the ratio of the two sides round by round,
 run of a test runs it as pytest does; each of its kernels keeps its compiled program and inputs, and later runs
 measure those kernels again, in the test's order and with its settings, without running the test's body (which
 would build its inputs again). A test that could not measure a kernel the first time is run whole every time.
+
+With ``prepare`` the process first finds its hardware (calibrating a CPU unless cached) and says so
+(``-> {"hardware": name}``), then runs every test before its ``items`` line with each ``roofline(...)`` call
+compiled and kept, nothing timed (a programs pass that defers its calls: :class:`.session.ProgramLog`); the first
+request for a test makes its kept calls, in order. The two sides can then prepare at the same time, and a round
+only measures. A test that stopped (it reads a result, or failed) is run whole when asked.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import IO, Any
 
@@ -32,6 +39,7 @@ from ..base.errors import MeasureError
 from ..records.kernel_record import KernelRecord, Unmeasured
 from ..records.recorded_result import RecordedResult
 from .hooks import SESSION_KEY
+from .session import ProgramLog, Replayer
 
 __all__ = ["AbServer"]
 
@@ -39,10 +47,13 @@ __all__ = ["AbServer"]
 class AbServer:
     """The plugin: replaces pytest's run loop with the request loop."""
 
-    def __init__(self, requests_fd: int, answers_fd: int) -> None:
+    def __init__(self, requests_fd: int, answers_fd: int, prepare: bool = False) -> None:
         self._requests: IO[str] = os.fdopen(requests_fd, "r", encoding="utf-8")
         self._answers: IO[str] = os.fdopen(answers_fd, "w", encoding="utf-8")
         self._kept: dict[str, list[KernelRecord]] = {}  # per test: its kernels' records, to measure them again
+        self._prepare = prepare
+        self._prepared: dict[str, tuple[Replayer, list[Callable[[], Any]]]] = {}  # per test: its deferred calls
+        self._failed: set[str] = set()  # tests that failed while being prepared
 
     def _say(self, message: dict[str, Any]) -> None:
         self._answers.write(json.dumps(message) + "\n")
@@ -54,6 +65,9 @@ class AbServer:
             count = session.testsfailed  # as pytest's own run loop stops
             raise session.Interrupted(f"{count} error{'s' if count != 1 else ''} during collection")
         roofline = session.config.stash[SESSION_KEY]
+        if self._prepare:
+            self._say({"hardware": _hardware_name(roofline)})
+            self._prepare_all(session.items, roofline)
         roofline.once = True
         items = {item.nodeid: item for item in session.items}
         self._say({"items": list(items)})
@@ -69,17 +83,44 @@ class AbServer:
             self._say(self._again(kept, roofline) if kept else self._run(item, roofline))
         return True
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self._failed.add(report.nodeid)
+
+    def _prepare_all(self, items: list[pytest.Item], roofline: Any) -> None:
+        """Run every test with its calls compiled and deferred, nothing timed; keep the calls of those that ran to
+        their end."""
+        log = roofline.programs = ProgramLog(defer=True)
+        try:
+            for index, item in enumerate(items):
+                # the last keeps its module's and the session's fixtures, as a run of _run does
+                nextitem = items[index + 1] if index + 1 < len(items) else item.parent
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        finally:
+            roofline.programs = None
+        for nodeid, deferred in log.deferred.items():
+            if nodeid not in log.stopped and nodeid not in self._failed:
+                self._prepared[nodeid] = deferred
+
     def _run(self, item: pytest.Item, roofline: Any) -> dict[str, Any]:
-        """Run ``item`` as pytest would, keeping the fixtures of wider scope (module, session) for its next run;
-        what it measured."""
+        """Make a prepared test's calls, or run ``item`` as pytest would, keeping the fixtures of wider scope
+        (module, session) for its next run; what it measured."""
         records, unmeasured = len(roofline.records), len(roofline.unmeasured)
         start = time.perf_counter()
-        # Tear down what the previous test set up and this one does not share (another module's fixtures), as
-        # pytest does between two tests; then run it as pytest would with its own parent to come next.
-        state = getattr(item.session, "_setupstate", None)
-        if state is not None:
-            state.teardown_exact(item)
-        item.ihook.pytest_runtest_protocol(item=item, nextitem=item.parent)
+        prepared = self._prepared.pop(item.nodeid, None)
+        if prepared is not None:
+            fixture, calls = prepared
+            try:
+                fixture.replay(calls)
+            except (pytest.fail.Exception, pytest.skip.Exception):
+                pass  # the test stopped where a run would have (a kernel below its threshold): what it measured
+        else:
+            # Tear down what the previous test set up and this one does not share (another module's fixtures), as
+            # pytest does between two tests; then run it as pytest would with its own parent to come next.
+            state = getattr(item.session, "_setupstate", None)
+            if state is not None:
+                state.teardown_exact(item)
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=item.parent)
         measured, failed = roofline.records[records:], roofline.unmeasured[unmeasured:]
         if measured and not failed and all(f"{r.nodeid}::{r.label}" in roofline.kept for r in measured):
             self._kept[item.nodeid] = list(measured)
@@ -104,3 +145,12 @@ class AbServer:
                                    time_spent=watch.spent(rest="everything else")))
         return {"records": [r.to_dict() for r in records], "unmeasured": [u.to_dict() for u in unmeasured],
                 "seconds": time.perf_counter() - start}
+
+
+def _hardware_name(roofline: Any) -> str:
+    """Find the hardware now, alone (a CPU's calibration is cached only when nothing else ran beside it); "" where
+    it cannot be found (the first measurement then says why)."""
+    try:
+        return str(roofline.hardware()[0].name)
+    except Exception:  # noqa: BLE001 - the measurement reports it, in the test it belongs to
+        return ""

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, NoReturn, TypeVar, cast
 
@@ -124,6 +125,9 @@ class RooflineFixture:
         value returned stops the test (a skip) where the test reads it: nothing was measured."""
         log = self._session.programs
         assert log is not None
+        if log.defer:  # made again by replay(), the same call with the same inputs
+            again = self.measure if where == "roofline.measure(...)" else self
+            log.later(self._nodeid, self, functools.partial(again, fn, *args, **dict(keywords)))
         call, kwargs = self._split(fn, args, keywords, where)
         label = self._label(fn, kwargs.pop("name", None))
         for setting in ("min", "bound", "model", "max_memory", "max_ops", "max_exposed"):
@@ -142,6 +146,13 @@ class RooflineFixture:
             self._skip(f"roofline: programs pass: {why}")
 
         return cast(Result, NotMeasured(label, stop))
+
+    def replay(self, calls: Sequence[Callable[[], Any]]) -> None:
+        """Make the calls a prepared test deferred (:class:`.session.ProgramLog`), in its order and under
+        its labels, until one stops the test as it would have stopped there (a failure below a threshold)."""
+        self._labels.clear()
+        for call in calls:
+            call()
 
     def _judge(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any]) -> Result:
         call, kwargs = self._split(fn, args, keywords, "roofline(...)")

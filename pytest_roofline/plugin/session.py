@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, Protocol
@@ -74,13 +74,25 @@ def _jax_fingerprint(call: KernelCall, options: MeasureOptions) -> str:
     return compile_fingerprint(call, options)
 
 
+class Replayer(Protocol):
+    """The fixture that deferred a prepared test's calls and makes them (``RooflineFixture.replay``)."""
+
+    def replay(self, calls: Sequence[Callable[[], Any]]) -> None: ...
+
+
 class ProgramLog:
     """The programs pass of ``pytest-roofline ab`` in this process: each test's kernels' fingerprints by label,
-    and why a test stopped before its end, where one did."""
+    and why a test stopped before its end, where one did. With ``defer`` (a side's process preparing a round:
+    ``plugin/ab_server.py``) each call is also kept, to be made later with nothing else running."""
 
-    def __init__(self) -> None:
+    def __init__(self, defer: bool = False) -> None:
         self.kernels: dict[str, dict[str, str]] = {}
         self.stopped: dict[str, str] = {}
+        self.defer = defer
+        self.deferred: dict[str, tuple[Replayer, list[Callable[[], Any]]]] = {}  # per test: its fixture, its calls
+
+    def later(self, nodeid: str, fixture: Replayer, call: Callable[[], Any]) -> None:
+        self.deferred.setdefault(nodeid, (fixture, []))[1].append(call)
 
     def add(self, nodeid: str, label: str, fingerprint: str) -> None:
         self.kernels.setdefault(nodeid, {})[label] = fingerprint

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from paths import ROOT
 
+from pytest_roofline.cli.ab_long_lived import Server
 from pytest_roofline.cli.ab_rounds import CHILD
 from pytest_roofline.cli.analyze import CliError
 from pytest_roofline.cli.main import main
@@ -314,6 +315,48 @@ def test_a_rounds_side_measures_each_kernel_once(tmp_path: Path) -> None:
         found[bool(once)] = (len(record["result"]["per_run_s"]), record.get("trace_dir"))
     (normal_runs, normal_saved), (once_runs, once_saved) = found[False], found[True]
     assert once_runs < normal_runs and normal_saved and not once_saved
+
+
+PREPARED = """import jax.numpy as jnp
+
+
+def test_plain(roofline):
+    roofline(lambda x: x * 2, jnp.ones(1 << 16), name="double")
+
+
+def test_reads(roofline):
+    result = roofline(lambda x: x + 1, jnp.ones(1 << 16), name="inc")
+    assert result.utilization >= 0  # reads what it measured: the preparing process cannot run it to its end
+"""
+
+
+@pytest.mark.slow  # a pytest process timing two real kernels
+def test_a_preparing_process_compiles_first_and_measures_when_asked(tmp_path: Path) -> None:
+    """A round's process in ab's default schedule (``--serve --prepare``): it says its hardware, runs every test
+    with its kernels compiled and nothing timed, says its items, and then measures a test when asked: the prepared
+    one by its kept call, the one that reads its result by running it whole. A fake CPU entry with made-up peaks
+    (datasheet ceilings): nothing to calibrate."""
+    (tmp_path / "test_k.py").write_text(PREPARED)
+    (tmp_path / "fake_cpu.yaml").write_text(
+        "devices:\n  Fake CPU:\n    platform: cpu\n    device_kinds: [cpu]\n    read: 2026-11-26\n"
+        "    peak_tflops: {f32: 10, vector: 10}\n    memory_gbps: 2000\n")
+    command = [sys.executable, str(CHILD), str(tmp_path), "", "-q", "-p", "no:cacheprovider",
+               "--roofline-config=fake_cpu.yaml", "--roofline-ceilings=datasheet"]
+    server = Server.start("head", "the head", command, tmp_path, dict(os.environ), tmp_path / "head.log", prepare=True)
+    try:
+        server.hardware()
+        server.ready()
+        assert server.items == ["test_k.py::test_plain", "test_k.py::test_reads"]
+        plain, reads = server.run("test_k.py::test_plain"), server.run("test_k.py::test_reads")
+        again = server.run("test_k.py::test_plain")  # its kept program, measured again
+    finally:
+        server.stop()
+    assert list(plain.records) == [("test_k.py::test_plain", "double")] and not plain.unmeasured
+    assert list(reads.records) == [("test_k.py::test_reads", "inc")] and not reads.unmeasured
+    assert list(again.records) == list(plain.records)
+    log = (tmp_path / "head.log").read_text()
+    # while preparing, the test that reads its result stopped there (a skip), the other ran to its end
+    assert "2 passed, 1 skipped in" in log and server.process.returncode == 0, log
 
 
 SUITE = {
