@@ -20,7 +20,8 @@
 #              git copy of this tree (identical code on both sides)
 #   frameworks DIR/frameworks.txt: tests/frameworks and bench/frameworks_table.py (flax, optax, equinox, diffrax,
 #              tokamax importable: pip install -e '.[frameworks]', or a folder of them on PYTHONPATH)
-#   prgate     DIR/prgate.txt: bench/pr_gate.py --rounds 6 (ab's programs pass: nothing changed, one kernel changed)
+#   prgate     DIR/prgate.txt: bench/pr_gate.py --rounds 6 (ab's programs pass: nothing changed, one kernel
+#              changed: a loop, or a scaled sum; its rounds)
 #   sidebyside DIR/sidebyside.txt: two pytest runs of two example kernels at once on the one GPU, into one history
 #              directory (both runs kept; the second waits for the device lock and says who holds it)
 set -u
@@ -62,7 +63,8 @@ for check in $checks; do
         ab) header >>"$out/ab.txt" 2>&1
             run "$out/ab.txt" 240 "$py" bench/ab_demo.py --rounds 6 ;;
         prgate) header >>"$out/prgate.txt" 2>&1
-                run "$out/prgate.txt" 300 "$py" bench/pr_gate.py --rounds 6 --skip-time-all ;;
+                run "$out/prgate.txt" 300 "$py" bench/pr_gate.py --rounds 6 --skip-time-all
+                run "$out/prgate.txt" 300 "$py" bench/pr_gate.py --rounds 6 --skip-time-all --change scaled ;;
         longlived) copy=$(mktemp -d)/repo
                    cp -r "$root" "$copy" && rm -rf "$copy/.git" && cd "$copy" && git init -q \
                        && git add -A >/dev/null && git -c user.name=check -c user.email=check@localhost commit -qm tree

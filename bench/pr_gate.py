@@ -3,14 +3,16 @@ example suite in a fresh git repository, as a user would run it in a clone.
 
 1. one plain ``pytest FILE`` (the calibration cached, as on a runner that keeps its cache), its wall time;
 2. ``ab --base HEAD -- FILE`` with nothing changed: every kernel compiles to the same program, none is timed;
-3. ``ab --base HEAD -- FILE`` with one kernel made slower (the row sum written as a loop over rows,
-   ``jax.lax.map``: the same work counted, each row a small step of a while loop): that kernel timed and called,
-   the others "same program";
+3. ``ab --base HEAD -- FILE`` with one kernel changed: made slower (``--change loop``, the default: the row sum
+   written as a loop over rows, ``jax.lax.map``, the same work counted, each row a small step of a while loop), or
+   scaled (``--change scaled``: the row sum of ``x * 2``, halved: one more multiply per element, a trace of the
+   usual size): that kernel timed and called, the others "same program";
 4. the same change with ``--time-all`` (every kernel timed, the way ab worked before its programs pass).
 
 Prints each command's verdict lines and a table of wall times against the plain run.
 
-    python bench/pr_gate.py [FILE] [--rounds N] [--skip-time-all]   # FILE: an example suite file (test_elementwise.py)
+    python bench/pr_gate.py [FILE] [--rounds N] [--change loop|scaled] [--skip-time-all]
+    # FILE: an example suite file (test_elementwise.py)
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SLOWER = ("roofline(lambda x: x.sum(axis=-1), normal(key, (ROWS, COLS)), name=\"row_sum\")",
-          "roofline(lambda x: jax.lax.map(jnp.sum, x), normal(key, (ROWS, COLS)), name=\"row_sum\")")
+ROW_SUM = "roofline(lambda x: x.sum(axis=-1), normal(key, (ROWS, COLS)), name=\"row_sum\")"
+CHANGES = {"loop": ("the row sum made slower", ROW_SUM.replace("x.sum(axis=-1)", "jax.lax.map(jnp.sum, x)")),
+           "scaled": ("the row sum of x * 2, halved", ROW_SUM.replace("x.sum(axis=-1)", "(x * 2).sum(axis=-1) * 0.5"))}
 
 
 def git(repo: Path, *args: str) -> None:
@@ -53,6 +56,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("file", nargs="?", default="test_elementwise.py")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--change", choices=sorted(CHANGES), default="loop")
     parser.add_argument("--skip-time-all", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="roofline-pr-gate-"))
@@ -79,12 +83,14 @@ def main() -> int:
     run("ab, nothing changed", [*ab, "--", args.file, "-q"])
     source = suite / "test_elementwise.py"
     text = source.read_text()
-    if SLOWER[0] not in text:
-        raise SystemExit(f"{source}: the row sum's line is not as this bench expects: {SLOWER[0]}")
-    source.write_text(text.replace(SLOWER[0], SLOWER[1]))
-    run("ab, the row sum made slower", [*ab, "--summary-md", str(work / "summary.md"), "--", args.file, "-q"])
+    if ROW_SUM not in text:
+        raise SystemExit(f"{source}: the row sum's line is not as this bench expects: {ROW_SUM}")
+    what, line = CHANGES[args.change]
+    source.write_text(text.replace(ROW_SUM, line))
+    run(f"ab, {what}", [*ab, "--summary-md", str(work / "summary.md"), "--", args.file, "-q"])
+    run("plain run of the head", pytest_cmd)
     if not args.skip_time_all:
-        run("ab --time-all, the row sum made slower", [*ab, "--time-all", "--", args.file, "-q"])
+        run(f"ab --time-all, {what}", [*ab, "--time-all", "--", args.file, "-q"])
     plain = rows[1][1]
     print(f"machine: {os.uname().nodename}, {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M')}; "
           f"{args.file}; ab at most {args.rounds} rounds")
