@@ -88,7 +88,7 @@ def _header(c: Comparison) -> list[str]:
         how = (f"kernel by kernel in one long-lived pytest process per side, ABBA rounds per test (at most "
                f"{c.rounds}), {c.stopped}" if c.schedule == "kernels" else
                f"{c.rounds} rounds in alternating order (ABBA), {c.stopped}")
-        how += f"; {c.seconds:.0f} s in all (timed pytest processes: base {base_s:.0f} s, head {head_s:.0f} s)"
+        how += f"; {c.seconds:.0f} s in all (waiting on each side: base {base_s:.0f} s, head {head_s:.0f} s)"
     return [f"pytest-roofline ab: base {c.base_rev} ({c.base_commit[:12]}) vs head {head} on {c.hardware or '?'}",
             how, f"ratio = head / base utilization per round: median [{CONFIDENCE:.0%} interval]; a regression when "
             "the interval lies below 1 - max_drop"]
