@@ -452,15 +452,19 @@ def test_no_program_changed_times_nothing(tmp_path: Path, capsys: pytest.Capture
 
 @needs_git
 @pytest.mark.slow
+@pytest.mark.parametrize("xdist", [[], ["-n", "0"]], ids=["pairs", "processes-to-their-end"])
 def test_a_budget_that_runs_out_leaves_the_open_kernels_undecided(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  xdist: list[str]) -> None:
     """--budget 1s: one round runs (the first always does), then no other fits; the kernels it timed are undecided
-    with fewer than six rounds, never a pass; --strict fails them."""
+    with fewer than six rounds, never a pass; --strict fails them. In both ways of running a round: a pair of
+    processes that prepare and then measure in turn, and (with xdist's -n, here without workers) processes that run
+    the tests to their end."""
     repo = _repo(tmp_path, SUITE)
     monkeypatch.setenv("PYTHONPATH", str(repo / "src"))
     _commit(repo, {"README.md": "words\n"}, "no program changed")
     status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--time-all", "--budget", "1s", "--strict", "--",
-                           "tests", "-k", "total")
+                           "tests", "-k", "total", *xdist)
     assert "programs pass" not in err and "round 1/20" in err and "round 2/20" not in err
     (row,) = [line for line in out.splitlines() if line.startswith("tests/")]
     assert row.endswith("undecided (fewer than 6 rounds ran)"), out
