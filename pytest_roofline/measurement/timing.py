@@ -27,6 +27,7 @@ from ..analysis.runs.trace_events import (
     WARM_RUN_MARKER,
     RunTimes,
     TraceError,
+    TraceIndex,
     flatten,
 )
 from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns
@@ -281,30 +282,31 @@ def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, set
     try:
         from jax.profiler import ProfileData
 
-        events = flatten(ProfileData.from_serialized_xspace(xspace))
-        found: RunTimes = run_times(events, module_name, platform, len(walls), KERNEL_RUN_MARKER)
+        index = TraceIndex.of(flatten(ProfileData.from_serialized_xspace(xspace)), platform)
+        found: RunTimes = run_times(index.events, module_name, platform, len(walls), KERNEL_RUN_MARKER, index=index)
     except TraceError as exc:
         if settings.timer == "profiler":
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
         return _wallclock(runs, f"trace unusable: {exc}")
     timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, runs.kernel_faults(),
                     waiting_per_run=runs.kernel_waiting(), others_cpu_share=runs.others)
-    warm = _warm_times(events, module_name, platform, runs.warm)
+    warm = _warm_times(index, module_name, platform, runs.warm)
     if beside is None:
         return Timed(timing, xspace, found, warm_s=warm)
     try:
-        reference = run_times(events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER).per_run_s
+        reference = run_times(index.events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER,
+                              index=index).per_run_s
         return Timed(timing, xspace, found, reference, "profiler", runs.reference_faults(), warm_s=warm)
     except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
         return Timed(timing, xspace, found, tuple(refs), "wallclock", runs.reference_faults(), warm_s=warm)
 
 
-def _warm_times(events: Sequence[Any], module_name: str, platform: str, walls: Sequence[float]) -> tuple[float, ...]:
+def _warm_times(index: TraceIndex, module_name: str, platform: str, walls: Sequence[float]) -> tuple[float, ...]:
     """The device times of the warm check runs from the trace (their wall clock where it cannot tell them)."""
     if not walls:
         return ()
     try:
-        return run_times(events, module_name, platform, len(walls), WARM_RUN_MARKER).per_run_s
+        return run_times(index.events, module_name, platform, len(walls), WARM_RUN_MARKER, index=index).per_run_s
     except TraceError:
         return tuple(walls)
 

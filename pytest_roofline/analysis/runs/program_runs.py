@@ -34,7 +34,7 @@ from .trace_events import (
     RunTimes,
     TraceError,
     TraceEvent,
-    device_events,
+    TraceIndex,
     device_plane_prefix,
     module_event_id,
     module_name_of,
@@ -69,9 +69,9 @@ class _Split:
     module_spans: dict[RunKey, float] | None = None  # TPU: a run lasts its module event
 
 
-def _windows(events: list[TraceEvent], marker: str) -> list[Window]:
+def _windows(index: TraceIndex, marker: str) -> list[Window]:
     """Host windows named ``marker``, nested ones counted once, in time order."""
-    spans = sorted((e.start_ns, e.end_ns) for e in events if e.plane.startswith("/host:") and e.name == marker)
+    spans = sorted((e.start_ns, e.end_ns) for e in index.host_by_name.get(marker, ()))
     out: list[Window] = []
     for start, end in spans:
         if not out or start >= out[-1][1]:
@@ -107,11 +107,12 @@ def _per_plane(module_events: Iterable[TraceEvent]) -> dict[str, list[Window]]:
     return out
 
 
-def _program_events(events: list[TraceEvent], on_device: list[TraceEvent], module_name: str, platform: str,
+def _program_events(index: TraceIndex, module_name: str, platform: str,
                     program_id: int | None) -> tuple[list[TraceEvent], list[TraceEvent]]:
     """The op events and the "XLA Modules" events of the program (of one executable with ``program_id``)."""
-    module_events = [e for e in on_device if e.line == "XLA Modules" and module_name_of(e.name) == module_name]
-    ops = [e for e in on_device if e.module == module_name and e.line != "XLA Modules"]
+    events, on_device = index.events, index.on_device
+    module_events = [e for e in index.module_lines if module_name_of(e.name) == module_name]
+    ops = list(index.ops_by_module.get(module_name, ()))
     module_ids = {module_event_id(e) for e in module_events}
     if not ops and module_events:
         # TPU: "XLA Ops" events carry no module stat; their program id (from metadata) or window tells.
@@ -283,15 +284,16 @@ def _host_launches(events: list[TraceEvent], expected_runs: int | None) -> tuple
 
 def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
               expected_runs: int | None = None, launch_marker: str | None = None,
-              program_id: int | None = None) -> RunTimes:
+              program_id: int | None = None, *, index: TraceIndex | None = None) -> RunTimes:
     """Per-run device time of the program ``module_name`` (the HloModule name, e.g. ``jit_f``), and of one
     executable of that name when ``program_id`` is given. ``launch_marker``: the name of the host event the
-    caller put around each run: only the device work launched inside those windows is this program's."""
-    events = list(events)
-    on_device = device_events(events, platform)
-    ops, module_events = _program_events(events, on_device, module_name, platform, program_id)
+    caller put around each run: only the device work launched inside those windows is this program's.
+    ``index``: the trace's events grouped once, where several programs are read from one trace."""
+    index = index if index is not None else TraceIndex.of(events, platform)
+    events = index.events
+    ops, module_events = _program_events(index, module_name, platform, program_id)
     launch_of = _launch_times(events, ops) if platform == "gpu" else {}
-    marker_windows = _windows(events, launch_marker) if launch_marker else []
+    marker_windows = _windows(index, launch_marker) if launch_marker else []
     if marker_windows:
         module_events = [e for e in module_events if _containing(marker_windows, e.start_ns) is not None]
         ops = [e for e in ops if _containing(marker_windows, _launched(e, launch_of)) is not None]
@@ -305,7 +307,7 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
     # window closed (its thread descheduled after the result was handed over) is not the run's time.
     same_window = ((lambda a, b: _containing(marker_windows, a.start_ns) == _containing(marker_windows, b.start_ns))
                    if marker_windows and platform == "cpu" else None)
-    ops_all, assignment = _with_consumers(on_device, ops, split.assignment, same_window)
+    ops_all, assignment = _with_consumers(index.consumers, ops, split.assignment, same_window)
     per_device, run_of_event = _device_runs(ops_all, assignment, split, module_name, method)
     n_runs = len(next(iter(per_device.values())))  # the same on every device (_device_runs checks)
     per_run = tuple(max(t[k] for t in per_device.values()) for k in range(n_runs))
@@ -333,14 +335,14 @@ def _one_program(ops: list[TraceEvent], module_events: list[TraceEvent], module_
     return program_id if program_id is not None else (ids[0] if ids else None)
 
 
-def _with_consumers(on_device: list[TraceEvent], ops: list[TraceEvent], assignment: dict[int, RunKey],
+def _with_consumers(candidates: list[TraceEvent], ops: list[TraceEvent], assignment: dict[int, RunKey],
                     same_run: Callable[[TraceEvent, TraceEvent], bool] | None = None,
                     ) -> tuple[list[TraceEvent], dict[int, RunKey]]:
-    """The op events with the async consumers ("end: op"), each in the run of its producer; ``same_run``: whether a
-    consumer (second) lies in its producer's (first) run, where the caller can tell."""
+    """The op events with the async consumers ("end: op" events with a ``_c`` stat, of ``candidates``), each in
+    the run of its producer; ``same_run``: whether a consumer (second) lies in its producer's (first) run, where
+    the caller can tell."""
     producer_index = {e.stats["_p"]: i for i, e in enumerate(ops) if "_p" in e.stats}
-    consumers = [e for e in on_device if "_c" in e.stats and e.stats["_c"] in producer_index
-                 and e.name.startswith("end: ")
+    consumers = [e for e in candidates if e.stats["_c"] in producer_index
                  and (same_run is None or same_run(ops[producer_index[e.stats["_c"]]], e))]
     out = dict(assignment)
     for j, ev in enumerate(consumers, start=len(ops)):

@@ -18,7 +18,7 @@ from real_profiles import real_events, real_space
 from pytest_roofline.analysis.model.recorded_profile import hlo_key, summarize_program
 from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.runs.program_runs import run_times
-from pytest_roofline.analysis.runs.trace_events import ProgramKey, flatten, platform_of, programs
+from pytest_roofline.analysis.runs.trace_events import ProgramKey, TraceIndex, flatten, platform_of, programs
 from pytest_roofline.analysis.runs.xspace import hlo_module_protos, read_xspace
 from pytest_roofline.cli.main import main
 from pytest_roofline.hardware.spec import UnknownDeviceError
@@ -130,13 +130,19 @@ def test_a_module_name_alone_is_ambiguous() -> None:
 
 @pytest.mark.parametrize("path", [GEMM, ELEMENTWISE, ATTENTION], ids=lambda p: p.name)
 def test_every_gpu_program_matches_the_second_route(path: Path) -> None:
+    """Each program's runs against ProfileData's own reading; read again from one index of the trace shared by
+    every program (as a measurement reads its kernel, its reference and its warm check), the same runs."""
     events = real_events(path)
     keys = programs(events, "gpu")
     assert len(keys) >= 11
+    index = TraceIndex.of(events, "gpu")
     for key in keys:
         assert key.program_id is not None
         found = run_times(events, key.module, "gpu", program_id=key.program_id)
         assert found.per_run_s == pytest.approx(gpu_truth(path, key.module, key.program_id), rel=1e-9), key
+        shared = run_times(events, key.module, "gpu", program_id=key.program_id, index=index)
+        assert (shared.per_run_s, shared.op_events, shared.run_of_event) == (
+            found.per_run_s, found.op_events, found.run_of_event), key
 
 
 def test_two_kernels_per_run_make_one_run() -> None:
