@@ -1,10 +1,12 @@
-"""``pytest-roofline ab --long-lived``: pairs of long-lived pytest processes, one per revision
-(``plugin/ab_server.py``), each collecting the selected tests once and measuring a test again on request. A pair
-runs every test not yet settled for two rounds (base-head, head-base) and is stopped; the next pair goes on where
-it left off. The rounds of a test run seconds apart on the two sides, so a neighbour that slows the machine slows
-both; and since two processes keep offsets of their own for as long as they live (bench/process_draw.py
-measures them; their cause is not pinned down), each pair's mean ratio, not each round, is one unit of the
-interval (:func:`..history.paired.judge_pairs`).
+"""``pytest-roofline ab``'s rounds in pairs of pytest processes that serve requests, one per revision
+(``plugin/ab_server.py``), each collecting the selected tests once and measuring a test on request. By default a
+pair runs every test not yet settled for one round: its two processes prepare at the same time (every kernel
+compiled, its call kept, nothing timed) and then measure in turn, and each round is a new draw of both processes.
+With ``--long-lived`` a pair runs every test not yet settled for two rounds (base-head, head-base) and is stopped;
+the next pair goes on where it left off. The rounds of a test run seconds apart on the two sides, so a
+neighbour that slows the machine slows both; and since two processes keep offsets of their own for as long as
+they live (bench/process_draw.py measures them; their cause is not pinned down), each pair's mean ratio, not each
+round, is one unit of the interval (:func:`..history.paired.judge_pairs`).
 
 JAX's persistent compilation cache is shared by the two processes (a temporary directory, unless the user set
 one), for the first run of each test. Its key holds the program, the compiler options and the jaxlib version, so

@@ -3,11 +3,12 @@ alternating order (ABBA), and a paired verdict per kernel (:mod:`..history.paire
 
 The head is the working tree as it is (uncommitted changes included); the base is REV checked out in a temporary
 git worktree. Each process runs ``plugin/ab_child.py``, which makes the base import its own tree. By default each
-round runs the whole selection in a fresh process per side, measuring each kernel once (``--once``), which writes a
-JSON report that is read back here; with
-``long_lived`` pairs of long-lived processes (one per side) measure each test not yet settled for two rounds
-before the next pair starts (:mod:`.ab_long_lived`; tests whose inputs do not fit in device memory beside the other
-process fall back to fresh processes). Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
+round is a fresh pair of processes, one per side, that compile the tests left to time at the same time and then
+measure each kernel once in turn (:mod:`.ab_long_lived` with one round per pair); with ``long_lived`` each pair
+measures each test not yet settled for two rounds. Under xdist's ``-n``, and for tests whose inputs do not fit in
+device memory beside the other process, each side of a round is a fresh process that runs the selection to its
+end, measuring each kernel once (``--once``), and writes a JSON report that is read back here. Exit status: 1 on
+a regression, 0 otherwise, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -221,10 +222,10 @@ def _merged(served: _Found, rounds: _Found) -> _Found:
 
 def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
             on_round: Callable[[int], None] | None, *, start: float) -> _Found | None:
-    """The kernel-by-kernel comparison in pairs of long-lived processes; None where a side cannot serve (then the
-    per-round processes run it, said in the log)."""
+    """The rounds in pairs of processes that serve requests (one round per pair, or two with ``long_lived``); None
+    where a side cannot serve (then processes that run to their end time it, said in the log)."""
     extra = ["-p", "no:cacheprovider", *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}="))]
-    if importlib.util.find_spec("xdist") is not None:
+    if importlib.util.find_spec("xdist") is not None and "no:xdist" not in options.pytest_args:
         extra += ["-n", "0"]  # over an ini file's -n: a serving process runs its tests itself
     described = [(s.name, s.label, s.cwd, s.base_root) for s in sides]
     env = child_env(_child_env(), tmp / "jax-cache")
@@ -238,7 +239,7 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
     try:
         first = start_pair(first=True)
     except ServeUnavailable as exc:
-        log(f"long-lived processes unavailable ({exc}): each round in processes that run to their end")
+        log(f"processes that serve a round unavailable ({exc}): each round in processes that run to their end")
         return None
     base, head = first
     if options.long_lived:
@@ -250,7 +251,7 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
                                                                               unit),
                                  pair_rounds=pair_rounds)
     except ServeUnavailable as exc:
-        raise CliError(f"a long-lived pytest process stopped: {exc}") from None
+        raise CliError(f"a pytest process of a round stopped: {exc}") from None
     if not outcome.kernels and not outcome.fallback:
         raise CliError(NOTHING_MEASURED)
     last = Run("the head's long-lived process", "", None, False, None, {}, records=tuple(outcome.last_head))

@@ -17,7 +17,7 @@ import pytest
 from paths import ROOT
 
 from pytest_roofline.cli.ab_long_lived import Server
-from pytest_roofline.cli.ab_rounds import CHILD
+from pytest_roofline.cli.ab_rounds import CHILD, _xdist
 from pytest_roofline.cli.analyze import CliError
 from pytest_roofline.cli.main import main
 from pytest_roofline.cli.worktree import worktree
@@ -469,6 +469,12 @@ def test_a_budget_that_runs_out_leaves_the_open_kernels_undecided(tmp_path: Path
     (row,) = [line for line in out.splitlines() if line.startswith("tests/")]
     assert row.endswith("undecided (fewer than 6 rounds ran)"), out
     assert "the budget of 1 s ran out after 1 rounds" in out and status == 1
+
+
+def test_xdist_arguments_keep_the_processes_that_run_to_their_end() -> None:
+    """xdist's workers cannot serve requests: with -n, --numprocesses or --dist each side of a round runs whole."""
+    assert all(_xdist(args) for args in (["-n", "2"], ["-n2"], ["--numprocesses=auto"], ["--dist", "load"]))
+    assert not _xdist(["-q", "-k", "total", "-p", "no:xdist", "--no-header", "tests"])
 
 
 def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:
