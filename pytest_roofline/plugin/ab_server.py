@@ -20,7 +20,8 @@ With ``prepare`` the process first finds its hardware (calibrating a CPU unless 
 (``-> {"hardware": name}``), then runs every test before its ``items`` line with each ``roofline(...)`` call
 compiled and kept, nothing timed (a programs pass that defers its calls: :class:`.session.ProgramLog`); the first
 request for a test makes its kept calls, in order. The two sides can then prepare at the same time, and a round
-only measures. A test that stopped (it reads a result, or failed) is run whole when asked.
+only measures. A test that stopped (it reads a result, or failed) is run whole when asked. Such a process serves
+one round: what a test measured is not kept for another, and its inputs are freed once it has measured.
 """
 
 from __future__ import annotations
@@ -122,7 +123,10 @@ class AbServer:
                 state.teardown_exact(item)
             item.ihook.pytest_runtest_protocol(item=item, nextitem=item.parent)
         measured, failed = roofline.records[records:], roofline.unmeasured[unmeasured:]
-        if measured and not failed and all(f"{r.nodeid}::{r.label}" in roofline.kept for r in measured):
+        if self._prepare:  # a round's process measures each test once: its inputs go now, not at its end
+            for r in measured:
+                roofline.kept.pop(f"{r.nodeid}::{r.label}", None)
+        elif measured and not failed and all(f"{r.nodeid}::{r.label}" in roofline.kept for r in measured):
             self._kept[item.nodeid] = list(measured)
         return {"records": [r.to_dict() for r in measured], "unmeasured": [u.to_dict() for u in failed],
                 "seconds": time.perf_counter() - start}
