@@ -39,7 +39,7 @@ from ..history.paired import (
 from ..records.kernel_record import KernelRecord, Unmeasured
 from .analyze import CliError
 
-__all__ = ["Server", "served_kernels", "OUT_OF_MEMORY", "ServedOutcome", "EXIT_NAMES", "problem_line", "PAIR_ROUNDS"]
+__all__ = ["Server", "served_kernels", "round_line", "OUT_OF_MEMORY", "ServedOutcome", "EXIT_NAMES", "problem_line", "PAIR_ROUNDS"]
 
 EXIT_NAMES = {2: "interrupted or errors during collection", 3: "internal error", 4: "usage error",
               5: "no tests collected"}
@@ -274,11 +274,16 @@ def _progress(number: int, count: int, seconds: float, pair_rounds: int, judged:
               done: int, total: int) -> str:
     """The line said after each pair of processes (each round, where a pair runs one)."""
     if pair_rounds == 1:
-        order = " then ".join(schedule(number + 1)[number])
-        return (f"round {number + 1}/{count} ({order}, {seconds:.0f} s): "
-                f"{sum(k.verdict == 'regression' for k in judged)} regressed so far, "
-                f"{sum(not k.settled for k in judged)} kernel(s) still open")
+        return round_line(number, count, seconds, judged)
     return f"pair of processes {number + 1}/{count}: {done} of {total} tests done"
+
+
+def round_line(index: int, count: int, seconds: float, judged: Sequence[PairedKernel]) -> str:
+    """The progress line after round ``index`` (from 0) of ``count``, however its processes ran."""
+    order = " then ".join(schedule(index + 1)[index])
+    return (f"round {index + 1}/{count} ({order}, {seconds:.0f} s): "
+            f"{sum(k.verdict == 'regression' for k in judged)} regressed so far, "
+            f"{sum(not k.settled for k in judged)} kernel(s) still open")
 
 
 def _pair_rounds(base: Server, head: Server, nodeid: str, done: int,

@@ -49,6 +49,7 @@ from .ab_long_lived import (
     ServeUnavailable,
     child_env,
     problem_line,
+    round_line,
     served_kernels,
     start_servers,
 )
@@ -263,8 +264,7 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
 
 def _xdist(pytest_args: Sequence[str]) -> bool:
     """Whether the pytest arguments ask for xdist's workers (``-n``, ``--numprocesses``, ``--dist``)."""
-    return any(a == "-n" or a.startswith(("-n", "--numprocesses", "--dist")) and not a.startswith("-no")
-               for a in pytest_args)
+    return any(a.startswith(("-n", "--numprocesses", "--dist")) for a in pytest_args)
 
 
 def _rounds(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
@@ -300,9 +300,7 @@ def _rounds(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
         if index == 0 and not kernels:
             raise CliError(NOTHING_MEASURED)
         done = settled_tests(kernels)
-        log(f"round {index + 1}/{options.rounds} ({' then '.join(order)}, {last_round:.0f} s): "
-            f"{sum(k.verdict == 'regression' for k in kernels)} regressed so far, "
-            f"{sum(not k.settled for k in kernels)} kernel(s) still open")
+        log(round_line(index, options.rounds, last_round, kernels))
         if index + 1 >= MIN_ROUNDS and settled(kernels):
             stopped = f"every verdict settled after {index + 1} rounds"
             break

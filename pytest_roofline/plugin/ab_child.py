@@ -97,6 +97,7 @@ def main(argv: Sequence[str]) -> int:
         prepare = bool(args) and args[0] == "--prepare"
         if prepare:
             args.pop(0)
+        # without --prepare, the two-argument call an older plugin (a base revision of this project) also takes
         plugins.append(AbServer(requests_fd, answers_fd, prepare) if prepare else AbServer(requests_fd, answers_fd))
     sys.argv = ["pytest", *args]
     return int(pytest.main(list(args), plugins=plugins))
