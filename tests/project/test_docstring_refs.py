@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from paths import PACKAGE
+from sources import python_files, tree
 
 ROOT = PACKAGE.parent
 ROLE = re.compile(r":(mod|func|class|meth|data|attr|exc):`~?([^`]+)`")
@@ -20,11 +21,6 @@ FILE = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[A-Za-z_]\w*\.py)\b(?!::)")  # not 
 
 def _modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
-
-
-@functools.cache
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def _module_file(dotted: str) -> Path | None:
@@ -63,7 +59,7 @@ def _names(path: Path) -> dict[str, set[str]]:
     """A module's top-level names, each with its members (a class's methods, class attributes and the attributes
     its methods set on self)."""
     out: dict[str, set[str]] = {}
-    for node in _tree(path).body:
+    for node in tree(path).body:
         for name in _targets(node):
             out.setdefault(name, set())
         if isinstance(node, ast.ClassDef):
@@ -109,7 +105,7 @@ def resolves(target: str, role: str, here: Path) -> bool:
 
 def _docstrings(path: Path) -> list[tuple[int, str]]:
     out = []
-    for node in ast.walk(_tree(path)):
+    for node in ast.walk(tree(path)):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
             if doc:
@@ -121,9 +117,8 @@ def _docstrings(path: Path) -> list[tuple[int, str]]:
 def _repo_files() -> dict[str, list[str]]:
     """Every Python file of the repository by its name, with its path."""
     out: dict[str, list[str]] = {}
-    for path in ROOT.rglob("*.py"):
-        if not {".venv", ".git", ".tox", "build"} & set(path.relative_to(ROOT).parts):
-            out.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
+    for path in python_files(ROOT, skip=frozenset({".venv", ".git", ".tox", "build"})):
+        out.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
     return out
 
 

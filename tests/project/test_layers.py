@@ -24,10 +24,12 @@ import ast
 import functools
 import subprocess
 import sys
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import pytest
 from paths import PACKAGE
+from sources import tree
 
 ALLOWED = {
     "base": {"base"},
@@ -67,16 +69,11 @@ def _layer(module: str) -> str:
 
 
 @functools.cache
-def _tree(path: Path) -> ast.Module:
-    """A module's syntax tree, parsed once for every test that reads it."""
-    return ast.parse(path.read_text(encoding="utf-8"))
-
-
-def _imports(path: Path) -> set[str]:
-    """Absolute names of everything ``path`` imports."""
+def _imports(path: Path) -> frozenset[str]:
+    """Absolute names of everything ``path`` imports (read once for every test that asks)."""
     module = _name(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    return _imports_in(_tree(path), package)
+    return frozenset(_imports_in(tree(path), package))
 
 
 def _imports_of(text: str, package: str) -> set[str]:
@@ -100,7 +97,7 @@ def _imports_in(tree: ast.Module, package: str) -> set[str]:
     return out
 
 
-def _internal_layers(imported: set[str]) -> set[str]:
+def _internal_layers(imported: AbstractSet[str]) -> set[str]:
     layers = set()
     for name in imported:
         if name == "pytest_roofline" or name.startswith("pytest_roofline."):
@@ -138,13 +135,13 @@ def test_import_rules(path: Path) -> None:
     assert not wrong, f"{module} ({layer}) imports from {sorted(wrong)}"
 
 
-def _analysis_folders(imported: set[str]) -> set[str]:
+def _analysis_folders(imported: AbstractSet[str]) -> set[str]:
     """The folders of analysis/ among ``imported``."""
     return {name.split(".")[2] for name in imported
             if name.startswith("pytest_roofline.analysis.") and name.split(".")[2] in ANALYSIS_ORDER}
 
 
-def _analysis_order_broken(folder: str, imported: set[str]) -> set[str]:
+def _analysis_order_broken(folder: str, imported: AbstractSet[str]) -> set[str]:
     """The folders of analysis/ that a module of ``folder`` imports against the order."""
     allowed = set(ANALYSIS_ORDER[: ANALYSIS_ORDER.index(folder) + 1])
     return _analysis_folders(imported) - allowed
@@ -203,7 +200,7 @@ def test_importing_does_not_import_jax() -> None:
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_functions_stay_short(path: Path) -> None:
     long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines, line {node.lineno})"
-            for node in ast.walk(_tree(path))
+            for node in ast.walk(tree(path))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None
             and node.end_lineno - node.lineno + 1 > 60]
     assert not long, f"{path.relative_to(PACKAGE)}: functions over 60 lines: {', '.join(long)}"
@@ -276,7 +273,7 @@ def _too_many_positional(tree: ast.Module) -> list[str]:
 def test_no_function_or_record_takes_more_than_six_arguments_by_position(path: Path) -> None:
     """Beyond six, parameters and a dataclass's fields are keyword-only (``*`` or ``_: KW_ONLY``): a record of 21
     fields is built by name, not by counting commas."""
-    found = _too_many_positional(_tree(path))
+    found = _too_many_positional(tree(path))
     assert not found, f"{path.relative_to(PACKAGE)}: more than six positional parameters: {', '.join(found)}"
 
 
