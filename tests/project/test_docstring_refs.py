@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from paths import PACKAGE
-from sources import python_files, tree
+from sources import nodes, python_files, tree
 
 ROOT = PACKAGE.parent
 ROLE = re.compile(r":(mod|func|class|meth|data|attr|exc):`~?([^`]+)`")
@@ -105,7 +105,7 @@ def resolves(target: str, role: str, here: Path) -> bool:
 
 def _docstrings(path: Path) -> list[tuple[int, str]]:
     out = []
-    for node in ast.walk(tree(path)):
+    for node in nodes(path):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
             if doc:

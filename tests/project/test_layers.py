@@ -24,12 +24,13 @@ import ast
 import functools
 import subprocess
 import sys
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import pytest
 from paths import PACKAGE
-from sources import tree
+from sources import nodes
 
 ALLOWED = {
     "base": {"base"},
@@ -73,16 +74,16 @@ def _imports(path: Path) -> frozenset[str]:
     """Absolute names of everything ``path`` imports (read once for every test that asks)."""
     module = _name(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    return frozenset(_imports_in(tree(path), package))
+    return frozenset(_imports_in(nodes(path), package))
 
 
 def _imports_of(text: str, package: str) -> set[str]:
-    return _imports_in(ast.parse(text), package)
+    return _imports_in(ast.walk(ast.parse(text)), package)
 
 
-def _imports_in(tree: ast.Module, package: str) -> set[str]:
+def _imports_in(walked: Iterable[ast.AST], package: str) -> set[str]:
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walked:
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -200,7 +201,7 @@ def test_importing_does_not_import_jax() -> None:
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_functions_stay_short(path: Path) -> None:
     long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines, line {node.lineno})"
-            for node in ast.walk(tree(path))
+            for node in nodes(path)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None
             and node.end_lineno - node.lineno + 1 > 60]
     assert not long, f"{path.relative_to(PACKAGE)}: functions over 60 lines: {', '.join(long)}"
@@ -265,15 +266,15 @@ def _positional(node: ast.AST) -> list[str]:
     return []
 
 
-def _too_many_positional(tree: ast.Module) -> list[str]:
-    return [f"{getattr(n, 'name', '?')} ({len(_positional(n))})" for n in ast.walk(tree) if len(_positional(n)) > 6]
+def _too_many_positional(walked: Iterable[ast.AST]) -> list[str]:
+    return [f"{getattr(n, 'name', '?')} ({len(_positional(n))})" for n in walked if len(_positional(n)) > 6]
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_function_or_record_takes_more_than_six_arguments_by_position(path: Path) -> None:
     """Beyond six, parameters and a dataclass's fields are keyword-only (``*`` or ``_: KW_ONLY``): a record of 21
     fields is built by name, not by counting commas."""
-    found = _too_many_positional(tree(path))
+    found = _too_many_positional(nodes(path))
     assert not found, f"{path.relative_to(PACKAGE)}: more than six positional parameters: {', '.join(found)}"
 
 
@@ -282,9 +283,9 @@ def test_the_positional_rule_catches_a_violation() -> None:
     wrong = ("def f(a, b, c, d, e, g, h): pass\n"
              "@dataclass(frozen=True)\nclass R:\n    a: int\n    b: int\n    c: int\n    d: int\n    e: int\n"
              "    f: int\n    g: int\n")
-    assert _too_many_positional(ast.parse(wrong)) == ["f (7)", "R (7)"]
+    assert _too_many_positional(ast.walk(ast.parse(wrong))) == ["f (7)", "R (7)"]
     right = wrong.replace("g, h)", "g, *, h)").replace("    g: int\n", "    _: KW_ONLY\n    g: int\n")
-    assert _too_many_positional(ast.parse(right)) == []
+    assert _too_many_positional(ast.walk(ast.parse(right))) == []
 
 
 def test_the_tests_mirror_the_package() -> None:

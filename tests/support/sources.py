@@ -15,6 +15,12 @@ def tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
 
 
+@functools.cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a module's syntax tree, in :func:`ast.walk`'s order, listed once for every test that reads it."""
+    return tuple(ast.walk(tree(path)))
+
+
 def python_files(root: Path, *, skip: frozenset[str]) -> list[Path]:
     """Every ``.py`` file under ``root``, not descending into a folder named in ``skip`` (a virtual environment
     holds tens of thousands of files that a walk into it and a filter after would read)."""

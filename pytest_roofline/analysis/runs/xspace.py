@@ -49,26 +49,39 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
-    """(field number, wire type, value) of one message: ints for varints, bytes for length-delimited."""
+    """(field number, wire type, value) of one message: ints for varints, bytes for length-delimited. A profile's
+    keys, lengths and most numbers are one byte: those are read inline, the rest by :func:`_varint`."""
     pos = 0
     end = len(buf)
     while pos < end:
-        key, pos = _varint(buf, pos)
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos)
         number, wire = key >> 3, key & 7
         value: Any
         if number == 0:
             raise XSpaceError(f"field number 0 at byte {pos}")
         if wire == 0:
-            value, pos = _varint(buf, pos)
+            if pos < end and buf[pos] < 0x80:
+                value = buf[pos]
+                pos += 1
+            else:
+                value, pos = _varint(buf, pos)
+        elif wire == 2:
+            if pos < end and buf[pos] < 0x80:
+                length = buf[pos]
+                pos += 1
+            else:
+                length, pos = _varint(buf, pos)
+            if pos + length > end:
+                raise XSpaceError(f"field {number} runs past the end ({length} bytes at {pos} of {end})")
+            value, pos = buf[pos:pos + length], pos + length
         elif wire == 1:
             if pos + 8 > end:
                 raise XSpaceError("truncated 64-bit field")
             value, pos = buf[pos:pos + 8], pos + 8
-        elif wire == 2:
-            length, pos = _varint(buf, pos)
-            if pos + length > end:
-                raise XSpaceError(f"field {number} runs past the end ({length} bytes at {pos} of {end})")
-            value, pos = buf[pos:pos + length], pos + length
         elif wire == 5:
             if pos + 4 > end:
                 raise XSpaceError("truncated 32-bit field")

@@ -10,10 +10,18 @@ import pytest
 from pytest_roofline.analysis.runs.time_spent import PHASES, Stopwatch, TimeSpent, phase, spend
 
 
-def _busy(seconds: float) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+class _FakeClock:
+    """A fake ``time.perf_counter`` that only the test advances: the phases' seconds are exact, however busy the
+    machine (a real clock paused by the scheduler for 30 ms inside one phase made it 60 ms where 20 ms was due)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def busy(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def test_nothing_is_recorded_without_an_open_stopwatch() -> None:
@@ -22,21 +30,25 @@ def test_nothing_is_recorded_without_an_open_stopwatch() -> None:
         pass
 
 
-def test_nested_phases_keep_their_own_time_and_the_rest_goes_to_the_named_phase() -> None:
+def test_nested_phases_keep_their_own_time_and_the_rest_goes_to_the_named_phase(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _FakeClock()
+    monkeypatch.setattr(time, "perf_counter", clock.perf_counter)  # the clock the stopwatch reads
     with Stopwatch() as watch:
         with phase("model"):
-            _busy(0.02)
+            clock.busy(0.02)
             with phase("compile"):
-                _busy(0.03)
+                clock.busy(0.03)
             start = time.perf_counter()
-            _busy(0.04)
+            clock.busy(0.04)
             spend("timed runs", time.perf_counter() - start)  # a clock read by the step itself, inside "model"
-        _busy(0.01)
+        clock.busy(0.01)
     spent = watch.spent(rest="everything else")
-    assert spent.get("compile") >= 0.03 and spent.get("timed runs") >= 0.04
+    assert spent.get("compile") == pytest.approx(0.03) and spent.get("timed runs") == pytest.approx(0.04)
     # "model" kept only its own 20 ms, not the compile nor the timed runs inside it
-    assert 0.02 <= spent.get("model") < 0.03 + 0.02
-    assert spent.get("everything else") >= 0.01
+    assert spent.get("model") == pytest.approx(0.02)
+    assert spent.get("everything else") == pytest.approx(0.01)
+    assert watch.elapsed == pytest.approx(0.1)
     assert spent.total == pytest.approx(watch.elapsed, rel=1e-6)  # the phases and the rest add up
 
 
