@@ -7,7 +7,12 @@ example suite in a fresh git repository, as a user would run it in a clone.
    written as a loop over rows, ``jax.lax.map``, the same work counted, each row a small step of a while loop), or
    scaled (``--change scaled``: the row sum of ``x * 2``, halved: one more multiply per element, a trace of the
    usual size): that kernel timed and called, the others "same program";
-4. the same change with ``--time-all`` (every kernel timed, the way ab worked before its programs pass).
+4. the same change with ``--time-all`` (every kernel timed, the way ab worked before its programs pass);
+5. the floor of a gate that draws a fresh pair of processes each round, on this machine: two processes started at
+   once that only start up (Python, JAX, pytest, the plugin, collecting the changed test; the median of three
+   pairs), and the changed test's measurement per side from 3.'s JSON (its seconds waiting on each side over its
+   rounds). Six rounds (the fewest a 95% interval of a median allows) of a pair's start-up and two measurements
+   in turn cost at least that, before anything is compiled.
 
 Prints each command's verdict lines and a table of wall times against the plain run.
 
@@ -18,8 +23,10 @@ Prints each command's verdict lines and a table of wall times against the plain 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +57,29 @@ def shown(output: str) -> str:
             "kernel regressed", "kernels regressed", "round ")
     lines = [line for line in output.splitlines() if line.startswith(keep) or " passed" in line]
     return "\n".join(lines)
+
+
+def pair_start_up(command: list[str], cwd: Path) -> float:
+    """Seconds until both of two processes started at once have ended (the median of three pairs)."""
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        pair = [subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for _ in range(2)]
+        if any(p.wait() != 0 for p in pair):
+            raise SystemExit(f"{' '.join(command)} failed in {cwd}")
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def floor_line(start_up: float, report: Path, plain: float, rounds: int = 6) -> str:
+    """The fewest seconds ``rounds`` rounds of fresh pairs take: each a pair's start-up, then both sides measured."""
+    data = json.loads(report.read_text())
+    waited = sum(data["pytest_seconds"].values())
+    per_side = waited / max(2 * data["rounds"], 1)
+    floor = rounds * (start_up + 2 * per_side)
+    return (f"floor of {rounds} rounds of fresh pairs: {rounds} x (a pair's start-up {start_up:.1f} s + the changed "
+            f"test measured on each side, {per_side:.2f} s each) = {floor:.1f} s = {floor / plain:.1f}x the plain run")
 
 
 def main() -> int:
@@ -87,7 +117,8 @@ def main() -> int:
         raise SystemExit(f"{source}: the row sum's line is not as this bench expects: {ROW_SUM}")
     what, line = CHANGES[args.change]
     source.write_text(text.replace(ROW_SUM, line))
-    run(f"ab, {what}", [*ab, "--summary-md", str(work / "summary.md"), "--", args.file, "-q"])
+    run(f"ab, {what}", [*ab, "--summary-md", str(work / "summary.md"), "--json", str(work / "ab.json"), "--",
+                        args.file, "-q"])
     run("plain run of the head", pytest_cmd)
     if not args.skip_time_all:
         run(f"ab --time-all, {what}", [*ab, "--time-all", "--", args.file, "-q"])
@@ -97,6 +128,9 @@ def main() -> int:
     print(f"{'command':<42} {'seconds':>8} {'x plain':>8} {'exit':>5}")
     for name, seconds, status in rows[1:]:
         print(f"{name:<42} {seconds:>8.1f} {seconds / plain:>7.1f}x {status:>5}")
+    start_up = pair_start_up([*pytest_cmd[:3], f"{args.file}::test_row_sum", "--collect-only", *pytest_cmd[4:]],
+                             suite)
+    print(floor_line(start_up, work / "ab.json", plain))
     print(f"\nthe Markdown summary ({work / 'summary.md'}):\n")
     print((work / "summary.md").read_text())
     return 0

@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -66,6 +66,7 @@ class Server:
     items: list[str] = field(default_factory=list)
     seconds: float = 0.0  # wall time spent answering requests
     last: dict[tuple[str, str], KernelRecord] = field(default_factory=dict)  # each kernel's latest record
+    programs: dict[str, Any] | None = None  # a preparing process's programs pass (ProgramsPass.to_dict())
 
     @classmethod
     def start(cls, name: Side, label: str, command: Sequence[str], cwd: Path, env: dict[str, str],
@@ -93,6 +94,7 @@ class Server:
         if "hardware" in answer:  # a preparing process not waited for until now
             answer = self._answer()
         self.items = [str(i) for i in answer.get("items") or []]
+        self.programs = answer.get("programs")  # a preparing process: what its programs pass found
         if not self.items:
             self.stop()
             self._cannot_run()
@@ -128,14 +130,24 @@ class Server:
         return RoundReport.of(records, [Unmeasured.from_dict(u) for u in answer.get("unmeasured") or ()])
 
     def stop(self) -> None:
+        self.quit()
+        self.reap()
+
+    def quit(self) -> None:
+        """Ask it to end, without waiting for it (its session's end and exit can overlap the next pair's start)."""
         if self.requests.closed:
-            return  # stopped already
+            return  # asked already
         try:
             self.requests.write(json.dumps({"quit": True}) + "\n")
             self.requests.flush()
             self.requests.close()
         except OSError:
             pass
+
+    def reap(self) -> None:
+        """Wait until it has ended (killed after a minute)."""
+        if self.answers.closed:
+            return  # ended already
         try:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -202,14 +214,15 @@ def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[
                    max_drop: float | None, log: Callable[[str], None],
                    on_round: Callable[[int], None] | None = None,
                    *, over_budget: Callable[[float, int], str] | None = None,
-                   pair_rounds: int = PAIR_ROUNDS) -> ServedOutcome:
+                   pair_rounds: int = PAIR_ROUNDS, timed: Collection[str] | None = None) -> ServedOutcome:
     """Each test both sides collected, in pairs of processes: each pair runs every test not yet settled for
     ``pair_rounds`` rounds (ABBA) and is stopped; the next pair (``start_pair``) goes on, up to ``max_rounds``
     rounds. ``first``: the first pair, started; every pair is stopped here. ``over_budget(seconds of the last
     pair, pairs run)``: why no more pair starts ("" where one may). With one round per pair each round is a
-    fresh pair of processes, the default schedule of ``ab``."""
+    fresh pair of processes, the default schedule of ``ab``. ``timed``: the tests to time, where the first pair's
+    programs pass chose them (the tests one side has are then its verdicts, not timed here)."""
     base, head = first
-    tests = {n: _Test(n) for n in head.items if n in set(base.items)}
+    tests = {n: _Test(n) for n in head.items if n in set(base.items) and (timed is None or n in timed)}
     kernels: list[PairedKernel] = []
     fallback: list[str] = []
     last: dict[tuple[str, str], KernelRecord] = {}
@@ -218,39 +231,55 @@ def served_kernels(first: tuple[Server, Server], start_pair: Callable[[], tuple[
     stopped = (f"{count} rounds run" if pair_rounds == 1 else
                f"each test in pairs of processes ({pair_rounds} rounds each) until its verdicts settled")
     last_pair = 0.0
-    for number in range(count):
-        if number and over_budget is not None and (why := over_budget(last_pair, number)):
-            stopped = why
-            for nodeid in pending:
+    leaving: tuple[Server, ...] = ()  # the last pair, asked to end: it exits while the next one starts
+    try:
+        for number in range(count):
+            if number and over_budget is not None and (why := over_budget(last_pair, number)):
+                stopped = why
+                for nodeid in pending:
+                    _settle(tests[nodeid], list(tests).index(nodeid) + 1, len(tests), kernels, fallback, log)
+                break
+            pair_start = time.perf_counter()
+            if number:
+                base, head = start_pair()
+                for server in leaving:  # ended before this pair measures: nothing else runs beside a round
+                    server.reap()
+            leaving = (base, head)
+            one_sided = kernels if number == 0 and timed is None else None
+            _pair(leaving, [tests[n] for n in pending], one_sided, on_round, pair_rounds)
+            last.update(head.last)
+            seconds = [seconds[0] + base.seconds, seconds[1] + head.seconds]
+            last_pair = time.perf_counter() - pair_start
+            done = [n for n in pending if tests[n].finished(max_drop) or number + 1 == count]
+            pending = [n for n in pending if n not in done]
+            log(_progress(number, count, last_pair, pair_rounds, [k for n in tests for k in tests[n].judged],
+                          done=len(tests) - len(pending), total=len(tests)))
+            for nodeid in done:
                 _settle(tests[nodeid], list(tests).index(nodeid) + 1, len(tests), kernels, fallback, log)
-            break
-        pair_start = time.perf_counter()
-        if number:
-            base, head = start_pair()
-        try:
-            if number == 0:
-                kernels.extend(_one_sided(base, head))
-            for nodeid in pending:
-                tests[nodeid].pairs.append(_pair_rounds(base, head, nodeid, tests[nodeid].rounds, on_round,
-                                                        pair_rounds))
-        finally:
-            base.stop()
-            head.stop()
-        last.update(head.last)
-        seconds = [seconds[0] + base.seconds, seconds[1] + head.seconds]
-        last_pair = time.perf_counter() - pair_start
-        done = [n for n in pending if tests[n].finished(max_drop) or number + 1 == count]
-        pending = [n for n in pending if n not in done]
-        log(_progress(number, count, last_pair, pair_rounds, [k for n in tests for k in tests[n].judged],
-                      done=len(tests) - len(pending), total=len(tests)))
-        for nodeid in done:
-            _settle(tests[nodeid], list(tests).index(nodeid) + 1, len(tests), kernels, fallback, log)
-        if not pending:
-            if pair_rounds == 1 and settled([k for t in tests.values() for k in t.judged]):
-                stopped = f"every verdict settled after {number + 1} rounds"
-            break
+            if not pending:
+                if pair_rounds == 1 and settled([k for t in tests.values() for k in t.judged]):
+                    stopped = f"every verdict settled after {number + 1} rounds"
+                break
+    finally:
+        for server in leaving:
+            server.reap()
     most = max((t.rounds for t in tests.values() if t.nodeid not in fallback and t.judged), default=0)
     return ServedOutcome(kernels, most, fallback, stopped, list(last.values()), (seconds[0], seconds[1]))
+
+
+def _pair(pair: tuple[Server, Server], tests: Sequence[_Test], one_sided: list[PairedKernel] | None,
+          on_round: Callable[[int], None] | None, pair_rounds: int) -> None:
+    """One pair's rounds of each test in ``tests`` (``one_sided``: where the tests one side has go, for the first
+    pair); the pair is then asked to end."""
+    base, head = pair
+    try:
+        if one_sided is not None:
+            one_sided.extend(_one_sided(base, head))
+        for test in tests:
+            test.pairs.append(_pair_rounds(base, head, test.nodeid, test.rounds, on_round, pair_rounds))
+    finally:
+        base.quit()
+        head.quit()
 
 
 def _settle(test: _Test, number: int, total: int, kernels: list[PairedKernel], fallback: list[str],

@@ -1,7 +1,10 @@
 """``pytest-roofline ab``'s programs pass: both sides run the selected tests once, at the same time, each kernel
-compiled and fingerprinted and nothing timed (``plugin/ab_server.py``'s ProgramsPassWriter); the tests whose
-kernels compile to the same programs on both sides are then left out of the timed rounds
-(:mod:`..history.programs`). Nothing is measured, so the two processes may share the machine.
+compiled and fingerprinted and nothing timed; the tests whose kernels compile to the same programs on both sides
+are then left out of the timed rounds (:mod:`..history.programs`). Nothing is measured, so the two processes may
+share the machine. By default the pass is the first round's pair of processes preparing every selected test
+(``plugin/ab_server.py``; :func:`first_pair_programs`), which then measure the tests left to time; processes of
+their own run it (:func:`programs_pass`, ``plugin/session.py``'s ProgramsPassWriter) where the rounds do not
+serve requests (xdist, ``--long-lived``) or cannot.
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ from typing import IO
 
 from ..history.paired import PairedKernel, one_side, same_program
 from ..history.programs import PROGRAMS_PASS_VARIABLE, ProgramDiff, ProgramsOfTest, ProgramsPass, compare_programs
-from .ab_long_lived import EXIT_NAMES, problem_line
+from .ab_long_lived import EXIT_NAMES, Server, problem_line
 from .analyze import CliError
 
-__all__ = ["programs_pass", "untimed_kernels", "programs_line"]
+__all__ = ["programs_pass", "untimed_kernels", "programs_line", "first_pair_programs"]
 
 
 def _read(path: Path, label: str) -> ProgramsPass:
@@ -88,9 +91,24 @@ def untimed_kernels(diff: ProgramDiff) -> list[PairedKernel]:
     return out
 
 
-def programs_line(diff: ProgramDiff, seconds: float) -> str:
-    """One progress line: what the pass found and what will be timed."""
+def programs_line(diff: ProgramDiff, seconds: float, *, first_pair: bool = False) -> str:
+    """One progress line: what the pass found and what will be timed (``first_pair``: by the first round's pair,
+    which then times them)."""
     counts = {change: len(diff.of(change)) for change in ("same", "changed", "added", "removed")}
     found = ", ".join(f"{n} {change}" for change, n in counts.items() if n)
-    return (f"programs pass ({seconds:.1f} s, both sides compiled, nothing timed): kernels {found or 'none'}; "
+    where = "the first round's processes" if first_pair else "both sides"
+    return (f"programs pass ({seconds:.1f} s, {where} compiled, nothing timed): kernels {found or 'none'}; "
             f"{len(diff.timed)} test{'s' if len(diff.timed) != 1 else ''} to time")
+
+
+def first_pair_programs(base: Server, head: Server) -> tuple[ProgramDiff, str] | None:
+    """What the first pair of a comparison's rounds found while preparing (each side a programs pass of every
+    selected test) compared, and the device; None where a side did not say (a base revision whose plugin predates
+    this: its tests are then all timed)."""
+    if base.programs is None or head.programs is None:
+        return None
+    try:
+        at_base, at_head = ProgramsPass.from_dict(base.programs), ProgramsPass.from_dict(head.programs)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CliError(f"the programs pass of {base.label} or {head.label} cannot be read: {exc}") from None
+    return compare_programs(at_base, at_head), at_head.device or at_base.device

@@ -53,7 +53,7 @@ from .ab_long_lived import (
     served_kernels,
     start_servers,
 )
-from .ab_programs import programs_line, programs_pass, untimed_kernels
+from .ab_programs import first_pair_programs, programs_line, programs_pass, untimed_kernels
 from .analyze import CliError
 from .report_commands import check_summary, publish_summary
 from .worktree import commit_of, is_dirty, remove_leftovers, toplevel, worktree
@@ -151,23 +151,26 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
     with worktree(root, commit) as base_root:
         tmp = Path(base_root.parent / "work")
         sides = _sides(root, cwd, base_root, commit, dirty, head_commit)
-        untimed: list[PairedKernel] = []
-        device, to_time = "", True
-        if not options.time_all:
-            options, untimed, device, to_time = _left_to_time(options, root, sides, tmp, log)
-        if to_time:
-            found = _timed(options, root, sides, tmp, log, on_round, start=start)
+        # By default the first round's pair, preparing every selected test, is the programs pass (in _served).
+        served = not options.time_all and not options.long_lived and not _xdist(options.pytest_args)
+        found = _nothing_timed([], "")
+        if options.time_all or served:
+            found = _timed(options, root, sides, tmp, log, on_round, start=start, programs=served)
+        elif (left := _left_to_time(options, root, sides, tmp, log))[3]:
+            found = _timed(left[0], root, sides, tmp, log, on_round, start=start)
+            found.kernels += left[1]
         else:
-            found = _Found([], 0, "every kernel compiles to the same program on both sides", (0.0, 0.0),
-                           Run("", "", None, False, None, {}, records=()))
-    hardware = next((r.result.hardware.name for r in found.last_head.records), "") or device
+            found = _nothing_timed(left[1], left[2])
+    hardware = next((r.result.hardware.name for r in found.last_head.records), "") or found.device
     comparison = Comparison(options.base, commit, head_commit, dirty, found.rounds, options.rounds,
-                            stopped=found.stopped,
-                            kernels=(*found.kernels,
-                                     *untimed), seconds=time.perf_counter() - start, side_seconds=found.spent,
-                                     hardware=hardware,
-                            schedule=found.schedule)
+                            stopped=found.stopped, kernels=tuple(found.kernels), seconds=time.perf_counter() - start,
+                            side_seconds=found.spent, hardware=hardware, schedule=found.schedule)
     return comparison, found.last_head
+
+
+def _nothing_timed(untimed: list[PairedKernel], device: str) -> _Found:
+    return _Found(untimed, 0, "every kernel compiles to the same program on both sides", (0.0, 0.0),
+                  Run("", "", None, False, None, {}, records=()), device=device)
 
 
 def _left_to_time(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path,
@@ -186,11 +189,19 @@ def _left_to_time(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tm
 
 
 def _timed(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
-           on_round: Callable[[int], None] | None, *, start: float) -> _Found:
-    """The timed rounds of the tests left to time, in the schedule asked for."""
+           on_round: Callable[[int], None] | None, *, start: float, programs: bool = False) -> _Found:
+    """The timed rounds of the tests left to time, in the schedule asked for (``programs``: the first pair's
+    preparation is the programs pass that chooses them)."""
     found = None
     if not _xdist(options.pytest_args):  # xdist's workers cannot serve: fresh processes that run to their end
-        found = _served(options, root, sides, tmp, log, on_round, start=start)
+        found = _served(options, root, sides, tmp, log, on_round, start=start, programs=programs)
+    if found is None and programs:  # no pair could serve: the programs pass in processes of its own first
+        options, untimed, device, to_time = _left_to_time(options, root, sides, tmp, log)
+        if not to_time:
+            return _nothing_timed(untimed, device)
+        found = _rounds(options, root, sides, tmp, log, on_round, start=start)
+        found.kernels += untimed
+        return found
     if found is None or found.fallback:
         args = options.pytest_args if found is None else (*options.pytest_args, *found.deselect)
         rounds = _rounds(dataclasses.replace(options, pytest_args=args), root, sides, tmp, log, on_round, start=start)
@@ -212,19 +223,21 @@ class _Found:
     _: KW_ONLY  # fields from the seventh on are given by keyword
     fallback: tuple[str, ...] = ()
     deselect: tuple[str, ...] = ()  # for the per-round processes: every collected test but the fallback's
+    device: str = ""  # the programs pass's, where nothing was timed
 
 
 def _merged(served: _Found, rounds: _Found) -> _Found:
     return _Found([*served.kernels, *rounds.kernels], max(served.rounds, rounds.rounds),
                   f"{served.stopped}; {len(served.fallback)} in per-round processes: {rounds.stopped}",
                   (served.spent[0] + rounds.spent[0], served.spent[1] + rounds.spent[1]), served.last_head,
-                  served.schedule)
+                  served.schedule, device=served.device)
 
 
 def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Path, log: Callable[[str], None],
-            on_round: Callable[[int], None] | None, *, start: float) -> _Found | None:
+            on_round: Callable[[int], None] | None, *, start: float, programs: bool = False) -> _Found | None:
     """The rounds in pairs of processes that serve requests (one round per pair, or two with ``long_lived``); None
-    where a side cannot serve (then processes that run to their end time it, said in the log)."""
+    where a side cannot serve (then processes that run to their end time it, said in the log). ``programs``: the
+    first pair's preparation is the programs pass; only the tests it leaves to time are timed."""
     extra = ["-p", "no:cacheprovider", *(arg for name in QUIET_OUTPUTS for arg in ("-o", f"roofline_{name}="))]
     if importlib.util.find_spec("xdist") is not None and "no:xdist" not in options.pytest_args:
         extra += ["-n", "0"]  # over an ini file's -n: a serving process runs its tests itself
@@ -232,10 +245,10 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
     env = child_env(_child_env(), tmp / "jax-cache")
     # The default: each round a fresh pair of processes that compile at the same time and then measure in turn.
     prepare, pair_rounds, unit = (False, PAIR_ROUNDS, "pairs") if options.long_lived else (True, 1, "rounds")
+    args = list(options.pytest_args)  # later pairs: without the tests the programs pass leaves out
 
     def start_pair(first: bool = False) -> tuple[Server, Server]:
-        return start_servers(described, root, options.pytest_args, extra, env, tmp, child=CHILD, prepare=prepare,
-                             hardware_alone=first)
+        return start_servers(described, root, args, extra, env, tmp, child=CHILD, prepare=prepare, hardware_alone=first)
 
     try:
         first = start_pair(first=True)
@@ -246,20 +259,44 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
     if options.long_lived:
         log(f"kernel by kernel in pairs of long-lived processes: {len(head.items)} tests collected at the head, "
             f"{len(base.items)} at the base")
+    untimed, device, timed = _chosen(first, start, log) if programs else ([], "", None)
+    if timed is not None:
+        args += deselect_args([n for n in dict.fromkeys([*head.items, *base.items]) if n not in timed])
+        if not timed:
+            base.stop()
+            head.stop()
+            return _nothing_timed(untimed, device)
     try:
         outcome = served_kernels(first, start_pair, options.rounds, options.max_drop, log, on_round,
                                  over_budget=lambda last, pairs: _over_budget(options.budget_s, start, last, pairs,
                                                                               unit),
-                                 pair_rounds=pair_rounds)
+                                 pair_rounds=pair_rounds, timed=timed)
     except ServeUnavailable as exc:
         raise CliError(f"a pytest process of a round stopped: {exc}") from None
-    if not outcome.kernels and not outcome.fallback:
+    if not outcome.kernels and not outcome.fallback and not untimed:
         raise CliError(NOTHING_MEASURED)
     last = Run("the head's long-lived process", "", None, False, None, {}, records=tuple(outcome.last_head))
     others = [n for n in dict.fromkeys([*head.items, *base.items]) if n not in outcome.fallback]
-    return _Found(outcome.kernels, outcome.rounds, outcome.stopped, outcome.seconds, last,
-                  "kernels" if options.long_lived else "rounds",
+    return _Found([*outcome.kernels, *untimed], outcome.rounds, outcome.stopped, outcome.seconds, last,
+                  "kernels" if options.long_lived else "rounds", device=device,
                   fallback=tuple(outcome.fallback), deselect=tuple(a for n in others for a in ("--deselect", n)))
+
+
+def _chosen(first: tuple[Server, Server], start: float,
+            log: Callable[[str], None]) -> tuple[list[PairedKernel], str, list[str] | None]:
+    """The first pair's programs pass: the verdicts of the kernels not timed, the device, the tests to time (None:
+    a side did not say what it compiled, so every test is timed)."""
+    found = first_pair_programs(*first)
+    if found is None:
+        log("programs pass: the base's plugin does not say what it compiled: every selected test timed")
+        return [], "", None
+    diff, device = found
+    if not diff.kernels and not diff.timed:
+        for server in first:
+            server.stop()
+        raise CliError(NOTHING_MEASURED)
+    log(programs_line(diff, time.perf_counter() - start, first_pair=True))
+    return untimed_kernels(diff), device, list(diff.timed)
 
 
 def _xdist(pytest_args: Sequence[str]) -> bool:

@@ -5,7 +5,7 @@ Loaded by ``ab_child.py --serve`` as a plugin object. The requests come on one p
 one JSON object per line (pytest's own output goes to the process's stdout, which the comparison keeps for error
 messages)::
 
-    -> {"items": [nodeid, ...]}                       once, after collection
+    -> {"items": [nodeid, ...]}                       once, after collection (and preparation: with "programs")
     <- {"run": nodeid}                                 run that test again (its fixtures set up and torn down)
     -> {"records": [...], "unmeasured": [...], "seconds": s}
     <- {"quit": true}                                  or the pipe closed: the session ends as pytest's would
@@ -18,8 +18,10 @@ would build its inputs again). A test that could not measure a kernel the first 
 
 With ``prepare`` the process first finds its hardware (calibrating a CPU unless cached) and says so
 (``-> {"hardware": name}``), then runs every test before its ``items`` line with each ``roofline(...)`` call
-compiled and kept, nothing timed (a programs pass that defers its calls: :class:`.session.ProgramLog`); the first
-request for a test makes its kept calls, in order. The two sides can then prepare at the same time, and a round
+compiled and kept, nothing timed (a programs pass that defers its calls: :class:`.session.ProgramLog`), and says
+what that pass found with its items (``"programs"``: each test's kernels' fingerprints, for the first pair of a
+comparison to leave the tests whose programs are the same out); the first request for a test makes its kept
+calls, in order. The two sides can then prepare at the same time, and a round
 only measures. A test that stopped (it reads a result, or failed) is run whole when asked. Such a process serves
 one round: what a test measured is not kept for another, and its inputs are freed once it has measured.
 """
@@ -37,10 +39,11 @@ import pytest
 
 from ..analysis.runs.time_spent import Stopwatch
 from ..base.errors import MeasureError
+from ..history.programs import ProgramsPass
 from ..records.kernel_record import KernelRecord, Unmeasured
 from ..records.recorded_result import RecordedResult
-from .hooks import SESSION_KEY
-from .session import ProgramLog, Replayer
+from .hooks import SESSION_KEY, uses_roofline
+from .session import ProgramLog, Replayer, programs_found
 
 __all__ = ["AbServer"]
 
@@ -54,7 +57,8 @@ class AbServer:
         self._kept: dict[str, list[KernelRecord]] = {}  # per test: its kernels' records, to measure them again
         self._prepare = prepare
         self._prepared: dict[str, tuple[Replayer, list[Callable[[], Any]]]] = {}  # per test: its deferred calls
-        self._failed: set[str] = set()  # tests that failed while being prepared
+        self._failed: dict[str, str] = {}  # tests that failed while being prepared, and in which step
+        self._ran: set[str] = set()  # tests pytest reported on
 
     def _say(self, message: dict[str, Any]) -> None:
         self._answers.write(json.dumps(message) + "\n")
@@ -66,12 +70,13 @@ class AbServer:
             count = session.testsfailed  # as pytest's own run loop stops
             raise session.Interrupted(f"{count} error{'s' if count != 1 else ''} during collection")
         roofline = session.config.stash[SESSION_KEY]
+        programs: dict[str, Any] = {}
         if self._prepare:
             self._say({"hardware": _hardware_name(roofline)})
-            self._prepare_all(session.items, roofline)
+            programs = {"programs": self._prepare_all(session.items, roofline).to_dict()}
         roofline.once = True
         items = {item.nodeid: item for item in session.items}
-        self._say({"items": list(items)})
+        self._say({"items": list(items), **programs})
         for line in self._requests:
             request = json.loads(line)
             if request.get("quit"):
@@ -85,12 +90,14 @@ class AbServer:
         return True
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._ran.add(report.nodeid)
         if report.failed:
-            self._failed.add(report.nodeid)
+            self._failed.setdefault(report.nodeid, f"it failed in its {report.when}")
 
-    def _prepare_all(self, items: list[pytest.Item], roofline: Any) -> None:
+    def _prepare_all(self, items: list[pytest.Item], roofline: Any) -> ProgramsPass:
         """Run every test with its calls compiled and deferred, nothing timed; keep the calls of those that ran to
-        their end."""
+        their end. What it found is a programs pass: the driver leaves the tests whose programs are the same on both
+        sides out of the rounds."""
         log = roofline.programs = ProgramLog(defer=True)
         try:
             for index, item in enumerate(items):
@@ -102,6 +109,7 @@ class AbServer:
         for nodeid, deferred in log.deferred.items():
             if nodeid not in log.stopped and nodeid not in self._failed:
                 self._prepared[nodeid] = deferred
+        return programs_found([i.nodeid for i in items if uses_roofline(i)], log, self._failed, self._ran)
 
     def _run(self, item: pytest.Item, roofline: Any) -> dict[str, Any]:
         """Make a prepared test's calls, or run ``item`` as pytest would, keeping the fixtures of wider scope

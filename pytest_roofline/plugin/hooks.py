@@ -79,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
     if path := os.environ.get(PROGRAMS_PASS_VARIABLE):
         session.programs = ProgramLog()
-        config.pluginmanager.register(ProgramsPassWriter(path, session.programs, _uses_roofline),
+        config.pluginmanager.register(ProgramsPassWriter(path, session.programs, uses_roofline),
                                       "roofline-programs-pass")
     # An xdist worker itself (it has ``workerinput``), not a pytest its test starts, which inherits the worker's
     # PYTEST_XDIST_WORKER: that one sharing the host would wait for the share its own test holds.
@@ -131,7 +131,7 @@ def _trace_root(config: pytest.Config) -> Callable[[], str]:
     return trace_root
 
 
-def _uses_roofline(item: pytest.Item) -> bool:
+def uses_roofline(item: pytest.Item) -> bool:
     return "roofline" in getattr(item, "fixturenames", ()) or item.get_closest_marker("roofline") is not None
 
 
@@ -149,7 +149,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 # An xdist worker cannot stop the run (the controller would lose the message in an internal
                 # error): the test errors at setup with it instead.
                 item.stash[MARKER_ERROR_KEY] = str(exc)
-        if _uses_roofline(item):
+        if uses_roofline(item):
             config.stash[USED_KEY] = True
     config.stash[COLLECTED_KEY] = True
 
@@ -167,7 +167,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     # pytest calls this even when collection failed (it runs in a finally): no JAX import then.
-    if not config.stash.get(COLLECTED_KEY, False) or not any(_uses_roofline(item) for item in items):
+    if not config.stash.get(COLLECTED_KEY, False) or not any(uses_roofline(item) for item in items):
         return []
     if config.option.collectonly:
         return ["roofline: hardware not detected under --collect-only (detection may calibrate a CPU)"]

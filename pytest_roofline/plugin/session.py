@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, Protocol
@@ -28,7 +28,7 @@ from .lock import device_lock
 from .outputs import write_outputs
 from .settings import ConfigError, Settings
 
-__all__ = ["RooflineSession", "Measure", "ProgramLog", "ProgramsPassWriter", "default_trace_root", "ONCE_TIMING"]
+__all__ = ["RooflineSession", "Measure", "ProgramLog", "ProgramsPassWriter", "programs_found", "default_trace_root", "ONCE_TIMING"]
 
 # The timing of a measurement made once (a round of `pytest-roofline ab`), where the test sets none: one warm-up run
 # and a shorter least sampling time and budget; the rounds, each pairing the two sides seconds apart, are the sample.
@@ -122,16 +122,23 @@ class ProgramsPassWriter:
             self._failed.setdefault(report.nodeid, f"it failed in its {report.when}")
 
     def pytest_sessionfinish(self, session: Any) -> None:
-        tests = {}
-        for nodeid in self._tests:
-            stopped = (self._log.stopped.get(nodeid) or self._failed.get(nodeid, "")
-                       or ("" if nodeid in self._ran else "it did not run (the session stopped before it)"))
-            tests[nodeid] = ProgramsOfTest(nodeid, self._log.kernels.get(nodeid, {}), not stopped, stopped)
-        jax = sys.modules.get("jax")  # imported where a kernel was compiled
-        device = str(jax.devices()[0].device_kind) if jax is not None and self._log.kernels else ""
+        found = programs_found(self._tests, self._log, self._failed, self._ran)
         worker = os.environ.get("PYTEST_XDIST_WORKER")  # each xdist worker its own file, merged by ab
         path = f"{self._path}.{worker}" if worker else self._path
-        write_text_atomic(path, json.dumps(ProgramsPass(tests, device).to_dict(), indent=1) + "\n")
+        write_text_atomic(path, json.dumps(found.to_dict(), indent=1) + "\n")
+
+
+def programs_found(tests: Sequence[str], log: ProgramLog, failed: Mapping[str, str], ran: Container[str]) -> ProgramsPass:
+    """What a programs pass found: each of ``tests`` (those that use roofline) with its kernels' fingerprints and
+    why it stopped before its end (it read a result, it ``failed``, or it never ``ran``); the device."""
+    found = {}
+    for nodeid in tests:
+        stopped = (log.stopped.get(nodeid) or failed.get(nodeid, "")
+                   or ("" if nodeid in ran else "it did not run (the session stopped before it)"))
+        found[nodeid] = ProgramsOfTest(nodeid, log.kernels.get(nodeid, {}), not stopped, stopped)
+    jax = sys.modules.get("jax")  # imported where a kernel was compiled
+    device = str(jax.devices()[0].device_kind) if jax is not None and log.kernels else ""
+    return ProgramsPass(found, device)
 
 
 def default_trace_root() -> str:

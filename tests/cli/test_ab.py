@@ -412,6 +412,9 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     # the matmul compiles to the same program on both sides: not timed at all
     assert kernels["matmul"]["verdict"] == "same" and kernels["matmul"]["ratios"] == [], out
     assert "programs pass (" in err and "kernels 1 same, 1 changed; 1 test to time" in err
+    # by default the first round's pair prepares every test and is the programs pass; long-lived pairs need their own
+    where = "the first round's processes compiled" if schedule == "rounds" else "both sides compiled"
+    assert where in err.split("programs pass (", 1)[1].splitlines()[0], err
     assert status == 1 and document["exit_status"] == 1 and document["rounds"] == rounds
     assert document["schedule"] == schedule
     assert len(kernels["total"]["ratios"]) == 6 and kernels["total"]["interval"][1] < 0.7
@@ -497,3 +500,30 @@ def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:
     args = _parser().parse_args(command)  # the options are real: argparse would stop on any other
     assert args.command == "ab" and args.json == "roofline-ab.json" and args.html == "roofline-ab.html"
     assert args.summary_md == "roofline-ab.md" and args.budget == 900
+
+
+def test_the_first_pairs_programs_choose_what_is_timed() -> None:
+    """Fakes of the first pair's two processes, holding only what each said once prepared (its programs pass): the
+    diff chooses the tests to time; a base whose plugin said nothing (an older revision) gives None, and every test
+    is then timed."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from pytest_roofline.cli.ab_programs import first_pair_programs
+    from pytest_roofline.history.programs import ProgramsOfTest, ProgramsPass
+
+    def side(label: str, total: str) -> Server:
+        tests = {"t.py::test_total": ProgramsOfTest("t.py::test_total", {"total": total}),
+                 "t.py::test_matmul": ProgramsOfTest("t.py::test_matmul", {"matmul": "m1"})}
+        return cast(Server, SimpleNamespace(label=label, programs=ProgramsPass(tests, "cpu").to_dict()))
+
+    found = first_pair_programs(side("the base", "a1"), side("the head", "a2"))
+    assert found is not None
+    diff, device = found
+    assert list(diff.timed) == ["t.py::test_total"] and device == "cpu"
+    assert diff.kernels[("t.py::test_matmul", "matmul")] == "same"
+    older = cast(Server, SimpleNamespace(label="the base", programs=None))
+    assert first_pair_programs(older, side("the head", "a2")) is None
+    broken = cast(Server, SimpleNamespace(label="the base", programs={"programs_pass": 2}))
+    with pytest.raises(CliError, match="the programs pass of the base or the head cannot be read"):
+        first_pair_programs(broken, side("the head", "a2"))
