@@ -9,10 +9,11 @@ example suite in a fresh git repository, as a user would run it in a clone.
    usual size): that kernel timed and called, the others "same program";
 4. the same change with ``--time-all`` (every kernel timed, the way ab worked before its programs pass);
 5. the floor of a gate that draws a fresh pair of processes each round, on this machine: two processes started at
-   once that only start up (Python, JAX, pytest, the plugin, collecting the changed test; the median of three
-   pairs), and the changed test's measurement per side from 3.'s JSON (its seconds waiting on each side over its
-   rounds). Six rounds (the fewest a 95% interval of a median allows) of a pair's start-up and two measurements
-   in turn cost at least that, before anything is compiled.
+   once that start up (Python, JAX, pytest, the plugin, collecting the changed test) and prepare it as a round's
+   processes do (its inputs built, its kernel compiled from JAX's cache and fingerprinted, nothing timed: ab's
+   programs pass of that one test; the median of three pairs), and the changed test's measurement per side from
+   3.'s JSON (its seconds waiting on each side over its rounds). Six rounds (the fewest a 95% interval of a median
+   allows) of such a pair and two measurements in turn cost at least that.
 
 Prints each command's verdict lines and a table of wall times against the plain run.
 
@@ -59,13 +60,18 @@ def shown(output: str) -> str:
     return "\n".join(lines)
 
 
-def pair_start_up(command: list[str], cwd: Path) -> float:
-    """Seconds until both of two processes started at once have ended (the median of three pairs)."""
+def pair_start_up(command: list[str], cwd: Path, work: Path) -> float:
+    """Seconds until both of two processes started at once have ended (the median of three pairs), each a programs
+    pass of ``command``'s tests with JAX's compilation cache filled by a first pass."""
+    env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(work / "jax-cache"),
+           "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "PYTEST_ROOFLINE_PROGRAMS_PASS": str(work / "pass.json")}
+    subprocess.run(command, cwd=cwd, env=env, capture_output=True, check=True)
     times = []
     for _ in range(3):
         start = time.perf_counter()
-        pair = [subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                for _ in range(2)]
+        pair = [subprocess.Popen(command, cwd=cwd, env={**env, "PYTEST_ROOFLINE_PROGRAMS_PASS": str(work / f"p{i}.json")},
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for i in range(2)]
         if any(p.wait() != 0 for p in pair):
             raise SystemExit(f"{' '.join(command)} failed in {cwd}")
         times.append(time.perf_counter() - start)
@@ -78,8 +84,9 @@ def floor_line(start_up: float, report: Path, plain: float, rounds: int = 6) -> 
     waited = sum(data["pytest_seconds"].values())
     per_side = waited / max(2 * data["rounds"], 1)
     floor = rounds * (start_up + 2 * per_side)
-    return (f"floor of {rounds} rounds of fresh pairs: {rounds} x (a pair's start-up {start_up:.1f} s + the changed "
-            f"test measured on each side, {per_side:.2f} s each) = {floor:.1f} s = {floor / plain:.1f}x the plain run")
+    return (f"floor of {rounds} rounds of fresh pairs: {rounds} x (a pair's start-up and preparation {start_up:.1f} s + "
+            f"the changed test measured on each side, {per_side:.2f} s each) = {floor:.1f} s = {floor / plain:.1f}x "
+            "the plain run")
 
 
 def main() -> int:
@@ -128,8 +135,7 @@ def main() -> int:
     print(f"{'command':<42} {'seconds':>8} {'x plain':>8} {'exit':>5}")
     for name, seconds, status in rows[1:]:
         print(f"{name:<42} {seconds:>8.1f} {seconds / plain:>7.1f}x {status:>5}")
-    start_up = pair_start_up([*pytest_cmd[:3], f"{args.file}::test_row_sum", "--collect-only", *pytest_cmd[4:]],
-                             suite)
+    start_up = pair_start_up([*pytest_cmd[:3], f"{args.file}::test_row_sum", *pytest_cmd[4:]], suite, work)
     print(floor_line(start_up, work / "ab.json", plain))
     print(f"\nthe Markdown summary ({work / 'summary.md'}):\n")
     print((work / "summary.md").read_text())
