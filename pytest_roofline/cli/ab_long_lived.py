@@ -67,6 +67,7 @@ class Server:
     seconds: float = 0.0  # wall time spent answering requests
     last: dict[tuple[str, str], KernelRecord] = field(default_factory=dict)  # each kernel's latest record
     programs: dict[str, Any] | None = None  # a preparing process's programs pass (ProgramsPass.to_dict())
+    found: str = ""  # the hardware a preparing process found ("CPU AMD EPYC x2", "NVIDIA H100 80GB HBM3")
 
     @classmethod
     def start(cls, name: Side, label: str, command: Sequence[str], cwd: Path, env: dict[str, str],
@@ -85,13 +86,14 @@ class Server:
 
     def hardware(self) -> None:
         """Wait until a preparing process has found its hardware (calibrated a CPU, unless cached)."""
-        self._answer()
+        self.found = str(self._answer().get("hardware") or "")
 
     def ready(self) -> None:
         """Wait for its collection (and preparation); its test ids (a usage or collection error, or no test: a
         CliError)."""
         answer = self._answer()
         if "hardware" in answer:  # a preparing process not waited for until now
+            self.found = str(answer.get("hardware") or "")
             answer = self._answer()
         self.items = [str(i) for i in answer.get("items") or []]
         self.programs = answer.get("programs")  # a preparing process: what its programs pass found

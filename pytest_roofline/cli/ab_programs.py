@@ -103,7 +103,7 @@ def programs_line(diff: ProgramDiff, seconds: float, *, first_pair: bool = False
 
 def first_pair_programs(base: Server, head: Server) -> tuple[ProgramDiff, str] | None:
     """What the first pair of a comparison's rounds found while preparing (each side a programs pass of every
-    selected test) compared, and the device; None where a side did not say (a base revision whose plugin predates
+    selected test) compared, and the hardware it found (else the device); None where a side did not say (a base revision whose plugin predates
     this: its tests are then all timed)."""
     if base.programs is None or head.programs is None:
         return None
@@ -111,4 +111,4 @@ def first_pair_programs(base: Server, head: Server) -> tuple[ProgramDiff, str] |
         at_base, at_head = ProgramsPass.from_dict(base.programs), ProgramsPass.from_dict(head.programs)
     except (ValueError, KeyError, TypeError) as exc:
         raise CliError(f"the programs pass of {base.label} or {head.label} cannot be read: {exc}") from None
-    return compare_programs(at_base, at_head), at_head.device or at_base.device
+    return compare_programs(at_base, at_head), head.found or base.found or at_head.device or at_base.device

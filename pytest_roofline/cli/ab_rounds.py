@@ -4,7 +4,8 @@ alternating order (ABBA), and a paired verdict per kernel (:mod:`..history.paire
 The head is the working tree as it is (uncommitted changes included); the base is REV checked out in a temporary
 git worktree. Each process runs ``plugin/ab_child.py``, which makes the base import its own tree. By default each
 round is a fresh pair of processes, one per side, that compile the tests left to time at the same time and then
-measure each kernel once in turn (:mod:`.ab_long_lived` with one round per pair); with ``long_lived`` each pair
+measure each kernel once in turn (:mod:`.ab_long_lived` with one round per pair); the first pair compiles every
+selected test, and what it compiled is the programs pass that chooses the tests to time; with ``long_lived`` each pair
 measures each test not yet settled for two rounds. Under xdist's ``-n``, and for tests whose inputs do not fit in
 device memory beside the other process, each side of a round is a fresh process that runs the selection to its
 end, measuring each kernel once (``--once``), and writes a JSON report that is read back here. Exit status: 1 on

@@ -515,15 +515,17 @@ def test_the_first_pairs_programs_choose_what_is_timed() -> None:
     def side(label: str, total: str) -> Server:
         tests = {"t.py::test_total": ProgramsOfTest("t.py::test_total", {"total": total}),
                  "t.py::test_matmul": ProgramsOfTest("t.py::test_matmul", {"matmul": "m1"})}
-        return cast(Server, SimpleNamespace(label=label, programs=ProgramsPass(tests, "cpu").to_dict()))
+        return cast(Server, SimpleNamespace(label=label, programs=ProgramsPass(tests, "cpu").to_dict(), found=""))
 
     found = first_pair_programs(side("the base", "a1"), side("the head", "a2"))
     assert found is not None
     diff, device = found
     assert list(diff.timed) == ["t.py::test_total"] and device == "cpu"
     assert diff.kernels[("t.py::test_matmul", "matmul")] == "same"
-    older = cast(Server, SimpleNamespace(label="the base", programs=None))
+    named = cast(Server, SimpleNamespace(label="the head", programs=side("", "a2").programs, found="CPU Z x2"))
+    assert first_pair_programs(side("the base", "a1"), named) == (diff, "CPU Z x2")  # the hardware it said it found
+    older = cast(Server, SimpleNamespace(label="the base", programs=None, found=""))
     assert first_pair_programs(older, side("the head", "a2")) is None
-    broken = cast(Server, SimpleNamespace(label="the base", programs={"programs_pass": 2}))
+    broken = cast(Server, SimpleNamespace(label="the base", programs={"programs_pass": 2}, found=""))
     with pytest.raises(CliError, match="the programs pass of the base or the head cannot be read"):
         first_pair_programs(broken, side("the head", "a2"))
