@@ -71,11 +71,12 @@ class Server:
 
     @classmethod
     def start(cls, name: Side, label: str, command: Sequence[str], cwd: Path, env: dict[str, str],
-              log: Path, *, prepare: bool = False) -> Server:
-        """Start it (``prepare``: it compiles every test's kernels before saying its items, nothing timed)."""
+              log: Path, *, prepare: bool = False, first: bool = False) -> Server:
+        """Start it (``prepare``: it compiles every test's kernels before saying its items, nothing timed;
+        ``first``: it says what every test compiled with its items, then prepares the tests :meth:`prepare` names)."""
         request_r, request_w = os.pipe()
         answer_r, answer_w = os.pipe()
-        serve = [f"--serve={request_r},{answer_w}", *(["--prepare"] if prepare else [])]
+        serve = [f"--serve={request_r},{answer_w}", *(["--prepare"] if prepare else []), *(["--first"] if first else [])]
         with open(log, "wb") as out:
             process = subprocess.Popen([*command[:4], *serve, *command[4:]], cwd=cwd,
                                        env=env, stdout=out, stderr=subprocess.STDOUT, pass_fds=(request_r, answer_w))
@@ -100,6 +101,15 @@ class Server:
         if not self.items:
             self.stop()
             self._cannot_run()
+
+    def prepare(self, nodeids: Sequence[str]) -> None:
+        """Ask a first pair's process to prepare these tests (the others it ran once are not timed)."""
+        self.requests.write(json.dumps({"prepare": list(nodeids)}) + "\n")
+        self.requests.flush()
+
+    def prepared(self) -> None:
+        """Wait until it has prepared them."""
+        self._answer()
 
     def _cannot_run(self) -> None:
         """Say why pytest could not run this side's tests, where its exit status says so."""
@@ -355,18 +365,19 @@ def child_env(base_env: dict[str, str], cache_dir: Path) -> dict[str, str]:
 
 def start_servers(sides: Sequence[tuple[Side, str, Path, str]], root: Path, args: Sequence[str],
                   extra: Sequence[str], env: dict[str, str], tmp: Path, *, child: Path, prepare: bool = False,
-                  hardware_alone: bool = False) -> tuple[Server, Server]:
+                  hardware_alone: bool = False, first: bool = False) -> tuple[Server, Server]:
     """Start both sides (collecting, and with ``prepare`` compiling, at the same time), then wait for each; a side
     that cannot serve raises :class:`ServeUnavailable` after both are stopped. ``hardware_alone``: the second
     starts once the first has found its hardware, so that a CPU calibrated there ran alone and is cached for
-    every later process."""
+    every later process. ``first``: each is a comparison's programs pass first (:meth:`Server.start`)."""
     servers: list[Server] = []
     try:
         for name, label, cwd, base_root in sides:
             if servers and prepare and hardware_alone:
                 servers[0].hardware()
             command = [sys.executable, str(child), str(root), base_root, *args, *extra]
-            servers.append(Server.start(name, label, command, cwd, env, tmp / f"{name}.log", prepare=prepare))
+            servers.append(Server.start(name, label, command, cwd, env, tmp / f"{name}.log", prepare=prepare,
+                                        first=first))
         for server in servers:
             server.ready()
     except BaseException:

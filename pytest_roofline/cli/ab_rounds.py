@@ -249,7 +249,8 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
     args = list(options.pytest_args)  # later pairs: without the tests the programs pass leaves out
 
     def start_pair(first: bool = False) -> tuple[Server, Server]:
-        return start_servers(described, root, args, extra, env, tmp, child=CHILD, prepare=prepare, hardware_alone=first)
+        return start_servers(described, root, args, extra, env, tmp, child=CHILD, prepare=prepare, hardware_alone=first,
+                             first=first and programs)
 
     try:
         first = start_pair(first=True)
@@ -286,18 +287,23 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
 def _chosen(first: tuple[Server, Server], start: float,
             log: Callable[[str], None]) -> tuple[list[PairedKernel], str, list[str] | None]:
     """The first pair's programs pass: the verdicts of the kernels not timed, the device, the tests to time (None:
-    a side did not say what it compiled, so every test is timed)."""
+    a side did not say what it compiled, so every test is timed). Both processes then prepare those tests, at once."""
     found = first_pair_programs(*first)
-    if found is None:
-        log("programs pass: the base's plugin does not say what it compiled: every selected test timed")
-        return [], "", None
-    diff, device = found
-    if not diff.kernels and not diff.timed:
+    timed = None if found is None else list(found[0].timed)
+    if found is not None and not found[0].kernels and not timed:
         for server in first:
             server.stop()
         raise CliError(NOTHING_MEASURED)
-    log(programs_line(diff, time.perf_counter() - start, first_pair=True))
-    return untimed_kernels(diff), device, list(diff.timed)
+    if timed != []:  # else the pair is stopped: nothing to time
+        for server in first:
+            server.prepare(server.items if timed is None else timed)
+        for server in first:
+            server.prepared()
+    if found is None:
+        log("programs pass: the base's plugin does not say what it compiled: every selected test timed")
+        return [], "", None
+    log(programs_line(found[0], time.perf_counter() - start, first_pair=True))
+    return untimed_kernels(found[0]), found[1], timed
 
 
 def _xdist(pytest_args: Sequence[str]) -> bool:

@@ -1,6 +1,6 @@
 """One side of ``pytest-roofline ab`` in a fresh process, run as a script (never imported)::
 
-    python ab_child.py HEAD_ROOT BASE_ROOT [--once | --serve=REQUESTS_FD,ANSWERS_FD [--prepare]] PYTEST_ARGS...
+    python ab_child.py HEAD_ROOT BASE_ROOT [--once | --serve=REQUESTS_FD,ANSWERS_FD [--prepare [--first]]] PYTEST_ARGS...
 
 With BASE_ROOT not empty, every module whose file lies in the head's tree is loaded from the same path in the
 base's worktree instead. A project installed in editable mode (a ``.pth`` path or setuptools' import finder)
@@ -11,7 +11,8 @@ code never imports) is imported from where it is.
 With ``--once`` (a round's side), every kernel is measured once (:class:`MeasureOnce`). With ``--serve``, the
 process stays up and runs the tests it is asked for, one at a time, as often as asked
 (``ab_server.py``; the two numbers are the file descriptors of its pipes); with ``--prepare`` it first compiles
-every test's kernels with nothing timed, so that a request only measures.
+every test's kernels with nothing timed, so that a request only measures; with ``--first`` too, it first says
+what every test compiled (the comparison's programs pass) and prepares only the tests it is then asked to.
 
 Only the standard library is imported before the finder is in place (pytest comes after it, so that a project
 that is itself a pytest plugin runs its base revision too).
@@ -97,8 +98,13 @@ def main(argv: Sequence[str]) -> int:
         prepare = bool(args) and args[0] == "--prepare"
         if prepare:
             args.pop(0)
-        # without --prepare, the two-argument call an older plugin (a base revision of this project) also takes
-        plugins.append(AbServer(requests_fd, answers_fd, prepare) if prepare else AbServer(requests_fd, answers_fd))
+        first = prepare and bool(args) and args[0] == "--first"
+        if first:
+            args.pop(0)
+        # without --prepare (--first), the two-argument (three-argument) call an older plugin (a base revision of
+        # this project) also takes
+        plugins.append(AbServer(requests_fd, answers_fd, prepare, first) if first else
+                       AbServer(requests_fd, answers_fd, prepare) if prepare else AbServer(requests_fd, answers_fd))
     sys.argv = ["pytest", *args]
     return int(pytest.main(list(args), plugins=plugins))
 

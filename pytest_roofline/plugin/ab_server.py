@@ -5,7 +5,8 @@ Loaded by ``ab_child.py --serve`` as a plugin object. The requests come on one p
 one JSON object per line (pytest's own output goes to the process's stdout, which the comparison keeps for error
 messages)::
 
-    -> {"items": [nodeid, ...]}                       once, after collection (and preparation: with "programs")
+    -> {"items": [nodeid, ...]}                       once, after collection (and preparation)
+    <- {"prepare": [nodeid, ...]}                      the first pair only: prepare these (-> {"prepared": true})
     <- {"run": nodeid}                                 run that test again (its fixtures set up and torn down)
     -> {"records": [...], "unmeasured": [...], "seconds": s}
     <- {"quit": true}                                  or the pipe closed: the session ends as pytest's would
@@ -18,12 +19,14 @@ would build its inputs again). A test that could not measure a kernel the first 
 
 With ``prepare`` the process first finds its hardware (calibrating a CPU unless cached) and says so
 (``-> {"hardware": name}``), then runs every test before its ``items`` line with each ``roofline(...)`` call
-compiled and kept, nothing timed (a programs pass that defers its calls: :class:`.session.ProgramLog`), and says
-what that pass found with its items (``"programs"``: each test's kernels' fingerprints, for the first pair of a
-comparison to leave the tests whose programs are the same out); the first request for a test makes its kept
-calls, in order. The two sides can then prepare at the same time, and a round
-only measures. A test that stopped (it reads a result, or failed) is run whole when asked. Such a process serves
-one round: what a test measured is not kept for another, and its inputs are freed once it has measured.
+compiled and kept, nothing timed (a programs pass that defers its calls: :class:`.session.ProgramLog`); the first
+request for a test makes its kept calls, in order. The two sides can then prepare at the same time, and a round
+only measures. The first pair of a comparison (``first``) runs every test once without keeping its calls (one
+test's inputs held at a time, as a programs pass in processes of its own would), says what it found with its
+items (``"programs"``: each test's kernels' fingerprints), and then prepares only the tests the driver chose (those
+whose programs differ between the sides). A test that stopped (it reads a result, or failed) is run whole when
+asked. Such a process serves one round: what a test measured is not kept for another, and its inputs are freed
+once it has measured.
 """
 
 from __future__ import annotations
@@ -51,11 +54,12 @@ __all__ = ["AbServer"]
 class AbServer:
     """The plugin: replaces pytest's run loop with the request loop."""
 
-    def __init__(self, requests_fd: int, answers_fd: int, prepare: bool = False) -> None:
+    def __init__(self, requests_fd: int, answers_fd: int, prepare: bool = False, first: bool = False) -> None:
         self._requests: IO[str] = os.fdopen(requests_fd, "r", encoding="utf-8")
         self._answers: IO[str] = os.fdopen(answers_fd, "w", encoding="utf-8")
         self._kept: dict[str, list[KernelRecord]] = {}  # per test: its kernels' records, to measure them again
         self._prepare = prepare
+        self._first = first  # the first pair of a comparison: a programs pass of every test, then prepare the chosen
         self._prepared: dict[str, tuple[Replayer, list[Callable[[], Any]]]] = {}  # per test: its deferred calls
         self._failed: dict[str, str] = {}  # tests that failed while being prepared, and in which step
         self._ran: set[str] = set()  # tests pytest reported on
@@ -70,13 +74,23 @@ class AbServer:
             count = session.testsfailed  # as pytest's own run loop stops
             raise session.Interrupted(f"{count} error{'s' if count != 1 else ''} during collection")
         roofline = session.config.stash[SESSION_KEY]
-        programs: dict[str, Any] = {}
+        items = {item.nodeid: item for item in session.items}
         if self._prepare:
             self._say({"hardware": _hardware_name(roofline)})
-            programs = {"programs": self._prepare_all(session.items, roofline).to_dict()}
+        if self._prepare and self._first:
+            found = self._pass(session.items, roofline, defer=False)  # one test's inputs at a time
+            self._say({"items": list(items), "programs": found.to_dict()})
+            chosen = json.loads(self._requests.readline() or '{"quit": true}')
+            if chosen.get("quit"):
+                return True
+            self._pass([items[n] for n in chosen.get("prepare") or () if n in items], roofline, defer=True)
+            self._say({"prepared": True})
+        elif self._prepare:
+            self._pass(session.items, roofline, defer=True)
+            self._say({"items": list(items)})
+        else:
+            self._say({"items": list(items)})
         roofline.once = True
-        items = {item.nodeid: item for item in session.items}
-        self._say({"items": list(items), **programs})
         for line in self._requests:
             request = json.loads(line)
             if request.get("quit"):
@@ -94,11 +108,14 @@ class AbServer:
         if report.failed:
             self._failed.setdefault(report.nodeid, f"it failed in its {report.when}")
 
-    def _prepare_all(self, items: list[pytest.Item], roofline: Any) -> ProgramsPass:
-        """Run every test with its calls compiled and deferred, nothing timed; keep the calls of those that ran to
-        their end. What it found is a programs pass: the driver leaves the tests whose programs are the same on both
-        sides out of the rounds."""
-        log = roofline.programs = ProgramLog(defer=True)
+    def _pass(self, items: list[pytest.Item], roofline: Any, *, defer: bool) -> ProgramsPass:
+        """Run each of ``items`` with its calls compiled, nothing timed; with ``defer``, keep the calls of those that
+        ran to their end (and their inputs, until measured). What it found is a programs pass: the first pair's
+        tells the driver which tests have the same programs on both sides, to be left out of the rounds."""
+        log = roofline.programs = ProgramLog(defer=defer)
+        state = getattr(items[0].session, "_setupstate", None) if items else None
+        if state is not None:  # a second pass: what the first left set up and the next test does not share goes
+            state.teardown_exact(items[0])
         try:
             for index, item in enumerate(items):
                 # the last keeps its module's and the session's fixtures, as a run of _run does

@@ -359,6 +359,42 @@ def test_a_preparing_process_compiles_first_and_measures_when_asked(tmp_path: Pa
     assert "3 passed, 1 skipped in" in log and server.process.returncode == 0, log
 
 
+@pytest.mark.slow  # a pytest process timing two real kernels
+def test_a_first_pairs_process_says_its_programs_then_prepares_what_it_is_asked_to(tmp_path: Path) -> None:
+    """The first pair of ab's default schedule (``--serve --prepare --first``): each process runs every test once
+    with nothing kept (its programs pass, one test's inputs at a time), says each test's kernels' fingerprints with
+    its items, then prepares only the tests it is asked to and measures them when asked. A fake CPU entry with
+    made-up peaks (datasheet ceilings): nothing to calibrate."""
+    from pytest_roofline.history.programs import ProgramsPass
+
+    (tmp_path / "test_k.py").write_text(PREPARED)
+    (tmp_path / "fake_cpu.yaml").write_text(
+        "devices:\n  Fake CPU:\n    platform: cpu\n    device_kinds: [cpu]\n    read: 2026-11-26\n"
+        "    peak_tflops: {f32: 10, vector: 10}\n    memory_gbps: 2000\n")
+    command = [sys.executable, str(CHILD), str(tmp_path), "", "-q", "-p", "no:cacheprovider",
+               "--roofline-config=fake_cpu.yaml", "--roofline-ceilings=datasheet"]
+    server = Server.start("head", "the head", command, tmp_path, dict(os.environ), tmp_path / "head.log",
+                          prepare=True, first=True)
+    try:
+        server.hardware()
+        server.ready()
+        assert server.items == ["test_k.py::test_plain", "test_k.py::test_reads"] and server.found == "Fake CPU"
+        assert server.programs is not None
+        found = ProgramsPass.from_dict(server.programs).tests
+        assert list(found["test_k.py::test_plain"].kernels) == ["double"] and found["test_k.py::test_plain"].complete
+        assert not found["test_k.py::test_reads"].complete  # it reads its result: timed, run whole when asked
+        server.prepare(["test_k.py::test_plain"])
+        server.prepared()
+        plain = server.run("test_k.py::test_plain")
+    finally:
+        server.stop()
+    assert list(plain.records) == [("test_k.py::test_plain", "double")] and not plain.unmeasured
+    log = (tmp_path / "head.log").read_text()
+    # the pass ran both (one skipped where it read its result), then test_plain alone was prepared: its request was
+    # its kept call (no test run), and test_reads was never run again
+    assert "2 passed, 1 skipped in" in log and server.process.returncode == 0, log
+
+
 SUITE = {
     "src/demokern/__init__.py": "VERSION = 'one'\n\n\ndef total(x):\n    return x.sum()\n",
     "tests/test_kernels.py": """import jax.numpy as jnp
