@@ -69,8 +69,8 @@ def pair_start_up(command: list[str], cwd: Path, work: Path) -> float:
     times = []
     for _ in range(3):
         start = time.perf_counter()
-        pair = [subprocess.Popen(command, cwd=cwd, env={**env, "PYTEST_ROOFLINE_PROGRAMS_PASS": str(work / f"p{i}.json")},
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pair = [subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env={**env, "PYTEST_ROOFLINE_PROGRAMS_PASS": str(work / f"p{i}.json")})
                 for i in range(2)]
         if any(p.wait() != 0 for p in pair):
             raise SystemExit(f"{' '.join(command)} failed in {cwd}")
@@ -84,9 +84,9 @@ def floor_line(start_up: float, report: Path, plain: float, rounds: int = 6) -> 
     waited = sum(data["pytest_seconds"].values())
     per_side = waited / max(2 * data["rounds"], 1)
     floor = rounds * (start_up + 2 * per_side)
-    return (f"floor of {rounds} rounds of fresh pairs: {rounds} x (a pair's start-up and preparation {start_up:.1f} s + "
-            f"the changed test measured on each side, {per_side:.2f} s each) = {floor:.1f} s = {floor / plain:.1f}x "
-            "the plain run")
+    return (f"floor of {rounds} rounds of fresh pairs: {rounds} x (a pair's start-up and preparation "
+            f"{start_up:.1f} s + the changed test measured on each side, {per_side:.2f} s each) = {floor:.1f} s = "
+            f"{floor / plain:.1f}x the plain run")
 
 
 def main() -> int:

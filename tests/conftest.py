@@ -45,7 +45,8 @@ def _quick_loop_compiles_cached(request: pytest.FixtureRequest) -> None:
     (``.pytest_cache``; ``--cache-clear`` empties it, ``-p no:cacheprovider`` turns it off), so that the loop's next
     runs load the same executables. The full run compiles afresh: its tests time compiles and measure kernels."""
     config = request.config
-    if "jax" not in sys.modules or "not slow" not in (config.option.markexpr or "") or getattr(config, "cache", None) is None:
+    quick = "not slow" in (config.option.markexpr or "")
+    if "jax" not in sys.modules or not quick or getattr(config, "cache", None) is None:
         return  # no test collected uses JAX (nothing is imported for it), or the slow tests run too
     import jax
 

@@ -76,7 +76,8 @@ class Server:
         ``first``: it says what every test compiled with its items, then prepares the tests :meth:`prepare` names)."""
         request_r, request_w = os.pipe()
         answer_r, answer_w = os.pipe()
-        serve = [f"--serve={request_r},{answer_w}", *(["--prepare"] if prepare else []), *(["--first"] if first else [])]
+        serve = [f"--serve={request_r},{answer_w}", *(["--prepare"] if prepare else []),
+                 *(["--first"] if first else [])]
         with open(log, "wb") as out:
             process = subprocess.Popen([*command[:4], *serve, *command[4:]], cwd=cwd,
                                        env=env, stdout=out, stderr=subprocess.STDOUT, pass_fds=(request_r, answer_w))

@@ -103,8 +103,8 @@ def programs_line(diff: ProgramDiff, seconds: float, *, first_pair: bool = False
 
 def first_pair_programs(base: Server, head: Server) -> tuple[ProgramDiff, str] | None:
     """What the first pair of a comparison's rounds found while preparing (each side a programs pass of every
-    selected test) compared, and the hardware it found (else the device); None where a side did not say (a base revision whose plugin predates
-    this: its tests are then all timed)."""
+    selected test) compared, and the hardware it found (else the device); None where a side did not say (a base
+    revision whose plugin predates this: its tests are then all timed)."""
     if base.programs is None or head.programs is None:
         return None
     try:

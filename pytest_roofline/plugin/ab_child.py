@@ -1,6 +1,6 @@
 """One side of ``pytest-roofline ab`` in a fresh process, run as a script (never imported)::
 
-    python ab_child.py HEAD_ROOT BASE_ROOT [--once | --serve=REQUESTS_FD,ANSWERS_FD [--prepare [--first]]] PYTEST_ARGS...
+    python ab_child.py HEAD_ROOT BASE_ROOT [--once | --serve=REQ_FD,ANS_FD [--prepare [--first]]] PYTEST_ARGS...
 
 With BASE_ROOT not empty, every module whose file lies in the head's tree is loaded from the same path in the
 base's worktree instead. A project installed in editable mode (a ``.pth`` path or setuptools' import finder)

@@ -28,7 +28,8 @@ from .lock import device_lock
 from .outputs import write_outputs
 from .settings import ConfigError, Settings
 
-__all__ = ["RooflineSession", "Measure", "ProgramLog", "ProgramsPassWriter", "programs_found", "default_trace_root", "ONCE_TIMING"]
+__all__ = ["RooflineSession", "Measure", "ProgramLog", "ProgramsPassWriter", "programs_found", "default_trace_root",
+           "ONCE_TIMING"]
 
 # The timing of a measurement made once (a round of `pytest-roofline ab`), where the test sets none: one warm-up run
 # and a shorter least sampling time and budget; the rounds, each pairing the two sides seconds apart, are the sample.
@@ -128,7 +129,8 @@ class ProgramsPassWriter:
         write_text_atomic(path, json.dumps(found.to_dict(), indent=1) + "\n")
 
 
-def programs_found(tests: Sequence[str], log: ProgramLog, failed: Mapping[str, str], ran: Container[str]) -> ProgramsPass:
+def programs_found(tests: Sequence[str], log: ProgramLog, failed: Mapping[str, str],
+                   ran: Container[str]) -> ProgramsPass:
     """What a programs pass found: each of ``tests`` (those that use roofline) with its kernels' fingerprints and
     why it stopped before its end (it read a result, it ``failed``, or it never ``ran``); the device."""
     found = {}
