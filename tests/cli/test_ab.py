@@ -330,11 +330,8 @@ def test_reads(roofline):
 """
 
 
-@pytest.mark.slow  # a pytest process timing two real kernels
-def test_a_preparing_process_compiles_first_and_measures_when_asked(tmp_path: Path) -> None:
-    """A round's process in ab's default schedule (``--serve --prepare``): it says its hardware, runs every test
-    with its kernels compiled and nothing timed, says its items, and then measures a test when asked: the prepared
-    one by its kept call, the one that reads its result by running it whole. A fake CPU entry with made-up peaks
+def _preparing_server(tmp_path: Path, *, first: bool = False) -> Server:
+    """A round's process of ab's default schedule on PREPARED, started; a fake CPU entry with made-up peaks
     (datasheet ceilings): nothing to calibrate."""
     (tmp_path / "test_k.py").write_text(PREPARED)
     (tmp_path / "fake_cpu.yaml").write_text(
@@ -342,7 +339,17 @@ def test_a_preparing_process_compiles_first_and_measures_when_asked(tmp_path: Pa
         "    peak_tflops: {f32: 10, vector: 10}\n    memory_gbps: 2000\n")
     command = [sys.executable, str(CHILD), str(tmp_path), "", "-q", "-p", "no:cacheprovider",
                "--roofline-config=fake_cpu.yaml", "--roofline-ceilings=datasheet"]
-    server = Server.start("head", "the head", command, tmp_path, dict(os.environ), tmp_path / "head.log", prepare=True)
+    return Server.start("head", "the head", command, tmp_path, dict(os.environ), tmp_path / "head.log", prepare=True,
+                        first=first)
+
+
+@pytest.mark.slow  # a pytest process timing two real kernels
+def test_a_preparing_process_compiles_first_and_measures_when_asked(tmp_path: Path) -> None:
+    """A round's process in ab's default schedule (``--serve --prepare``): it says its hardware, runs every test
+    with its kernels compiled and nothing timed, says its items, and then measures a test when asked: the prepared
+    one by its kept call, the one that reads its result by running it whole. A fake CPU entry with made-up peaks
+    (datasheet ceilings): nothing to calibrate."""
+    server = _preparing_server(tmp_path)
     try:
         server.hardware()
         server.ready()
@@ -367,14 +374,7 @@ def test_a_first_pairs_process_says_its_programs_then_prepares_what_it_is_asked_
     made-up peaks (datasheet ceilings): nothing to calibrate."""
     from pytest_roofline.history.programs import ProgramsPass
 
-    (tmp_path / "test_k.py").write_text(PREPARED)
-    (tmp_path / "fake_cpu.yaml").write_text(
-        "devices:\n  Fake CPU:\n    platform: cpu\n    device_kinds: [cpu]\n    read: 2026-11-26\n"
-        "    peak_tflops: {f32: 10, vector: 10}\n    memory_gbps: 2000\n")
-    command = [sys.executable, str(CHILD), str(tmp_path), "", "-q", "-p", "no:cacheprovider",
-               "--roofline-config=fake_cpu.yaml", "--roofline-ceilings=datasheet"]
-    server = Server.start("head", "the head", command, tmp_path, dict(os.environ), tmp_path / "head.log",
-                          prepare=True, first=True)
+    server = _preparing_server(tmp_path, first=True)
     try:
         server.hardware()
         server.ready()
