@@ -101,12 +101,14 @@ def programs_line(diff: ProgramDiff, seconds: float, *, first_pair: bool = False
             f"{len(diff.timed)} test{'s' if len(diff.timed) != 1 else ''} to time")
 
 
-def first_pair_programs(base: Server, head: Server) -> tuple[ProgramDiff, str] | None:
+def first_pair_programs(base: Server, head: Server) -> tuple[ProgramDiff, str]:
     """What the first pair of a comparison's rounds found while preparing (each side a programs pass of every
-    selected test) compared, and the hardware it found (else the device); None where a side did not say (a base
-    revision whose plugin predates this: its tests are then all timed)."""
+    selected test) compared, and the hardware it found (else the device). A process started with ``--first`` always
+    says it; one whose plugin cannot does not start (the comparison then runs the pass in processes of its own)."""
     if base.programs is None or head.programs is None:
-        return None
+        raise CliError(f"the first pair's processes did not say what they compiled ({base.label}: "
+                       f"{'yes' if base.programs is not None else 'no'}, {head.label}: "
+                       f"{'yes' if head.programs is not None else 'no'})")
     try:
         at_base, at_head = ProgramsPass.from_dict(base.programs), ProgramsPass.from_dict(head.programs)
     except (ValueError, KeyError, TypeError) as exc:

@@ -262,7 +262,7 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
         log(f"kernel by kernel in pairs of long-lived processes: {len(head.items)} tests collected at the head, "
             f"{len(base.items)} at the base")
     untimed, device, timed = _chosen(first, start, log) if programs else ([], "", None)
-    if timed is not None:
+    if timed is not None:  # the first pair's programs pass chose them
         args += deselect_args([n for n in dict.fromkeys([*head.items, *base.items]) if n not in timed])
         if not timed:
             base.stop()
@@ -285,25 +285,27 @@ def _served(options: AbOptions, root: Path, sides: tuple[_Side, _Side], tmp: Pat
 
 
 def _chosen(first: tuple[Server, Server], start: float,
-            log: Callable[[str], None]) -> tuple[list[PairedKernel], str, list[str] | None]:
-    """The first pair's programs pass: the verdicts of the kernels not timed, the device, the tests to time (None:
-    a side did not say what it compiled, so every test is timed). Both processes then prepare those tests, at once."""
-    found = first_pair_programs(*first)
-    timed = None if found is None else list(found[0].timed)
-    if found is not None and not found[0].kernels and not timed:
+            log: Callable[[str], None]) -> tuple[list[PairedKernel], str, list[str]]:
+    """The first pair's programs pass: the verdicts of the kernels not timed, the hardware, the tests to time. Both
+    processes then prepare those tests, at once (where there are none, the caller stops the pair)."""
+    try:
+        diff, hardware = first_pair_programs(*first)
+    except CliError:
+        for server in first:
+            server.stop()
+        raise
+    timed = list(diff.timed)
+    if not diff.kernels and not timed:
         for server in first:
             server.stop()
         raise CliError(NOTHING_MEASURED)
-    if timed != []:  # else the pair is stopped: nothing to time
+    if timed:
         for server in first:
-            server.prepare(server.items if timed is None else timed)
+            server.prepare(timed)
         for server in first:
             server.prepared()
-    if found is None:
-        log("programs pass: the base's plugin does not say what it compiled: every selected test timed")
-        return [], "", None
-    log(programs_line(found[0], time.perf_counter() - start, first_pair=True))
-    return untimed_kernels(found[0]), found[1], timed
+    log(programs_line(diff, time.perf_counter() - start, first_pair=True))
+    return untimed_kernels(diff), hardware, timed
 
 
 def _xdist(pytest_args: Sequence[str]) -> bool:

@@ -540,8 +540,7 @@ def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:
 
 def test_the_first_pairs_programs_choose_what_is_timed() -> None:
     """Fakes of the first pair's two processes, holding only what each said once prepared (its programs pass): the
-    diff chooses the tests to time; a base whose plugin said nothing (an older revision) gives None, and every test
-    is then timed."""
+    diff chooses the tests to time; a side that said nothing, or something unreadable, is a one-line error."""
     from types import SimpleNamespace
     from typing import cast
 
@@ -560,8 +559,9 @@ def test_the_first_pairs_programs_choose_what_is_timed() -> None:
     assert diff.kernels[("t.py::test_matmul", "matmul")] == "same"
     named = cast(Server, SimpleNamespace(label="the head", programs=side("", "a2").programs, found="CPU Z x2"))
     assert first_pair_programs(side("the base", "a1"), named) == (diff, "CPU Z x2")  # the hardware it said it found
-    older = cast(Server, SimpleNamespace(label="the base", programs=None, found=""))
-    assert first_pair_programs(older, side("the head", "a2")) is None
+    silent = cast(Server, SimpleNamespace(label="the base", programs=None, found=""))  # said no programs
+    with pytest.raises(CliError, match=r"did not say what they compiled \(the base: no, the head: yes\)"):
+        first_pair_programs(silent, side("the head", "a2"))
     broken = cast(Server, SimpleNamespace(label="the base", programs={"programs_pass": 2}, found=""))
     with pytest.raises(CliError, match="the programs pass of the base or the head cannot be read"):
         first_pair_programs(broken, side("the head", "a2"))
