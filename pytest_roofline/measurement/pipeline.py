@@ -79,9 +79,9 @@ def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
 
     ``fn`` is jitted if it is not already (a ``jax.jit`` function with static or donated arguments is
     used as it is; donated inputs get a fresh copy per run, outside the timing). Keywords other than the
-    settings below go to ``fn``; a setting that is also a parameter of ``fn`` is an error (a
-    :class:`~pytest_roofline.base.calls.CallError`): then give the kernel's arguments as ``args=(...)`` and
-    ``kwargs={...}``, and every other keyword is a setting.
+    settings below go to ``fn``, and so does any keyword ``fn``'s signature names (``args=`` of
+    ``jax.scipy.optimize.minimize``, a parameter called ``name``); ``roofline_<setting>=`` is always the setting
+    (:mod:`pytest_roofline.base.calls`).
 
     Counting: ``flops``, ``bytes`` and ``transcendentals`` replace the compiler's counts (analytic model
     FLOPs give MFU). Hardware: ``hardware`` forces a table entry by name (or is a ``HardwareSpec``);
@@ -179,8 +179,8 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     return Result(
         name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
         roofline=charged_roof, timing=timed.timing, program=_program_info(program, options), ops_model=ops_model,
-        notes=tuple(result_notes(model, ops_model, program, timed, spec, plan.why, memory=memory,
-                                 counts_from=options.counts_from, constants=constant_bytes(module))),
+        notes=(*call.readings, *result_notes(model, ops_model, program, timed, spec, plan.why, memory=memory,
+                                             counts_from=options.counts_from, constants=constant_bytes(module))),
         hints=() if no_work else tuple(result_hints(ops_model.rows, module, program, model, timed, idle,
                                               cache_known=spec.cache_bandwidth is not None or cache.state == "cold")),
         hlo_text=program.hlo_text, xspace=timed.xspace, live=live, threshold=aim, picked=picked, memory=memory,

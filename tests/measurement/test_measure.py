@@ -235,7 +235,7 @@ def test_artifacts_are_complete_or_absent(tmp_path: Path, monkeypatch: pytest.Mo
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.py_test_x__sin"]  # nothing half-written
 
 
-def test_a_kernel_keyword_named_like_a_setting_reaches_the_kernel_in_the_explicit_form() -> None:
+def test_a_kernel_keyword_named_like_a_setting_reaches_the_kernel() -> None:
     @partial(jax.jit, static_argnames="name")
     def repeat(v: Any, name: int) -> Any:  # ``name`` multiplies ``name`` times: the FLOP count shows it took
         out = v
@@ -244,10 +244,12 @@ def test_a_kernel_keyword_named_like_a_setting_reaches_the_kernel_in_the_explici
         return out
 
     x = jnp.ones((1024,), jnp.float32)
-    with pytest.raises(pytest_roofline.base.calls.CallError, match="name= is both a setting"):
-        pytest_roofline.measure(repeat, x, name=3, **FAST)
-    r = pytest_roofline.measure(repeat, args=(x,), kwargs={"name": 3}, name="label", **FAST)
+    r = pytest_roofline.measure(repeat, x, name=3, roofline_name="label", **FAST)
     assert r.name == "label" and r.flops == 3 * 1024
+    assert r.notes[0] == ("name= went to kernel 'repeat', a parameter of it, not to the setting name= (write "
+                          "roofline_name= for the setting)")
+    r = pytest_roofline.measure(repeat, args=(x,), kwargs={"name": 2}, name="label", **FAST)
+    assert r.name == "label" and r.flops == 2 * 1024
 
 
 def test_compile_time_is_measured_once_and_a_cached_program_says_so() -> None:

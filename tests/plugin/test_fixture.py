@@ -295,17 +295,17 @@ def test_result_json_keeps_the_schema_1_keys() -> None:
     assert impossible["impossible"] and impossible["suspect"].startswith("the compute peak is too low")
 
 
-# --- kernel keywords: never taken silently ---
-def test_a_kernel_parameter_named_like_a_setting_fails_the_call_with_the_remedy() -> None:
+# --- kernel keywords: a keyword the kernel names reaches it; roofline_<setting>= is always the setting ---
+def test_a_kernel_parameter_named_like_a_setting_reaches_the_kernel_and_the_namespaced_setting_the_plugin() -> None:
     def scaled(x: Any, warmup: int) -> Any:
         return x * warmup
 
     h = Harness(0.9)
-    with pytest.raises(Failed) as info:
-        h.fixture(scaled, 1, warmup=3, min=0.5)
-    assert str(info.value).startswith(f"roofline: roofline(...) in {NODE}: warmup= is both a setting of the "
-                                      "measurement and a parameter of kernel 'scaled'")
-    assert not h.measure.calls and info.value.__context__ is None
+    h.fixture(scaled, 1, warmup=3, roofline_warmup=0, min=0.5)
+    (options,), (call,) = h.measure.calls, h.measure.kernel_calls
+    assert (call.args, call.kwargs, options.timing.warmup) == ((1,), {"warmup": 3}, 0)
+    assert call.readings == ("warmup= went to kernel 'scaled', a parameter of it, not to the setting warmup= "
+                             "(write roofline_warmup= for the setting)",)
 
 
 def test_the_explicit_form_hands_the_kernel_its_keywords_and_keeps_the_settings() -> None:
