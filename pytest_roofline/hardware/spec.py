@@ -11,7 +11,10 @@ from ..base.kinds import Platform
 from . import sizing
 from .ceiling import Ceiling
 
-__all__ = ["Ceiling", "HardwareSpec", "HardwareError", "UnknownDeviceError", "PEAK_KEYS"]
+__all__ = ["Ceiling", "HardwareSpec", "HardwareError", "UnknownDeviceError", "PEAK_KEYS", "CONTENDED_SOURCE"]
+
+# How a ceiling's source says it was calibrated beside other work (hardware/calibration_cache.py writes it).
+CONTENDED_SOURCE = "while other processes used"
 
 PEAK_KEYS = ("bf16", "f16", "f32", "tf32", "fp8", "int8", "f64", "vector")
 
@@ -61,6 +64,18 @@ class HardwareSpec:
     host_link_bandwidth: Ceiling | None = None
 
     # Sizing a test from the roofline (hardware/sizing.py, which reads a spec through its figures alone).
+    @property
+    def low_ceilings(self) -> str:
+        """Why these ceilings are known to be low ("" where they are not): a CPU calibrated while other processes
+        held its cores (its source says "measured now while other processes used N% of the CPUs")."""
+        source = self.memory_bandwidth.source
+        at = source.find(CONTENDED_SOURCE)
+        if at < 0:
+            return ""
+        busy = source[at + len(CONTENDED_SOURCE):].split(";")[0].strip()
+        return (f"its ceilings were calibrated while other processes used {busy}, so they are low (this run only; "
+                f"a quiet run calibrates again)")
+
     def peak_flops(self, dtype: Any) -> float:
         """FLOP/s a matmul in ``dtype`` meets (f32 runs as TF32 on a GPU, as a bf16 pass on a TPU)."""
         return sizing.peak_for_dtype(self, dtype).value

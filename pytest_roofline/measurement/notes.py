@@ -41,6 +41,7 @@ def result_notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProg
                      f"measure them as inputs")
     if program.static:
         notes.append(static_text(program.static))
+    notes.extend(f"conditional {line}" for line in model.work.branches.lines)
     if program.staged_via:
         notes.append(program.staged_via)
     source = program.source

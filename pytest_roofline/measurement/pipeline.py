@@ -25,13 +25,13 @@ from ..analysis.model.live import (
     pair_utilizations,
     settled,
 )
-from ..analysis.model.per_op import OpRow, OpsModel, attach_times
+from ..analysis.model.per_op import OpRow, OpsModel, attach_times, op_event_counts
 from ..analysis.model.program_model import ProgramModel, program_model
 from ..analysis.model.roofline import RooflineEstimate
+from ..analysis.program.control_ran import with_control_ran
 from ..analysis.program.counts import Counts
 from ..analysis.program.hlo_reader import HloModule
 from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
-from ..analysis.program.trips_ran import with_trips_ran
 from ..analysis.program.walk import CONTAINER_OPS, constant_bytes, does_no_work, executed_op_count
 from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.hosts import Topology
@@ -328,18 +328,20 @@ def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec) -> tuple[Live | Non
     name = ref.name + ("" if timed.reference_timer == "profiler" else f" ({timed.reference_timer})")
     live = Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
                 tuple(drifts(around, ref.work, plan.calibrated_rate)), usable.count(False))
-    why = implausible_drift(live.drift, "measured while other processes used" in spec.memory_bandwidth.source)
+    why = implausible_drift(live.drift, bool(spec.low_ceilings))
     return (None, why) if why else (live, "")
 
 
 def _counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledProgram, timed: Timed,
                     modelled: Callable[[HloModule, Counts], ProgramModel]
                     ) -> tuple[HloModule, ProgramModel, tuple[OpsModel, IdleTime | None, Exposure | None]]:
-    """The op rows with their times; where loops of unknown trip count showed their iterations in the trace, the
-    program counted again with those iterations (module, model and rows)."""
+    """The op rows with their times; where loops of unknown trip count showed their iterations in the trace, or
+    conditionals which branches ran, the program counted again as it ran (module, model and rows)."""
     per_op = _per_op(model.rows, module, program, timed)
-    ran, trips = with_trips_ran(module, {r.name: r.events_per_run for r in per_op[0].rows if r.events_per_run})
-    if trips:
+    seen = op_event_counts(timed.events.op_events, timed.events.run_of_event, timed.timing.runs) \
+        if timed.events is not None else {}
+    ran, control = with_control_ran(module, seen)
+    if control:
         model = modelled(ran, count_program(program, ran))
         module, per_op = ran, _per_op(model.rows, ran, program, timed)
     if timed.events is not None and ops_hidden(timed.events.notes):

@@ -64,6 +64,8 @@ class RecordedResult:
     collective_bytes: float = 0.0
     counts_lower_bound: bool = False
     counts_lower_bound_reason: str = ""
+    conditionals: tuple[str, ...] = ()  # which branch of each conditional ran how often, or counted at the dearest
+    conditional_counted_at_dearest: bool = False  # a conditional's branch unknown: the counts are an upper end
     transcendental_time_s: float = 0.0
     comms_time_s: float = 0.0
     first_touch_time_s: float = 0.0
@@ -212,6 +214,8 @@ _OF_RESULT: dict[str, Callable[[Result], Any]] = {
     "collective_bytes": lambda r: r.work.collective_bytes,
     "counts_lower_bound": lambda r: r.work.counts_lower_bound,
     "counts_lower_bound_reason": lambda r: r.work.lower_bound_reason,
+    "conditionals": lambda r: r.work.branches.lines,
+    "conditional_counted_at_dearest": lambda r: r.work.branches.unsure,
     "critical_intensity": lambda r: r.roofline.critical_intensity,
     "compute_time_s": lambda r: r.roofline.compute_time_s,
     "memory_time_s": lambda r: r.roofline.memory_time_s,
@@ -248,6 +252,7 @@ _COMPOSITE: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "ops": lambda d: tuple(OpRow.from_dict(op) for op in d.get("ops") or ()),
     "ops_check": _maybe("ops_check", OpsCheck.from_dict),
     "hints": lambda d: tuple(str(h) for h in d.get("hints") or ()),
+    "conditionals": lambda d: tuple(str(c) for c in d.get("conditionals") or ()),
     "notes": lambda d: tuple(str(n) for n in d.get("notes") or ()),
 }
 

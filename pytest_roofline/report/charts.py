@@ -18,7 +18,8 @@ __all__ = ["VERDICT_COLOURS", "roofline_figure", "ops_figure", "sparkline_figure
 
 VERDICT_COLOURS = {"pass": "#2ca02c", "measured": "#1f77b4", "fail": "#d62728", "regression": "#e377c2",
                    "wrong-bound": "#ff7f0e", "impossible": "#9467bd", "over-memory": "#8c564b", "over-ops": "#bcbd22", "exposed": "#17becf",
-                   "contended": "#bcbd22", "lower-bound": "#bcbd22"}
+                   "contended": "#bcbd22", "lower-bound": "#bcbd22",
+                   "unjudged": "#bcbd22"}
 CONFIG = {"displaylogo": False, "responsive": True}
 
 

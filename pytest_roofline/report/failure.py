@@ -84,11 +84,16 @@ def _where_lines(saved: Artifacts | None, report: str) -> list[str]:
 
 
 def short_block(record: KernelRecord, reason: str, report: str = "") -> list[str]:
-    """The default block: the verdict (at most 3 lines), why (1), the top 3 ops, the first hint (at most 2),
-    where the full block, the report and the trace are (at most 3)."""
+    """The default block: the verdict (at most 3 lines), why (1), the top 3 ops, how its conditionals were counted
+    (1, where it has any), the first hint (at most 2, 1 beside that), where the full block, the report and the trace
+    are (at most 3)."""
     lines = _verdict_lines(record, reason)
     lines += _wrapped("why", why_line(record, reason), 1)
     lines += _op_lines(record)
+    branches = record.result.conditionals
+    if branches:
+        more = f" (and {len(branches) - 1} more)" if len(branches) > 1 else ""
+        lines += _wrapped("branches", branches[0] + more, 1)
     if record.result.hints:
-        lines += _wrapped("hint", record.result.hints[0], 2)
+        lines += _wrapped("hint", record.result.hints[0], 1 if branches else 2)
     return lines + _where_lines(record.artifacts, report)

@@ -112,6 +112,12 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
     if r.compiled_over_source is not None and r.compiled_over_source > MORE_THAN_SOURCE and r.source_flops:
         marks.append((f"{r.compiled_over_source:.1f}x source FLOPs",
                       more_than_source_text(r.source_flops * r.compiled_over_source, r.source_flops)))
+    if r.conditional_counted_at_dearest:
+        marks.append(("dearest branch", "which branch of a conditional ran is unknown (the trace did not show): "
+                      "counted at its dearest, so the utilization is an upper end (JSON 'conditionals')"))
+    elif r.conditionals:
+        marks.append(("branches ran", "conditionals counted by the branches the trace showed run (pytest -vv and "
+                      "JSON 'conditionals' say which ran how often)"))
     if r.contended and rec.verdict != "contended" and r.cpu_waiting is not None:
         marks.append(("contended", contention.waited_text(r.cpu_waiting)))
     if isinstance(rec.baseline, BaselineCheck) and rec.baseline.unjudged:

@@ -23,7 +23,7 @@ from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.idle import IdleTime
 from ..analysis.runs.run_stats import Timing
 from ..analysis.verdict.census import Census, census
-from ..analysis.verdict.decide import Figures, suspect
+from ..analysis.verdict.decide import Figures, count_doubts, suspect, unsure_text
 from ..base.kinds import Bound, CeilingsUsed, CountSource, FirstTouchMode, Model, TimerUsed
 from ..hardware.nvml import Clocks
 from ..hardware.per_device import Picked
@@ -316,7 +316,8 @@ class Measured:
             intensity=self.intensity, critical_intensity=self.critical_intensity, interval=self.utilization_interval,
             core_low=core_low,
             on_cpu=on_cpu, ops_on_cpu=ops_on_cpu, no_work=self.no_work, lower_bound=self.counts_lower_bound,
-            waiting_above_roofline=self.cpu_waiting if rejected else None, missing_counts=self.work.missing_counts)
+            waiting_above_roofline=self.cpu_waiting if rejected else None, missing_counts=self.work.missing_counts,
+            unsure=unsure_text(self.hardware, self.work, live=self.live is not None))
 
     @property
     def cpu_waiting(self) -> float | None:
@@ -367,13 +368,12 @@ class Measured:
     def suspect(self) -> str:
         """What to distrust when the utilization is impossible, or when any run beat the roofline whatever the
         median says ("" otherwise)."""
+        why = suspect(self.bound, self.ceilings_used, self.hardware, self.work, count_doubts(self.work))
         if self.impossible:
-            return suspect(self.bound, self.ceilings_used, self.hardware, self.work)
+            return why
         count, fastest = self.fast_runs
-        above = self.utilization > 1.0 and not self.first_touch_beaten
-        if not count and not above:
+        if not count and not (self.utilization > 1.0 and not self.first_touch_beaten):
             return ""
-        why = suspect(self.bound, self.ceilings_used, self.hardware, self.work)
         if self.hardware.platform != "cpu" and self.ceilings == "datasheet":
             why += "; or clocks above those the datasheet's peaks assume"
         if count:

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeMeasure, fake_result
+from fakes import FAKE_CPU, FakeMeasure, fake_result
 from harness import NODE, Failed, Harness, kernel
 
+from pytest_roofline.analysis.verdict.decide import decide
 from pytest_roofline.base.calls import KernelCall
 from pytest_roofline.hardware.per_device import Threshold
+from pytest_roofline.hardware.spec import Ceiling
 from pytest_roofline.measurement.options import GivenSettings
 from pytest_roofline.plugin.fixture import RooflineFixture
 from pytest_roofline.plugin.session import ProgramLog, RooflineSession, default_trace_root
@@ -287,6 +290,7 @@ RESULT_KEYS |= {"on_cpu_rejected"}  # contended, but taking the waiting out woul
 RESULT_KEYS |= {"program_fingerprint"}  # the compiled program, device, versions and settings hashed
 
 
+RESULT_KEYS |= {"conditionals", "conditional_counted_at_dearest"}  # which branch ran how often, or the dearest
 def test_result_json_keeps_the_schema_1_keys() -> None:
     data = fake_result(0.5).to_dict()
     assert set(data) == RESULT_KEYS
@@ -353,3 +357,26 @@ def test_a_prepared_test_defers_its_calls_and_replays_them_in_order_under_its_la
     assert [r.label for r in h.records] == ["k", "k#2"]  # the last call never came: the test stopped
     assert [c.name for c in h.measure.calls] == ["k", "k#2", "broken"]
     assert h.measure.kernel_calls[0].args == (x,)  # the test's own inputs
+
+
+def test_a_fake_cpu_calibrated_beside_other_work_never_calls_a_kernel_impossible() -> None:
+    """A fake CPU whose ceilings say they were calibrated while other processes used 59% of the CPUs (the source
+    hardware/calibration_cache.py writes): above its roofline a kernel is unjudged, with that reason."""
+    low = Ceiling(1e10, "calibration", "stream on this machine; measured now while other processes used 59% of the "
+                  "CPUs; this run only, not cached", "2026-11-27")
+    busy = replace(FAKE_CPU, memory_bandwidth=low)
+    assert busy.low_ceilings.startswith("its ceilings were calibrated while other processes used 59% of the CPUs")
+    result = fake_result(1.5, hardware=busy)
+    assert not result.impossible and result.figures.unjudged
+    decision = decide(result.figures, 0.5)
+    assert decision.verdict == "unjudged" and busy.low_ceilings in decision.reason and not decision.fails
+    assert fake_result(1.5).impossible and FAKE_CPU.low_ceilings == ""
+
+
+def test_impossible_names_the_counts_it_is_least_sure_of_before_the_hardware() -> None:
+    result = fake_result(1.5)
+    uncounted = replace(result, work=replace(result.work, uncounted=("lu.39 (lapack_sgetrf_ffi)",)))
+    assert uncounted.impossible
+    assert uncounted.suspect.startswith("first the counts it is least sure of: library calls counted from their "
+                                        "shapes or not at all (lu.39 (lapack_sgetrf_ffi)); then the memory bandwidth")
+    assert result.suspect.startswith("the memory bandwidth")

@@ -22,7 +22,7 @@ from ..runs.trace_events import TraceEvent, device_of
 from .compiler_agreement import OpsCheck
 from .op_family import NAMED_BY_WORK, op_family
 
-__all__ = ["OpRow", "OpsModel", "op_rows", "attach_times"]
+__all__ = ["OpRow", "OpsModel", "op_rows", "attach_times", "op_event_counts"]
 
 
 @dataclass(frozen=True)
@@ -131,11 +131,9 @@ def op_rows(module: HloModule, peak_for: Callable[[str], float], vector_peak: fl
     return rows
 
 
-def attach_times(rows: Sequence[OpRow], events: Sequence[TraceEvent], run_of_event: Mapping[int, int],
-                 runs: int) -> list[OpRow]:
-    """Each row's measured time: its events' durations (matched by ``hlo_op``) summed per run and device,
-    the slowest device of each run, median over runs. ``events_per_run`` counts one device's events."""
-    # (op, run, device) -> seconds, and (op, device) -> event count
+def _per_device(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], runs: int
+                ) -> tuple[dict[tuple[str, int, Any], float], dict[tuple[str, Any], int]]:
+    """(op, run, device) -> seconds, and (op, device) -> event count, over the events of the first ``runs`` runs."""
     per_device: dict[tuple[str, int, Any], float] = {}
     counts: dict[tuple[str, Any], int] = {}
     for index, ev in enumerate(events):
@@ -147,13 +145,32 @@ def attach_times(rows: Sequence[OpRow], events: Sequence[TraceEvent], run_of_eve
         key = (str(op), run, device)
         per_device[key] = per_device.get(key, 0.0) + (ev.end_ns - ev.start_ns) / 1e9
         counts[(str(op), device)] = counts.get((str(op), device), 0) + 1
+    return per_device, counts
+
+
+def _events_per_run(counts: Mapping[tuple[str, Any], int], runs: int) -> dict[str, float]:
+    events_per_run: dict[str, float] = {}
+    for (op, _device), count in counts.items():
+        events_per_run[op] = max(events_per_run.get(op, 0.0), count / max(runs, 1))
+    return events_per_run
+
+
+def op_event_counts(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], runs: int) -> dict[str, float]:
+    """Every op the trace shows -> its events of one device per run (the busiest device): what ran, whether or not
+    it has a row (the branch of a conditional that was not counted, say)."""
+    return _events_per_run(_per_device(events, run_of_event, runs)[1], runs)
+
+
+def attach_times(rows: Sequence[OpRow], events: Sequence[TraceEvent], run_of_event: Mapping[int, int],
+                 runs: int) -> list[OpRow]:
+    """Each row's measured time: its events' durations (matched by ``hlo_op``) summed per run and device,
+    the slowest device of each run, median over runs. ``events_per_run`` counts one device's events."""
+    per_device, counts = _per_device(events, run_of_event, runs)
     per_op: dict[str, list[float]] = {}
     for (op, run, _device), seconds in per_device.items():
         slowest = per_op.setdefault(op, [0.0] * runs)
         slowest[run] = max(slowest[run], seconds)
-    events_per_run: dict[str, float] = {}
-    for (op, _device), count in counts.items():
-        events_per_run[op] = max(events_per_run.get(op, 0.0), count / max(runs, 1))
+    events_per_run = _events_per_run(counts, runs)
     out = []
     for row in rows:
         found = per_op.get(row.name)
@@ -162,8 +179,6 @@ def attach_times(rows: Sequence[OpRow], events: Sequence[TraceEvent], run_of_eve
             continue
         out.append(replace(row, measured_s=median(found), events_per_run=events_per_run[row.name]))
     return out
-
-
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 from ...base.kinds import CountSource
-from .hlo_reader import HloModule, Instruction
+from .control_ran import Branches, branches_of
+from .hlo_reader import HloModule, Instruction, with_branch_shares
 from .pallas_costs import PALLAS_REMEDY
 from .xla_costs import OpCost, computation_cost
 
@@ -75,6 +76,7 @@ class Counts:
     estimated: tuple[str, ...] = ()  # Pallas kernels counted from their cost_estimate: "name (backend)"
     lower_bound_why: tuple[str, ...] = ()  # other reasons for lower_bound (work outside interpreted kernels)
     compiled_flops: float | None = None  # where ``flops`` are the source's (counts="source"): the compiled program's
+    branches: Branches = Branches()  # the conditionals: which branch ran how often, or counted at the dearest
 
     @property
     def vector_flops(self) -> float:
@@ -121,7 +123,10 @@ def _dot_precisions(module: HloModule) -> tuple[str, ...]:
 def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
     """The program's counts: the compiler's analysis, with loop trip counts applied from the HLO."""
     base = normalize_cost_analysis(raw_cost_analysis)
-    once = computation_cost(module, module.entry_name, multiply_loops=False)
+    # XLA counts every loop body once and each conditional at its costliest branch: ``once`` is that, here.
+    read = {i.name: None for c in module.computations.values() for i in c.instructions if i.branch_shares}
+    once = computation_cost(with_branch_shares(module, read) if read else module, module.entry_name,
+                            multiply_loops=False)
     full = computation_cost(module, module.entry_name, multiply_loops=True)
     if full.estimated:
         # Pallas kernels' stated work is not in the compiler's totals (their bytes would be the call's operands):
@@ -130,11 +135,12 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
     loops = _while_loops(module)
     lower_bound = any(loop.known_trip_count is None for loop in loops)
     descriptions = tuple(loop_text(loop) for loop in loops)
-    # XLA's totals count every loop body once; add the iterations it left out.
+    # XLA's totals count every loop body once; add the iterations it left out (and take out the branches that did
+    # not run, where the trace told).
     extra = OpCost(full.flops - once.flops, full.transcendentals - once.transcendentals,
                    full.bytes - once.bytes)
     matrix = dict(full.matrix_flops)
-    total_flops = base["flops"] + extra.flops
+    total_flops = max(base["flops"] + extra.flops, 0.0)
     source: CountSource = "compiler"
     if full.custom_call_flops and total_flops < full.flops:
         # The compiler left library calls (cuBLAS gemms, cuDNN convolutions) out of its total: count here.
@@ -145,14 +151,15 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
         matrix = {k: v * total_flops / matrix_sum for k, v in matrix.items()}
     return Counts(
         flops=total_flops,
-        transcendentals=base["transcendentals"] + extra.transcendentals,
-        bytes_accessed=base["bytes_accessed"] + extra.bytes,
+        transcendentals=max(base["transcendentals"] + extra.transcendentals, 0.0),
+        bytes_accessed=max(base["bytes_accessed"] + extra.bytes, 0.0),
         matrix_flops=matrix,
         lower_bound=lower_bound or bool(full.uncounted),
         loops=descriptions,
         dot_precisions=_dot_precisions(module),
         source=source,
         uncounted=full.uncounted,
+        branches=branches_of(module),
     )
 
 
@@ -166,7 +173,8 @@ def hlo_counts(module: HloModule) -> Counts:
         matrix_flops=dict(full.matrix_flops),
         lower_bound=any(loop.known_trip_count is None for loop in loops) or bool(full.uncounted),
         loops=tuple(loop_text(loop) for loop in loops),
-        dot_precisions=_dot_precisions(module), source="hlo", uncounted=full.uncounted, estimated=full.estimated)
+        dot_precisions=_dot_precisions(module), source="hlo", uncounted=full.uncounted, estimated=full.estimated,
+        branches=branches_of(module))
 
 
 
@@ -202,6 +210,7 @@ class Work:
     estimated: tuple[str, ...] = ()  # Pallas kernels counted from their cost_estimate
     lower_bound_why: tuple[str, ...] = ()  # other reasons the counts are a lower bound (e.g. interpret mode)
     compiled_flops: float | None = None  # where ``flops`` are the source's (counts="source"): the compiled program's
+    branches: Branches = Branches()  # the conditionals: which branch ran how often, or counted at the dearest
 
     @property
     def missing_counts(self) -> str:
@@ -230,7 +239,8 @@ class Work:
                 "matrix_flops": dict(self.matrix_flops), "counts_lower_bound": self.counts_lower_bound,
                 "loops": list(self.loops), "intensity": self.intensity, "collective_bytes": self.collective_bytes,
                 "uncounted_custom_calls": list(self.uncounted), "counts_lower_bound_reason": self.lower_bound_reason,
-                "counts_from_cost_estimate": list(self.estimated)}
+                "counts_from_cost_estimate": list(self.estimated), "conditionals": list(self.branches.lines),
+                "conditional_counted_at_dearest": self.branches.unsure}
 
 
 def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, transcendentals: float | None,
@@ -250,4 +260,5 @@ def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, t
         estimated=counts.estimated,
         lower_bound_why=counts.lower_bound_why if (flops is None or bytes_accessed is None) else (),
         compiled_flops=counts.compiled_flops if flops is None else None,
+        branches=counts.branches if (flops is None or bytes_accessed is None) else Branches(),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from math import prod
 from typing import Any
@@ -24,6 +24,7 @@ __all__ = [
     "parse_hlo",
     "parse_shape",
     "with_trip_counts",
+    "with_branch_shares",
     "DTYPE_BYTES",
 ]
 
@@ -141,6 +142,13 @@ class Instruction:
     def trip_count_source(self) -> str:
         """Where a while loop's trip count came from: "compiler", or "trace" (the iterations that ran)."""
         return self.attrs.get("trip_count_source", "compiler")
+
+    @property
+    def branch_shares(self) -> tuple[float, ...] | None:
+        """For a conditional whose branches the trace told apart: the share of its executions each branch took
+        (in ``called`` order); None where unknown (the costliest branch is then counted)."""
+        raw = self.attrs.get("branch_shares")
+        return tuple(float(x) for x in raw.split(",")) if raw else None
 
     def int_list(self, key: str) -> tuple[int, ...]:
         raw = self.attrs.get(key, "").strip("{}")
@@ -326,17 +334,35 @@ def parse_hlo(text: str) -> HloModule:
     return HloModule(module_name, computations, entry_name)
 
 
+def with_branch_shares(module: HloModule, shares: Mapping[str, tuple[float, ...] | None]) -> HloModule:
+    """``module`` with these conditionals' branch shares stated (``Instruction.branch_shares``; None removes them)."""
+    def share(inst: Instruction) -> Instruction:
+        if inst.opcode != "conditional" or inst.name not in shares:
+            return inst
+        attrs = {k: v for k, v in inst.attrs.items() if k != "branch_shares"}
+        given = shares[inst.name]
+        if given is not None:
+            attrs["branch_shares"] = ",".join(repr(float(x)) for x in given)
+        return replace(inst, attrs=attrs)
+
+    return _with_instructions(module, share)
+
+
+def _with_instructions(module: HloModule, change: Callable[[Instruction], Instruction]) -> HloModule:
+    computations = {}
+    for name, comp in module.computations.items():
+        changed = [change(inst) for inst in comp.instructions]
+        computations[name] = replace(comp, instructions=tuple(changed), by_name={i.name: i for i in changed})
+    return replace(module, computations=computations)
+
+
 def with_trip_counts(module: HloModule, trips: Mapping[str, int], source: str = "trace") -> HloModule:
     """``module`` with these while loops' trip counts stated (``known_trip_count``), as found elsewhere than in the
     compiler (``source``: "trace", the iterations that ran); ``Instruction.trip_count_source`` tells them apart."""
-    computations = {}
-    for name, comp in module.computations.items():
-        changed = []
-        for inst in comp.instructions:
-            if inst.opcode == "while" and inst.name in trips:
-                config = {**inst.backend_config, "known_trip_count": {"n": str(trips[inst.name])}}
-                inst = replace(inst, attrs={**inst.attrs, "backend_config": json.dumps(config),
-                                            "trip_count_source": source})
-            changed.append(inst)
-        computations[name] = replace(comp, instructions=tuple(changed), by_name={i.name: i for i in changed})
-    return replace(module, computations=computations)
+    def trip(inst: Instruction) -> Instruction:
+        if inst.opcode != "while" or inst.name not in trips:
+            return inst
+        config = {**inst.backend_config, "known_trip_count": {"n": str(trips[inst.name])}}
+        return replace(inst, attrs={**inst.attrs, "backend_config": json.dumps(config), "trip_count_source": source})
+
+    return _with_instructions(module, trip)

@@ -1,9 +1,9 @@
 """The ops one run of a program executes, in one walk used by the per-op model and the timing's trace cap.
 
 The entry computation's ops run once; a while loop's body and condition run ``known_trip_count`` times (once
-when the trip count is unknown); a call's computation runs once; a conditional runs one branch, taken to be
-the costliest (the branch :func:`~.xla_costs.instruction_cost` counts), so that op rows, op counts and program
-counts agree. Bookkeeping ops (parameters, tuples, bitcasts) are not executed ops. Pure.
+when the trip count is unknown); a call's computation runs once; a conditional runs the branches the trace showed,
+as often as it showed them, or else its costliest branch (:func:`~.xla_costs.branch_runs`, as
+:func:`~.xla_costs.instruction_cost` counts them), so that op rows, op counts and program counts agree. Bookkeeping ops (parameters, tuples, bitcasts) are not executed ops. Pure.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from .hlo_reader import Computation, HloModule, Instruction
-from .xla_costs import FREE_OPS, costliest_branch
+from .xla_costs import FREE_OPS, branch_runs
 
-__all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_op_count", "does_no_work", "constant_bytes"]
+__all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_containers", "executed_op_count", "does_no_work",
+           "constant_bytes"]
 
 CONTAINER_OPS = frozenset({"while", "call", "conditional"})
 _MAX_DEPTH = 16
@@ -26,29 +27,34 @@ class Executed(NamedTuple):
     times: int  # per run
 
 
-def executed(module: HloModule) -> Iterator[Executed]:
-    """Every executed op with how many times one run executes it."""
-    yield from _walk(module, module.entry, 1, 0)
+def executed(module: HloModule, within: Computation | None = None) -> Iterator[Executed]:
+    """Every executed op with how many times one run executes it (``within``: one run of that computation)."""
+    yield from (e for e, container in _walk(module, within or module.entry, 1, 0) if not container)
 
 
-def _walk(module: HloModule, comp: Computation, times: int, depth: int) -> Iterator[Executed]:
+def executed_containers(module: HloModule) -> Iterator[Executed]:
+    """Every executed loop, call and conditional with how many times one run executes it."""
+    yield from (e for e, container in _walk(module, module.entry, 1, 0) if container)
+
+
+def _walk(module: HloModule, comp: Computation, times: int, depth: int) -> Iterator[tuple[Executed, bool]]:
     for inst in comp.instructions:
         if inst.opcode in FREE_OPS:
             continue
         if inst.opcode not in CONTAINER_OPS or depth >= _MAX_DEPTH:
-            yield Executed(comp, inst, times)
+            yield Executed(comp, inst, times), False
             continue
+        yield Executed(comp, inst, times), True
         if inst.opcode == "while":
-            repeat, called = inst.known_trip_count or 1, inst.called  # body and condition
+            runs = [(name, times * (inst.known_trip_count or 1)) for name in inst.called]  # body and condition
         elif inst.opcode == "conditional":
-            branch = costliest_branch(module, inst)
-            repeat, called = 1, ((branch,) if branch else ())
+            runs = [(name, round(times * share)) for name, share in branch_runs(module, inst)]
         else:
-            repeat, called = 1, inst.called
-        for name in called:
+            runs = [(name, times) for name in inst.called]
+        for name, count in runs:
             sub = module.computations.get(name)
-            if sub is not None:
-                yield from _walk(module, sub, times * repeat, depth + 1)
+            if sub is not None and count > 0:
+                yield from _walk(module, sub, count, depth + 1)
 
 
 # Ops that compute nothing: a program made only of them (and copies of constants) returns a constant or nothing.

@@ -3,7 +3,8 @@ them, and the compute class (dtype) of matrix work. Pure: reads :mod:`pytest_roo
 
 Bytes are operands read + result written for instructions that touch memory; a fusion's internal values are
 not memory traffic. A while loop's body counts ``known_trip_count`` times when asked (XLA counts it once).
-A conditional runs one branch: the costliest is counted (:func:`costliest_branch`).
+A conditional runs one branch: the branches the trace showed, by the share of executions each took, where it was
+read (``Instruction.branch_shares``), else the costliest (:func:`branch_runs`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "instruction_cost",
     "computation_cost",
     "costliest_branch",
+    "branch_runs",
     "compute_class",
     "source_dtype",
     "custom_call_target",
@@ -179,8 +181,10 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
             total = total + computation_cost(module, name, multiply_loops)
         return total.scaled(trip if trip is not None else 1)
     if op == "conditional":
-        branch = costliest_branch(module, inst, multiply_loops)
-        return computation_cost(module, branch, multiply_loops) if branch else OpCost()
+        total = OpCost()
+        for branch, share in branch_runs(module, inst, multiply_loops):
+            total = total + computation_cost(module, branch, multiply_loops).scaled(share)
+        return total
     if op in ("reduce", "reduce-window"):
         in_elems = sum(
             s.num_elements for s in (shape_of(comp, o) for o in inst.operands[: len(inst.operands) // 2 or 1])
@@ -220,6 +224,16 @@ def computation_cost(module: HloModule, comp_name: str, multiply_loops: bool,
     for inst in comp.instructions:
         total = total + instruction_cost(module, comp, inst, multiply_loops, param_sources)
     return total
+
+
+def branch_runs(module: HloModule, inst: Instruction, multiply_loops: bool = True) -> list[tuple[str, float]]:
+    """The branches of a conditional counted as run, with the share of its executions each took: those the trace
+    showed (``Instruction.branch_shares``), else the costliest alone (a ceiling on the work)."""
+    shares = inst.branch_shares
+    if shares is not None and len(shares) == len(inst.called):
+        return [(name, share) for name, share in zip(inst.called, shares, strict=True) if share > 0]
+    branch = costliest_branch(module, inst, multiply_loops)
+    return [(branch, 1.0)] if branch else []
 
 
 def costliest_branch(module: HloModule, inst: Instruction, multiply_loops: bool = True) -> str | None:

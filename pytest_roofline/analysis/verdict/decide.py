@@ -18,6 +18,9 @@ expected bound and the model into a verdict and its reason.
 * Below the threshold with counts that are a lower bound (a loop whose iterations no trace showed, work nobody
   counted), a kernel is "lower-bound": a warning, not a failure, and not measured again (more work than counted
   may have run, so the shortfall proves nothing).
+* Above the roofline against figures the plugin itself knows to be unsure (``Figures.unsure``: ceilings calibrated
+  beside other work, a conditional counted at its dearest branch) a kernel is "unjudged": a warning that says why,
+  never "impossible" and never a pass.
 * A kernel bound by the other resource than the test expects is "wrong-bound" (unless impossible).
 * Against a --roofline-baseline, a drop beyond its gate is a "regression" (measured twice first); on a
   contended machine it is "contended", a warning. A program over its ``max_memory`` is "over-memory". Either adds
@@ -39,11 +42,12 @@ from ..model import contention
 from ..model.exposed import ExposedCheck
 from ..model.roofline import IMPOSSIBLE_ABOVE, impossible_text
 from ..model.work_shares import CeilingUse
-from ..program.counts import Work
+from ..program.counts import RAN_FROM_TRACE, Work
 from ..program.memory import MemoryCheck
 from .census import CensusCheck
 
-__all__ = ["Figures", "Decision", "decide", "suspect", "BaselineJudgement", "model_utilization", "FAR_BELOW"]
+__all__ = ["Figures", "Decision", "decide", "suspect", "count_doubts", "unsure_text", "BaselineJudgement", "model_utilization",
+           "FAR_BELOW"]
 
 # A first measurement whose whole interval lies under this share of the threshold fails without a second one: a
 # neighbour on a shared machine slowed kernels by up to 20% (docs/measurements.md), not by half.
@@ -81,6 +85,9 @@ class Figures:
     # no figure without it (on_cpu / ops_on_cpu None where so)
     waiting_above_roofline: float | None = None
     missing_counts: str = ""  # the keywords that would give the counts not given ("flops=/bytes=", "bytes=")
+    # Why a figure above the roofline proves nothing ("" where it would): ceilings the plugin called low, counts at
+    # the dearest branch of a conditional
+    unsure: str = ""
 
     def utilization_for(self, model: Model) -> float:
         return model_utilization(model, self.utilization, self.ops_utilization)
@@ -91,7 +98,17 @@ class Figures:
     @property
     def impossible(self) -> bool:
         """Above 105% beyond the noise: the low end of the interval (the median where none is known); with a
-        first-touch term, of the utilization against traffic and compute alone."""
+        first-touch term, of the utilization against traffic and compute alone. Never where the figures are known
+        to be unsure (:attr:`unjudged`)."""
+        return self._above and not self.unsure
+
+    @property
+    def unjudged(self) -> bool:
+        """Above 105% beyond the noise, against figures known to be unsure: neither impossible nor a pass."""
+        return self._above and bool(self.unsure)
+
+    @property
+    def _above(self) -> bool:
         if self.core_low is not None:
             return self.core_low > IMPOSSIBLE_ABOVE
         return self._low > IMPOSSIBLE_ABOVE
@@ -168,22 +185,14 @@ def decide(figures: Figures, threshold: float | None, *, expected_bound: Expecte
 def _on_figures(figures: Figures, threshold: float | None, expected_bound: ExpectedBound | None, model: Model,
                 first_utilization: float | None) -> Decision:
     """The verdict on the figures alone: no work, impossible, the threshold, contention, the bound."""
-    if figures.no_work:
-        judged = threshold is not None or expected_bound is not None
-        return Decision("no-work", "the kernel does no work: its compiled program computes nothing (it returns "
-                        "None or a constant), so no roofline can judge it",
-                        warning=not judged)
+    unjudgeable = _unjudgeable(figures, threshold, expected_bound)
+    if unjudgeable is not None:
+        return unjudgeable
     util = figures.utilization_for(model)
     reason = ""
     verdict: Verdict
     interval = figures.interval if model == "program" else None
     marginal = threshold is not None and interval is not None and interval[0] <= threshold <= interval[1]
-    if figures.impossible:
-        if threshold is None:
-            return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible ({impossible_text()})",
-                            warning=True)
-        return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible ({impossible_text()}), so "
-                        "this cannot pass")
     if threshold is None:
         verdict = "measured"
     elif util >= threshold:
@@ -226,6 +235,25 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
     return Decision(verdict, reason, warning=verdict in ("contended", "lower-bound"), marginal=marginal)
 
 
+def _unjudgeable(figures: Figures, threshold: float | None, expected_bound: ExpectedBound | None) -> Decision | None:
+    """The verdicts no threshold can change: no work, above the roofline against unsure figures, impossible."""
+    if figures.no_work:
+        judged = threshold is not None or expected_bound is not None
+        return Decision("no-work", "the kernel does no work: its compiled program computes nothing (it returns "
+                        "None or a constant), so no roofline can judge it",
+                        warning=not judged)
+    if figures.unjudged:
+        return Decision("unjudged", f"utilization {figures.utilization:.1%} is above the roofline, but cannot judge: "
+                        f"{figures.unsure}", warning=True)
+    if figures.impossible:
+        if threshold is None:
+            return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible ({impossible_text()})",
+                            warning=True)
+        return Decision("impossible", f"utilization {figures.utilization:.1%} is impossible ({impossible_text()}), so "
+                        "this cannot pass")
+    return None
+
+
 def _far_below(figures: Figures, threshold: float, model: Model) -> bool:
     """Whether a first measurement is so far below ``threshold`` that a second one could not reach it: its
     interval's high end (its utilization where no interval is known, or on the per-op model), and its utilization
@@ -236,8 +264,47 @@ def _far_below(figures: Figures, threshold: float, model: Model) -> bool:
     return max(high, on_cpu or 0.0) < FAR_BELOW * threshold
 
 
-def suspect(bound: Bound, uses: Sequence[CeilingUse], hardware: HardwareSpec, work: Work) -> str:
-    """What to distrust when a utilization is impossible: the ceiling and the count that meet at the bound."""
+def suspect(bound: Bound, uses: Sequence[CeilingUse], hardware: HardwareSpec, work: Work,
+            doubts: Sequence[str] = ()) -> str:
+    """What to distrust when a utilization is impossible: first the counts it is least sure of (``doubts``, most
+    doubtful first), then the ceiling and the count that meet at the bound."""
+    ceiling = _ceiling_suspect(bound, uses, hardware, work)
+    if not doubts:
+        return ceiling
+    return f"first the counts it is least sure of: {'; '.join(doubts)}; then {ceiling}"
+
+
+def unsure_text(hardware: HardwareSpec, work: Work, *, live: bool) -> str:
+    """Why a figure above the roofline proves nothing ("" where it would): ceilings the plugin itself called low
+    (calibrated beside other work) while no live scaling corrected them, counts at a conditional's dearest branch."""
+    why = []
+    if hardware.low_ceilings and not live:
+        why.append(hardware.low_ceilings)
+    if work.branches.unsure:
+        why.append("a conditional is counted at its dearest branch (the trace did not show which ran), so the "
+                   "counts are an upper end")
+    return "; ".join(why)
+
+
+def count_doubts(work: Work, reuse: str = "") -> list[str]:
+    """The counts a figure above the roofline most likely overstates, most doubtful first: a conditional counted
+    at its dearest branch, data re-read from a cache charged at a slower level's bandwidth (``reuse``), conditionals
+    and loop iterations read from the trace, work nobody counted."""
+    doubts = []
+    if work.branches.unsure:
+        doubts.append("a conditional counted at its dearest branch (the trace did not show which ran)")
+    if reuse:
+        doubts.append(reuse)
+    if work.branches.lines and not work.branches.unsure:
+        doubts.append("conditionals counted by the branches the trace showed")
+    if any(loop.endswith(RAN_FROM_TRACE) for loop in work.loops):
+        doubts.append("loop iterations read from the trace")
+    if work.uncounted:
+        doubts.append(f"library calls counted from their shapes or not at all ({', '.join(work.uncounted[:2])})")
+    return doubts
+
+
+def _ceiling_suspect(bound: Bound, uses: Sequence[CeilingUse], hardware: HardwareSpec, work: Work) -> str:
     if bound == "compute":
         peaks = ", ".join(f"{u.key} peak {format_quantity(u.ceiling.value, 'FLOP/s')} ({u.ceiling.describe()})"
                           for u in uses if not u.is_bytes)

@@ -95,7 +95,10 @@ def test_a_drift_no_machine_produces_is_refused_with_its_cause() -> None:
     assert implausible_drift(1.3) == ""  # a VM's host moves by 20-30% between phases
     assert implausible_drift(1.92) == ""  # and once, memory bandwidth by 1.9x (a stream kernel beside it agreed)
     assert implausible_drift(4.0) != ""  # a reference whose data stayed in a cache, or whose buffers were reused
-    assert "recalibrate on a quiet machine" in implausible_drift(2.4, contended_calibration=True)
+    # Against ceilings calibrated beside other work (known low), a drift above 200% is the machine freed of its
+    # neighbours: the live scaling is the better estimate and is kept (dm-haiku's remat gradient read 128-154%
+    # "impossible" when it was set aside).
+    assert implausible_drift(2.15, contended_calibration=True) == ""
 
 
 def test_the_memory_level_follows_the_working_set() -> None:

@@ -211,3 +211,20 @@ def test_a_lower_bound_asks_only_for_the_counts_not_given() -> None:
     assert work_of(looped, 2e6, None, None).missing_counts == "bytes="
     assert work_of(looped, None, 4e6, None).missing_counts == "flops="
     assert not work_of(looped, 2e6, 4e6, None).counts_lower_bound  # both given: no lower bound left
+
+
+@pytest.mark.parametrize("threshold", [None, 0.5, 0.9])
+def test_above_the_roofline_against_figures_known_to_be_unsure_is_unjudged_never_impossible(
+        threshold: float | None) -> None:
+    """Ceilings calibrated beside other work are known to be low, and a conditional counted at its dearest branch is
+    an upper end: above 105% against them proves nothing about the kernel (dm-haiku's remat gradient read 128-154%
+    "impossible" beside a neighbour; a lax.cond's cheap branch 1092%)."""
+    why = "its ceilings were calibrated while other processes used 59% of the CPUs, so they are low"
+    unsure = replace(figures(1.5, interval=(1.3, 1.6)), unsure=why)
+    assert unsure.unjudged and not unsure.impossible
+    d = decide(unsure, threshold, expected_bound="compute")
+    assert d.verdict == "unjudged" and d.warning and not d.fails and not d.confirm
+    assert d.reason == f"utilization 150.0% is above the roofline, but cannot judge: {why}"
+    # Within the roofline the same figures are judged as any other.
+    assert decide(replace(figures(0.4), unsure=why), 0.5, first_utilization=0.4).verdict == "fail"
+    assert decide(replace(figures(1.5, interval=(1.3, 1.6))), threshold).verdict == "impossible"
