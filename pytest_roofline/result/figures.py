@@ -368,7 +368,8 @@ class Measured:
     def suspect(self) -> str:
         """What to distrust when the utilization is impossible, or when any run beat the roofline whatever the
         median says ("" otherwise)."""
-        why = suspect(self.bound, self.ceilings_used, self.hardware, self.work, count_doubts(self.work))
+        uses = self.ceilings_used
+        why = suspect(self.bound, uses, self.hardware, self.work, count_doubts(self.work, uses))
         if self.impossible:
             return why
         count, fastest = self.fast_runs

@@ -3,13 +3,14 @@ program-level estimate and the per-op rows. Shared by ``measure()`` and ``pytest
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from ...hardware.peaks import peak_for_class
 from ...hardware.spec import HardwareSpec
 from ..program.counts import Counts, Work, work_of
 from ..program.hlo_reader import HloModule
 from ..runs.hosts import HostTraffic, Topology, host_traffic
+from .loop_reuse import Reuse, loop_reuse, rows_with_reuse, with_reuse
 from .per_op import OpRow, op_rows
 from .roofline import RooflineEstimate, estimate
 from .work_shares import CeilingUse, MemoryLevel, compute_ceilings, dot_precision, memory_level
@@ -27,6 +28,8 @@ class ProgramModel:
     rows: list[OpRow]
     memory: MemoryLevel  # the bandwidth its bytes meet (last-level cache or main memory)
     hosts: HostTraffic | None = None  # its collectives split between local and host links (several processes)
+    _: KW_ONLY
+    reuse: Reuse = Reuse()  # the bytes its loops re-read from the cache
 
 
 def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices: int,
@@ -42,10 +45,14 @@ def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices
     precision = dot_precision(counts)
     interconnect = spec.interconnect_bandwidth.value if spec.interconnect_bandwidth else None
     total = bytes_accessed if bytes_accessed is not None else counts.bytes_accessed
-    level = memory_level(spec, working_set, (total, cold_written) if cold_written is not None else None)  # the per-op rows meet the same bandwidth as the whole program
+    # the per-op rows meet the same bandwidth as the whole program (but for what loops re-read from the cache)
+    level = memory_level(spec, working_set, (total, cold_written) if cold_written is not None else None)
     rows = op_rows(module, lambda cls: peak_for_class(spec, cls, precision)[1].value,
                    peak_for_class(spec, "vector")[1].value, level.ceiling.value, interconnect,
                    devices=devices)
+    reuse = loop_reuse(module, spec) if bytes_accessed is None else Reuse()
+    rows = rows_with_reuse(rows, reuse, level.ceiling.value, spec) if not level.in_cache else rows
+    level = with_reuse(level, reuse, total, spec)
     collective = sum(r.collective_bytes for r in rows)
     work = work_of(counts, flops, bytes_accessed, transcendentals, collective)
     uses = compute_ceilings(spec, counts, work.flops, flops is not None)
@@ -66,7 +73,7 @@ def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices
         uses.extend(_host_uses(spec, hosts))
     elif collective and spec.interconnect_bandwidth is not None:
         uses.append(CeilingUse("collective bytes", collective, "interconnect", spec.interconnect_bandwidth))
-    return ProgramModel(work, uses, roof, rows, level, hosts)
+    return ProgramModel(work, uses, roof, rows, level, hosts, reuse=reuse)
 
 
 def _host_uses(spec: HardwareSpec, hosts: HostTraffic) -> list[CeilingUse]:

@@ -40,6 +40,7 @@ from ...base.units import format_fraction, format_quantity
 from ...hardware.spec import HardwareSpec
 from ..model import contention
 from ..model.exposed import ExposedCheck
+from ..model.loop_reuse import REREAD
 from ..model.roofline import IMPOSSIBLE_ABOVE, impossible_text
 from ..model.work_shares import CeilingUse
 from ..program.counts import RAN_FROM_TRACE, Work
@@ -286,15 +287,15 @@ def unsure_text(hardware: HardwareSpec, work: Work, *, live: bool) -> str:
     return "; ".join(why)
 
 
-def count_doubts(work: Work, reuse: str = "") -> list[str]:
+def count_doubts(work: Work, uses: Sequence[CeilingUse] = ()) -> list[str]:
     """The counts a figure above the roofline most likely overstates, most doubtful first: a conditional counted
-    at its dearest branch, data re-read from a cache charged at a slower level's bandwidth (``reuse``), conditionals
-    and loop iterations read from the trace, work nobody counted."""
+    at its dearest branch, loops that re-read data from a cache (where the bytes' ``uses`` say so: which level served
+    them is modelled, not seen), conditionals and loop iterations read from the trace, work nobody counted."""
     doubts = []
     if work.branches.unsure:
         doubts.append("a conditional counted at its dearest branch (the trace did not show which ran)")
-    if reuse:
-        doubts.append(reuse)
+    if any(REREAD in u.note for u in uses if u.is_bytes):
+        doubts.append(f"the bytes {REREAD} (a loop's data may stay in a faster cache level than the one modelled)")
     if work.branches.lines and not work.branches.unsure:
         doubts.append("conditionals counted by the branches the trace showed")
     if any(loop.endswith(RAN_FROM_TRACE) for loop in work.loops):
