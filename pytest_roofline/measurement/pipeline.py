@@ -167,10 +167,7 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     if touch is not None:
         touch = replace(touch, counted_faults=timed.timing.median_faults)
     charged_roof = replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0)
-    live, why = _live(plan, timed, spec)
-    if live is not None and (why := correction_above_roofline(charged_roof, timed.timing.per_run_s, live.resource,
-                                                               live.drift_per_run)):
-        live = None
+    live, why = _live(plan, timed, spec, charged_roof, _own_touch(touch if charged else None, timed))
     if plan.reference is not None and live is None:
         # The calibrated ceilings stand in for this measurement (the note says why); the result stays in its live
         # series, so that a history is not split each time a reference's drift is set aside.
@@ -187,6 +184,13 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
         first_touch=touch, first_touch_mode=touch_mode, no_work=no_work, cache=cache, clocks=clocks,
         processes=processes, idle=idle, exposure=exposed, source=program.source,
     )
+
+
+def _own_touch(touch: FirstTouch | None, timed: Timed) -> list[float] | None:
+    """Each run's own first-touch time (the pages it faulted), where the term is charged and faults were counted for
+    every run."""
+    faults = timed.timing.faults_per_run
+    return [touch.time_for(f) for f in faults] if touch and len(faults) == timed.timing.runs else None
 
 
 def _hardware(program: CompiledProgram, choice: HardwareChoice) -> tuple[HardwareSpec, CeilingsUsed]:
@@ -312,8 +316,10 @@ def _stopping_rule(roof: RooflineEstimate, plan: _LivePlan, threshold: float | N
     return rule
 
 
-def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec) -> tuple[Live | None, str]:
-    """The live ceilings the reference's runs give; or None and why not (unreadable runs, implausible drift)."""
+def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec, roof: RooflineEstimate,
+          own_touch: list[float] | None) -> tuple[Live | None, str]:
+    """The live ceilings the reference's runs give; or None and why not (unreadable runs, implausible drift, a
+    scaling that would lift the kernel above ``roof``, its runs judged with ``own_touch``)."""
     ref = plan.reference
     if ref is None:
         return None, ""
@@ -328,7 +334,8 @@ def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec) -> tuple[Live | Non
     name = ref.name + ("" if timed.reference_timer == "profiler" else f" ({timed.reference_timer})")
     live = Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
                 tuple(drifts(around, ref.work, plan.calibrated_rate)), usable.count(False))
-    why = implausible_drift(live.drift, bool(spec.low_ceilings))
+    why = implausible_drift(live.drift, bool(spec.low_ceilings)) or correction_above_roofline(
+        roof, timed.timing.per_run_s, live.resource, live.drift_per_run, own_touch)
     return (None, why) if why else (live, "")
 
 

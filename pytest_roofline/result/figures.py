@@ -227,10 +227,9 @@ class Measured:
     # Derived figures
     @property
     def per_run_utilization(self) -> tuple[float, ...]:
-        """Program-level utilization of each run: against the live ceiling of its pair, else the calibration."""
-        live = self.live
-        return tuple(pair_utilizations(self.roofline, self.per_run_s, live.resource if live else None,
-                                       live.drift_per_run if live else None))
+        """Program-level utilization of each run: against the live ceiling of its pair, else the calibration; where
+        the first touch is charged, each run against its own (the pages that run faulted)."""
+        return self._per_run_with(self.first_touch_charged)
 
     @property
     def utilization(self) -> float:
@@ -249,29 +248,29 @@ class Measured:
         """Whether the roofline (and so ``utilization``) includes the first touch of fresh pages."""
         return self.first_touch is not None and self.first_touch_mode == "include"
 
-    def _per_run_with(self, touch_s: float) -> tuple[float, ...]:
-        live = self.live
-        roof = replace(self.roofline, first_touch_time_s=touch_s)
+    def _per_run_with(self, touch: bool) -> tuple[float, ...]:
+        """Each run's utilization with the first touch (its own faults where counted for every run) or without."""
+        live, faults, ft = self.live, self.timing.faults_per_run, self.first_touch
+        own = [ft.time_for(f) for f in faults] if touch and ft and len(faults) == len(self.per_run_s) else None
+        roof = replace(self.roofline, first_touch_time_s=ft.time_s if touch and ft else 0.0)
         return tuple(pair_utilizations(roof, self.per_run_s, live.resource if live else None,
-                                       live.drift_per_run if live else None))
+                                       live.drift_per_run if live else None, own))
 
-    def _uncertainty_with(self, touch_s: float) -> Uncertainty:
-        return uncertainty(self._per_run_with(touch_s))
-
-    def _utilization_with(self, touch_s: float) -> float:
+    def _utilization_with(self, touch: bool) -> float:
         if self.live:
-            return self._uncertainty_with(touch_s).utilization
+            return uncertainty(self._per_run_with(touch)).utilization
+        touch_s = self.first_touch.time_s if touch and self.first_touch else 0.0
         return replace(self.roofline, first_touch_time_s=touch_s).roofline_time_s / self.device_time_s
 
     @property
     def utilization_with_first_touch(self) -> float:
         """Against the roofline plus the first touch of the fresh pages (= ``utilization`` where charged)."""
-        return self._utilization_with(self.first_touch.time_s if self.first_touch else 0.0)
+        return self._utilization_with(True)
 
     @property
     def utilization_without_first_touch(self) -> float:
         """Against main memory and compute alone, the page faults of fresh buffers counted as lost time."""
-        return self._utilization_with(0.0)
+        return self._utilization_with(False)
 
     @property
     def drift(self) -> float | None:
@@ -306,7 +305,7 @@ class Measured:
     def figures(self) -> Figures:
         """What the pass/fail rule reads (:func:`pytest_roofline.analysis.verdict.decide.decide`)."""
         charged = self.first_touch_charged and self.roofline.first_touch_time_s > 0
-        core_low = self._uncertainty_with(0.0).low if charged else None
+        core_low = uncertainty(self._per_run_with(False)).low if charged else None
         on_cpu, ops_on_cpu = (self.utilization_on_cpu, self._on_cpu(self.ops_roofline_time_s)) if self.contended \
             else (None, None)
         rejected = self.contended and (on_cpu is None or ops_on_cpu is None) and self.cpu_waiting is not None \

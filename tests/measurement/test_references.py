@@ -9,6 +9,7 @@ from fakes import FAKE_CPU
 
 pytest.importorskip("jax")
 
+from pytest_roofline.analysis.model.roofline import RooflineEstimate  # noqa: E402
 from pytest_roofline.analysis.runs.run_stats import Timing  # noqa: E402
 from pytest_roofline.hardware.cpu import page_size  # noqa: E402
 from pytest_roofline.measurement.machine.reference_kernels import reference  # noqa: E402
@@ -20,6 +21,10 @@ def made_up_timed(reference_s: list[float], faults: list[int]) -> Timed:
     runs = len(reference_s) - 1
     timing = Timing((0.04,) * runs, (0.04,) * runs, "profiler")
     return Timed(timing, reference_s=tuple(reference_s), reference_timer="profiler", reference_faults=tuple(faults))
+
+
+# A made-up roofline of 20 ms for the made-up 40 ms kernel runs: 50%, far from the line a live scaling is checked at.
+ROOF = RooflineEstimate(0.002, 0.020, 1e11, 1e10)
 
 
 def test_the_fresh_reference_must_fault_its_output_the_donated_stream_nothing() -> None:
@@ -35,15 +40,15 @@ def test_reference_runs_without_fresh_pages_leave_the_live_ceiling_and_are_count
     rate = fresh.work / 0.016  # made up: the reference ran 16 ms at calibration
     full, none = fresh.fresh_pages, 3
     timed = made_up_timed([0.016, 0.004, 0.016, 0.004, 0.016, 0.016], [full, none, full, none, full, full])
-    live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU)
+    live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU, ROOF, None)
     assert why == "" and live is not None
     assert live.left_out == 2 and live.drift == pytest.approx(1.0)  # the 4 ms runs moved nothing
     assert "2 of its 6 runs left out (they reused mapped pages" in live.describe()
     assert live.to_dict()["reference_runs_left_out"] == 2
     # Counted but never faulting: no live ceiling, and the result says why.
     timed = made_up_timed([0.004] * 4, [none] * 4)
-    live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU)
+    live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU, ROOF, None)
     assert live is None and "no run of the reference (f32 scale over 48 MiB into a fresh output) faulted" in why
     # Faults not counted (an OS without the count): every run counts.
-    live, _ = _live(_LivePlan(fresh, rate), made_up_timed([0.016, 0.004, 0.016], []), FAKE_CPU)
+    live, _ = _live(_LivePlan(fresh, rate), made_up_timed([0.016, 0.004, 0.016], []), FAKE_CPU, ROOF, None)
     assert live is not None and live.left_out == 0

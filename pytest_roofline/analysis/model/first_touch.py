@@ -59,6 +59,10 @@ class FirstTouch:
     def time_s(self) -> float:
         return self.charged_bytes / self.rate.value
 
+    def time_for(self, faults: float) -> float:
+        """The first-touch time of one run that faulted ``faults`` pages: those it mapped, at most the fresh ones."""
+        return min(float(self.fresh_bytes), faults * self.bytes_per_fault) / self.rate.value
+
     @property
     def saving_s(self) -> float:
         """What donating (or reusing) the output buffers would save."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any, Literal
 
@@ -135,11 +135,15 @@ def scaled_roofline_time(roof: RooflineEstimate, resource: Resource, drift: floa
 
 
 def pair_utilizations(roof: RooflineEstimate, kernel_s: Sequence[float], resource: Resource | None,
-                      drift_per_run: Sequence[float] | None) -> list[float]:
-    """Utilization of each kernel run: against the live ceiling of its pair, or (no reference) the calibration."""
+                      drift_per_run: Sequence[float] | None, touch_per_run: Sequence[float] | None = None
+                      ) -> list[float]:
+    """Utilization of each kernel run: against the live ceiling of its pair, or (no reference) the calibration.
+    ``touch_per_run``: each run's own first-touch time (the pages it faulted), in place of the roofline's."""
+    roofs = [replace(roof, first_touch_time_s=t) for t in touch_per_run] if touch_per_run is not None else \
+        [roof] * len(kernel_s)
     if resource is None or drift_per_run is None:
-        return [roof.roofline_time_s / t for t in kernel_s]
-    return [scaled_roofline_time(roof, resource, d) / t for t, d in zip(kernel_s, drift_per_run, strict=True)]
+        return [r.roofline_time_s / t for r, t in zip(roofs, kernel_s, strict=True)]
+    return [scaled_roofline_time(r, resource, d) / t for r, t, d in zip(roofs, kernel_s, drift_per_run, strict=True)]
 
 
 def implausible_drift(drift: float, contended_calibration: bool = False) -> str:
@@ -155,20 +159,22 @@ def implausible_drift(drift: float, contended_calibration: bool = False) -> str:
 
 
 def correction_above_roofline(roof: RooflineEstimate, kernel_s: Sequence[float], resource: Resource,
-                              drift_per_run: Sequence[float]) -> str:
+                              drift_per_run: Sequence[float], touch_per_run: Sequence[float] | None = None) -> str:
     """Why the live ceilings must not be used for these runs ("" when they may): they would put the median
-    utilization above 100% plus its interval's width, or its whole interval above the impossible line, higher than
-    the calibration alone puts it. No kernel beats its roofline, so the reference's drift is not this kernel's (it
-    slowed beside the kernel where the kernel did not); the figure is not shown."""
-    live = uncertainty(pair_utilizations(roof, kernel_s, resource, drift_per_run))
-    alone = roof.roofline_time_s / median(kernel_s)
+    utilization above 100% where the calibration alone reads at or below it, or above 100% plus its interval's width,
+    or its whole interval above the impossible line, higher than the calibration alone puts it. No kernel beats its
+    roofline, so the reference's drift is not this kernel's (it slowed beside the kernel where the kernel did not);
+    the figure is not shown. ``touch_per_run``: each run's own first-touch time, as the result judges it."""
+    live = uncertainty(pair_utilizations(roof, kernel_s, resource, drift_per_run, touch_per_run))
+    alone = median(pair_utilizations(roof, kernel_s, None, None, touch_per_run))
     if live.utilization <= alone:
         return ""
-    if live.utilization <= 1.0 + (live.high - live.low) and live.low <= IMPOSSIBLE_ABOVE:
+    lifted = live.utilization > 1.0 >= alone
+    if not lifted and live.utilization <= 1.0 + (live.high - live.low) and live.low <= IMPOSSIBLE_ABOVE:
         return ""
-    return (f"the live ceilings would put the utilization above the roofline (the reference ran at "
-            f"{median(drift_per_run):.0%} of its calibrated rate beside it, a drift this kernel did not share): "
-            f"calibrated ceilings used")
+    return (f"the live ceilings would put the utilization above the roofline ({live.utilization:.1%} against "
+            f"{alone:.1%} on the calibration alone: the reference ran at {median(drift_per_run):.0%} of its "
+            f"calibrated rate beside it, a drift this kernel did not share): calibrated ceilings used")
 
 
 @dataclass(frozen=True)

@@ -165,3 +165,25 @@ def test_a_first_touch_cheaper_than_calibrated_is_said_not_failed() -> None:
     assert "[faults cheaper]" in lines[1] and any(line.startswith("[faults cheaper]: ") for line in lines)
     plain = summary_lines([record_of("t.py::test_scale", "scale", base, "pass", 0.4, "marker")])
     assert not any("faults cheaper" in line for line in plain)
+
+
+def test_each_run_is_judged_against_its_own_first_touch() -> None:
+    """A made-up memory-bound result (fakes) of six runs: five faulted 8,192 pages (32 MiB at 4 GB/s: 8.4 ms of first
+    touch) and took 12 ms, one faulted none and took 3 ms (a tokamax layer norm beside busy neighbours). Against the
+    median's 8,192 faults that run read 3.5x its roofline and lifted the interval's top to 383%; against its own
+    faults it reads what its traffic allows."""
+    touch = first_touch(32 * MIB, 0, 0, TOUCH, 4096.0, 8192)
+    assert touch is not None
+    base = fake_result(0.25)  # roofline 0.25 ms of traffic
+    runs, faults = (12e-3,) * 5 + (3e-3,), (8192,) * 5 + (0,)
+    timing = replace(base.timing, per_run_s=runs, wall_per_run_s=runs, faults_per_run=faults)
+    result = replace(base, roofline=replace(base.roofline, first_touch_time_s=touch.time_s), first_touch=touch,
+                     timing=timing)
+    core = base.roofline.roofline_time_s
+    assert result.per_run_utilization[-1] == pytest.approx(core / 3e-3)  # no fault, no first-touch term
+    assert result.per_run_utilization[0] == pytest.approx((core + touch.time_s) / 12e-3)
+    assert max(result.utilization_interval) < 1.0 and not result.suspect
+    # Faults not counted for every run: every run keeps the median's term, as before.
+    unknown = replace(result, timing=replace(timing, faults_per_run=()))
+    assert unknown.per_run_utilization[-1] == pytest.approx((core + touch.time_s) / 3e-3)
+    assert unknown.per_run_utilization[-1] > 2.8
