@@ -1,6 +1,7 @@
 """The cost of a custom call: library gemms (cuBLAS, hipBLAS) and convolutions (cuDNN, MIOpen) counted from
-their operands, data-movement calls as bytes, Pallas kernels from their cost_estimate, anything else as bytes
-and a name in ``uncounted``. Pure: reads :mod:`.hlo_reader`."""
+their operands, dense linear algebra (LAPACK, cuSOLVER: LU, Cholesky, QR, triangular solves; eigh and SVD as lower
+bounds) from their shapes, data-movement calls as bytes, Pallas kernels from their cost_estimate, anything else as
+bytes and a name in ``uncounted``. Pure: reads :mod:`.hlo_reader`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from .op_cost import OpCost, compute_class, operand_bytes, shape_of, source_dtyp
 from .pallas_costs import estimate_in_config, pallas_backend
 
 __all__ = ["custom_call_cost", "custom_call_target", "GEMM_TARGET_PREFIXES", "CONV_TARGET_PREFIXES",
-           "DATA_MOVEMENT_TARGETS"]
+           "DATA_MOVEMENT_TARGETS", "linalg_kind", "linalg_flops"]
 
 
 # Library calls XLA emits as custom calls (GPU). Gemms: cuBLAS and cuBLASLt (XLA on ROCm uses the same target
@@ -105,6 +106,11 @@ def custom_call_cost(module: HloModule, comp: Computation, inst: Instruction,
         return OpCost(0.0, 0.0, io_bytes)
     elif pallas_backend(target) is not None:
         return _pallas_cost(module, comp, inst, target, io_bytes, param_sources)
+    elif (kind := linalg_kind(target)) is not None and (flops := linalg_flops(comp, inst, kind)) is not None:
+        # Vector FLOPs: a solver's panels and updates do not run at a matrix unit's peak.
+        partly = (f"{inst.name} ({target}: {kind}, its reduction counted, not its iterations)",) \
+            if kind in LOWER_BOUND_LINALG else ()
+        return OpCost(flops, 0.0, io_bytes, custom_call_flops=flops, uncounted=partly)
     if flops is None:
         return OpCost(0.0, 0.0, io_bytes, uncounted=(f"{inst.name} ({target or 'no target'})",))
     dtypes = [source_dtype(module, comp, o, param_sources) for o in inst.operands[:2]]
@@ -126,3 +132,53 @@ def _pallas_cost(module: HloModule, comp: Computation, inst: Instruction, target
     matrix = {compute_class(dtypes): est.flops} if est.matrix and est.flops else {}
     return OpCost(est.flops, est.transcendentals, est.bytes_accessed, matrix, custom_call_flops=est.flops,
                   estimated=(f"{inst.name} ({backend}{', counted from its body' if est.source == 'body' else ''})",))
+
+
+# Dense linear algebra calls (LAPACK on the CPU, cuSOLVER / cuBLAS on a GPU, rocSOLVER alike), by a word of their
+# target, with their textbook FLOP counts for an m x n matrix (n x n where square) of real numbers (x4 complex):
+# LU m n^2 - n^3/3, Cholesky n^3/3, QR 2 m n^2 - 2 n^3/3 (and forming Q the same), a triangular solve k^2 per
+# column of its right-hand side (k: the triangle's side). eigh and SVD count their reduction to tridiagonal or
+# bidiagonal form (4/3 n^3, 4 m n^2 - 4/3 n^3): the iterations after it are not counted, a lower bound.
+LINALG_WORDS = (("getrf", "LU"), ("potrf", "Cholesky"), ("geqrf", "QR"), ("orgqr", "QR's Q"), ("ungqr", "QR's Q"),
+                ("trsm", "triangular solve"), ("triangularsolve", "triangular solve"), ("syevd", "eigh"),
+                ("heevd", "eigh"), ("syevj", "eigh"), ("gesdd", "SVD"), ("gesvd", "SVD"))
+LOWER_BOUND_LINALG = frozenset({"eigh", "SVD"})
+
+
+def linalg_kind(target: str) -> str | None:
+    """Which dense linear algebra call a custom call target is ("LU", "Cholesky" ...), or None."""
+    low = target.lower().replace("_", "").replace("$", "")
+    return next((kind for word, kind in LINALG_WORDS if word in low), None)
+
+
+def _matrix(shape: Shape | None) -> tuple[float, float, float] | None:
+    """(batch, m, n) of a stack of matrices."""
+    if shape is None or shape.is_tuple or len(shape.dims) < 2:
+        return None
+    *batch, m, n = shape.dims
+    return float(prod(batch)), float(m), float(n)
+
+
+def linalg_flops(comp: Computation, inst: Instruction, kind: str) -> float | None:
+    """The FLOPs of a dense linear algebra call from its operands' shapes (None where they cannot be read)."""
+    operand = shape_of(comp, inst.operands[0]) if inst.operands else None
+    first = _matrix(operand)
+    if operand is None or first is None:
+        return None
+    batch, m, n = first
+    scale = 4.0 if operand.dtype.startswith("c") else 1.0
+    if kind == "triangular solve":
+        rhs = shape_of(comp, inst.operands[1]) if len(inst.operands) > 1 else None
+        if rhs is None or rhs.is_tuple:
+            return None
+        return scale * m * rhs.num_elements  # k x k triangle: k^2 per right-hand column, k x columns = |rhs| / k
+    big, small = max(m, n), min(m, n)
+    per_matrix = {
+        "LU": big * small**2 - small**3 / 3,
+        "Cholesky": n**3 / 3,
+        "QR": 2 * big * small**2 - 2 * small**3 / 3,
+        "QR's Q": 2 * big * small**2 - 2 * small**3 / 3,
+        "eigh": 4 * n**3 / 3,
+        "SVD": 4 * big * small**2 - 4 * small**3 / 3,
+    }[kind]
+    return scale * batch * per_matrix

@@ -100,3 +100,35 @@ def test_analyze_hlo_of_a_cpu_program_with_a_loop(tmp_path: Path, capsys: pytest
     assert main(["analyze", "--hlo", str(dump), "--json"]) == 0
     (program,) = json.loads(capsys.readouterr().out)["programs"]
     assert program["matrix_flops"] == {"f32": 10 * 2.0 * 64**3}  # the loop body times its trip count
+
+
+# Dense linear algebra on the CPU: real compiled programs (jax on this machine, LAPACK custom calls) against the
+# textbook counts of an n x n matrix; what XLA's cost analysis leaves out (it counts a custom call as no FLOP).
+N, RHS = 256, 16
+
+
+@pytest.mark.parametrize(("name", "kernel", "analytic", "lower_bound"), [
+    ("solve", lambda a, b: jnp_linalg().solve(a, b), 2 * N**3 / 3 + 2 * N * N * RHS, False),  # LU, two trsm
+    ("cholesky", lambda a, b: jnp_linalg().cholesky(a), N**3 / 3, False),
+    ("qr", lambda a, b: jnp_linalg().qr(a), 2 * (2 * N**3 - 2 * N**3 / 3), False),  # geqrf and forming Q
+    ("eigh", lambda a, b: jnp_linalg().eigh(a), 4 * N**3 / 3, True),  # its tridiagonal reduction: a lower bound
+    ("svd", lambda a, b: jnp_linalg().svd(a), 4 * N**3 - 4 * N**3 / 3, True),
+])
+def test_dense_linear_algebra_is_counted_from_its_shapes(name: str, kernel: Any, analytic: float,
+                                                          lower_bound: bool) -> None:
+    jax = pytest.importorskip("jax")
+    from helpers import compile_counts
+
+    a = jax.numpy.eye(N) * 2.0 + 0.01
+    counts, _, compiled = compile_counts(kernel, a, jax.numpy.ones((N, RHS)))
+    # The elementwise work around the call (symmetrizing, masking) adds a few percent at this size.
+    assert counts.flops == pytest.approx(analytic, rel=0.1), (name, counts.flops / analytic)
+    assert counts.source == "hlo" and counts.lower_bound == lower_bound
+    assert all("its reduction counted, not its iterations" in u for u in counts.uncounted)
+    assert not counts.matrix_flops  # vector FLOPs: a solver's panels do not run at a matrix unit's peak
+
+
+def jnp_linalg() -> Any:
+    import jax.numpy as jnp
+
+    return jnp.linalg
