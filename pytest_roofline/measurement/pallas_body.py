@@ -149,6 +149,10 @@ def count_body(jaxpr: Any) -> BodyCount:
                 total.lower_bound.append("a while loop whose trip count is not known here, counted once")
             for inner in inner_jaxprs(eqn.params.get("body_jaxpr")):
                 total.add(count_body(inner).scaled(trips if trips is not None else 1.0))
+        elif prim.startswith("scatter") and eqn.params.get("update_jaxpr") is not None and len(eqn.invars) >= 3:
+            # the update computation once per element of the updates (a segment sum: one add each), as XLA counts it
+            per = sum(count_body(inner).flops for inner in inner_jaxprs(eqn.params.get("update_jaxpr")))
+            total.vector_flops += per * _size(eqn.invars[2].aval)
         elif prim == "cond":
             branches = [count_body(b) for b in inner_jaxprs(eqn.params.get("branches"))]
             if branches:

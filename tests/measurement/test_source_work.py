@@ -37,6 +37,27 @@ def test_the_source_counts_match_analytic_formulas() -> None:
     assert compile_program(_ragged, _ragged_args(), {}, "ragged").source == SourceWork(2 * M * K * N)
 
 
+def test_a_segment_sum_counts_one_add_per_element_in_the_source_the_ops_and_the_compiler() -> None:
+    """jraph's message passing and jax-md's forces sum with segment_sum (a scatter-add): the compiler counts one add
+    per element added; the source and the per-op model counted it as one FLOP and as none, so the summary said
+    "[2.8x source FLOPs]" of work that is not there."""
+    from pytest_roofline.analysis.model.compiler_agreement import GATHER_BYTES, ops_check
+    from pytest_roofline.analysis.program.counts import hlo_counts
+    from pytest_roofline.analysis.program.hlo_reader import parse_hlo
+
+    edges, nodes, features = 4096, 512, 32
+    data, segments = jnp.ones((edges, features)), jnp.zeros((edges,), jnp.int32)
+    program = compile_program(lambda d, s: jax.ops.segment_sum(d, s, num_segments=nodes), (data, segments), {}, "ss")
+    assert program.source == SourceWork(edges * features)
+    module = parse_hlo(program.hlo_text)
+    assert hlo_counts(module).flops == edges * features
+    assert ops_check(module, program.raw_cost_analysis).ok
+    # A gather: the compiler counts its whole operand's bytes, the per-op model the rows it reads, and says so.
+    gathered = compile_program(lambda d, s: d[s[:nodes]] * 2.0, (data, segments), {}, "g")
+    check = ops_check(parse_hlo(gathered.hlo_text), gathered.raw_cost_analysis)
+    assert [m for m in check.mismatches if GATHER_BYTES in m]
+
+
 def test_a_while_loop_or_a_pallas_kernel_leaves_the_source_uncompared() -> None:
     program = compile_program(lambda v: jax.lax.while_loop(lambda s: s.sum() < 1e9, lambda s: s * 2.0, v),
                               (jnp.ones(64),), {}, "loop")

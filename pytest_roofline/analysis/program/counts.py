@@ -15,7 +15,7 @@ from typing import Any
 
 from ...base.kinds import CountSource
 from .control_ran import Branches, branches_of
-from .hlo_reader import HloModule, Instruction, with_branch_shares
+from .hlo_reader import HloModule, Instruction, as_compiled
 from .pallas_costs import PALLAS_REMEDY
 from .xla_costs import OpCost, computation_cost
 
@@ -124,9 +124,7 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
     """The program's counts: the compiler's analysis, with loop trip counts applied from the HLO."""
     base = normalize_cost_analysis(raw_cost_analysis)
     # XLA counts every loop body once and each conditional at its costliest branch: ``once`` is that, here.
-    read = {i.name: None for c in module.computations.values() for i in c.instructions if i.branch_shares}
-    once = computation_cost(with_branch_shares(module, read) if read else module, module.entry_name,
-                            multiply_loops=False)
+    once = computation_cost(as_compiled(module), module.entry_name, multiply_loops=False)
     full = computation_cost(module, module.entry_name, multiply_loops=True)
     if full.estimated:
         # Pallas kernels' stated work is not in the compiler's totals (their bytes would be the call's operands):

@@ -25,6 +25,7 @@ __all__ = [
     "parse_shape",
     "with_trip_counts",
     "with_branch_shares",
+    "as_compiled",
     "DTYPE_BYTES",
 ]
 
@@ -346,6 +347,13 @@ def with_branch_shares(module: HloModule, shares: Mapping[str, tuple[float, ...]
         return replace(inst, attrs=attrs)
 
     return _with_instructions(module, share)
+
+
+def as_compiled(module: HloModule) -> HloModule:
+    """``module`` as the compiler's cost analysis counts it: its conditionals at their costliest branch (the branch
+    shares read from a trace taken out)."""
+    read = {i.name: None for c in module.computations.values() for i in c.instructions if i.branch_shares}
+    return with_branch_shares(module, read) if read else module
 
 
 def _with_instructions(module: HloModule, change: Callable[[Instruction], Instruction]) -> HloModule:

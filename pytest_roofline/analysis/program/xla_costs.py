@@ -174,17 +174,10 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
     if op == "dynamic-update-slice" and len(inst.operands) > 1:
         update = shape_of(comp, inst.operands[1])
         return OpCost(0.0, 0.0, 2.0 * (update.bytes if update is not None else inst.shape.bytes))
-    if op == "while":
-        trip = inst.known_trip_count if multiply_loops else None
-        total = OpCost()
-        for name in inst.called:  # body and condition
-            total = total + computation_cost(module, name, multiply_loops)
-        return total.scaled(trip if trip is not None else 1)
-    if op == "conditional":
-        total = OpCost()
-        for branch, share in branch_runs(module, inst, multiply_loops):
-            total = total + computation_cost(module, branch, multiply_loops).scaled(share)
-        return total
+    if op in ("while", "conditional"):
+        return _control_cost(module, inst, multiply_loops)
+    if op == "scatter" and inst.called and len(inst.operands) >= 3:
+        return _scatter_cost(module, comp, inst, multiply_loops, io_bytes)
     if op in ("reduce", "reduce-window"):
         in_elems = sum(
             s.num_elements for s in (shape_of(comp, o) for o in inst.operands[: len(inst.operands) // 2 or 1])
@@ -203,6 +196,30 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
         return OpCost(float(elements), 0.0, io_bytes)
     # Data movement (copy, transpose, broadcast, slice, concatenate, convert, custom-call ...): bytes only.
     return OpCost(0.0, 0.0, io_bytes)
+
+
+def _control_cost(module: HloModule, inst: Instruction, multiply_loops: bool) -> OpCost:
+    """A while loop: its body and condition, ``known_trip_count`` times with ``multiply_loops`` (else once); a
+    conditional: its branches by the share of its executions each took (:func:`branch_runs`)."""
+    total = OpCost()
+    if inst.opcode == "while":
+        trip = inst.known_trip_count if multiply_loops else None
+        for name in inst.called:  # body and condition
+            total = total + computation_cost(module, name, multiply_loops)
+        return total.scaled(trip if trip is not None else 1)
+    for branch, share in branch_runs(module, inst, multiply_loops):
+        total = total + computation_cost(module, branch, multiply_loops).scaled(share)
+    return total
+
+
+def _scatter_cost(module: HloModule, comp: Computation, inst: Instruction, multiply_loops: bool,
+                  io_bytes: float) -> OpCost:
+    """A scatter: its combiner once per element of the updates (the operands after the indices), as XLA counts it
+    (a segment sum: one add per element added)."""
+    updates = inst.operands[(len(inst.operands) + 1) // 2:]
+    elements = sum(s.num_elements for s in (shape_of(comp, o) for o in updates) if s is not None)
+    combiner = _inner_cost(module, inst.called[0], multiply_loops)
+    return OpCost(combiner.flops * elements, combiner.transcendentals * elements, io_bytes)
 
 
 def reduce_window_applications(inst: Instruction) -> int:
