@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 CACHE_DIR_ENV = "PYTEST_ROOFLINE_CACHE_DIR"
-CACHE_VERSION = 5  # 5: noisy figures measured again (the steadiest of 3), matmul shapes in two rounds
+CACHE_VERSION = 6  # 6: an integer-op rate (u32 xor-shift); 5: noisy figures measured again, matmul shapes in two rounds
 # The rate of this quantile of the run times is the ceiling: high, but not the one luckiest run.
 CEILING_QUANTILE = 0.2
 # A calibration during which other processes (or other VMs, as steal time) used more than this share of the
@@ -178,7 +178,8 @@ def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cp
                         first_touch=_measured(figures, "first_touch", where) if touch else None,
                         bytes_per_fault=float(figures["bytes_per_fault"]) if touch else None,
                         cache_bandwidth=_measured(figures, "cache_memory", where) if cache else None,
-                        cache_bytes=int(figures["cache_bytes"]) if cache else None)
+                        cache_bytes=int(figures["cache_bytes"]) if cache else None,
+                        integer=_measured(figures, "integer", where) if figures.get("integer") else None)
 
 
 def _unmeasured(figures: Mapping[str, Any]) -> list[str]:

@@ -62,8 +62,10 @@ class HardwareSpec:
     # collective bytes that cross hosts meet. None where no source gives it (then they add no time, and the
     # interconnect term is a stated lower bound).
     host_link_bandwidth: Ceiling | None = None
+    # Elementwise integer and boolean ops per second (RNG bit mixing, index arithmetic): calibrated on a CPU; None
+    # where no source gives one (then they add no time to the roofline, and the result says so).
+    integer: Ceiling | None = None
 
-    # Sizing a test from the roofline (hardware/sizing.py, which reads a spec through its figures alone).
     @property
     def low_ceilings(self) -> str:
         """Why these ceilings are known to be low ("" where they are not): a CPU calibrated while other processes
@@ -76,6 +78,7 @@ class HardwareSpec:
         return (f"its ceilings were calibrated while other processes used {busy}, so they are low (this run only; "
                 f"a quiet run calibrates again)")
 
+    # Sizing a test from the roofline (hardware/sizing.py, which reads a spec through its figures alone).
     def peak_flops(self, dtype: Any) -> float:
         """FLOP/s a matmul in ``dtype`` meets (f32 runs as TF32 on a GPU, as a bf16 pass on a TPU)."""
         return sizing.peak_for_dtype(self, dtype).value
@@ -114,6 +117,7 @@ class HardwareSpec:
             "cache_bandwidth_bytes_per_s": self.cache_bandwidth.to_dict() if self.cache_bandwidth else None,
             "cache_bytes": self.cache_bytes,
             "host_link_bytes_per_s": self.host_link_bandwidth.to_dict() if self.host_link_bandwidth else None,
+            "integer_ops_per_s": self.integer.to_dict() if self.integer else None,
             "theoretical": {k: c.to_dict() for k, c in self.theoretical.items()},
             "notes": list(self.notes),
         }
@@ -138,4 +142,5 @@ class HardwareSpec:
             bytes_per_fault=float(fault) if fault is not None else None,
             host_link_bandwidth=Ceiling.maybe(data.get("host_link_bytes_per_s")),
             cache_bandwidth=Ceiling.maybe(data.get("cache_bandwidth_bytes_per_s")),
-            cache_bytes=int(cache) if cache is not None else None)
+            cache_bytes=int(cache) if cache is not None else None,
+            integer=Ceiling.maybe(data.get("integer_ops_per_s")))

@@ -59,6 +59,9 @@ def result_notes(model: ProgramModel, ops_model: OpsModel, program: CompiledProg
     if model.work.transcendentals and spec.transcendental is None:
         notes.append(f"{model.work.transcendentals:.3g} transcendentals not timed: {spec.name} has no "
                      f"transcendental rate (add transcendentals_gps to its hardware entry)")
+    if model.work.int_ops and spec.integer is None:
+        notes.append(f"{model.work.int_ops:.3g} integer ops (RNG bit mixing, index arithmetic) not timed: {spec.name} "
+                     f"has no integer rate (a CPU's calibration measures one: --roofline-calibrate)")
     if model.work.collective_bytes and spec.interconnect_bandwidth is None:
         notes.append(f"{model.work.collective_bytes:.3g} collective bytes not timed: {spec.name} has no "
                      f"interconnect bandwidth")

@@ -146,7 +146,8 @@ def figure_lines(record: KernelRecord, reason: str = "") -> list[str]:
     ceilings, said = _ceiling_lines(r)
     lines += ceilings
     lower = f" (a lower bound: {r.counts_lower_bound_reason or 'see notes'})" if r.counts_lower_bound else ""
-    lines.append(f"  counts        {format_quantity(r.flops, 'FLOP')} ({r.flops_source}), "
+    integer = f" + {format_quantity(r.int_ops, '').replace(' ', '')} integer ops" if r.int_ops else ""
+    lines.append(f"  counts        {format_quantity(r.flops, 'FLOP')} ({r.flops_source}){integer}, "
                  f"{format_quantity(r.bytes_accessed, 'B')} ({r.bytes_source}), "
                  f"{format_quantity(r.transcendentals, 'transcendentals')}{lower}")
     if r.compiled_over_source is not None and r.source_flops:

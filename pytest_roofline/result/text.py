@@ -33,6 +33,8 @@ def describe(result: Measured) -> str:
     """One paragraph: the bound, the counts, the roofline, the runs, the utilization and its qualifiers."""
     timer = result.timer if not result.timer_fallback_reason else f"{result.timer}: {result.timer_fallback_reason}"
     flops = (">=" if result.counts_lower_bound else "") + format_quantity(result.flops, "FLOP")
+    if result.work.int_ops:
+        flops += f" + {format_quantity(result.work.int_ops, '').replace(' ', '')} integer ops"
     text = (
         f"{result.name} on {result.hardware.name} [{result.ceilings}]: {result.bound}-bound, {flops}, "
         f"{format_quantity(result.bytes_accessed, 'B')}, intensity {result.intensity:.3g} "

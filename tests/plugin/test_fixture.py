@@ -287,6 +287,7 @@ RESULT_KEYS |= {"static_arguments"}  # the arguments compiled in (not arrays)
 RESULT_KEYS |= {"source_work", "source_flops", "compiled_over_source"}  # the work the source asks for
 RESULT_KEYS |= {"ops_times_from"}  # where the per-op times come from (a second pass with command buffers off)
 RESULT_KEYS |= {"on_cpu_rejected"}  # contended, but taking the waiting out would put it above the roofline
+RESULT_KEYS |= {"int_ops"}  # elementwise integer and boolean ops, apart from the FLOPs
 RESULT_KEYS |= {"program_fingerprint"}  # the compiled program, device, versions and settings hashed
 
 

@@ -56,7 +56,7 @@ def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices
     collective = sum(r.collective_bytes for r in rows)
     work = work_of(counts, flops, bytes_accessed, transcendentals, collective)
     uses = compute_ceilings(spec, counts, work.flops, flops is not None)
-    trans = spec.transcendental
+    trans, integer = spec.transcendental, spec.integer
     hosts = None
     if topology is not None and topology.processes > 1:
         link = spec.host_link_bandwidth
@@ -64,9 +64,12 @@ def program_model(spec: HardwareSpec, counts: Counts, module: HloModule, devices
     roof = estimate({u.work: (u.amount, u.ceiling.value) for u in uses}, work.bytes_accessed,
                     level.ceiling.value, collective, interconnect, work.transcendentals,
                     transcendental_rate=trans.value if trans else None,
-                    comms_time_s=hosts.time_s if hosts is not None else None)
+                    comms_time_s=hosts.time_s if hosts is not None else None,
+                    integer_time_s=work.int_ops / integer.value if integer is not None else 0.0)
     if work.transcendentals and trans is not None:
         uses.append(CeilingUse("transcendentals", work.transcendentals, "transcendental", trans))
+    if work.int_ops and integer is not None:
+        uses.append(CeilingUse("integer ops", work.int_ops, "integer", integer))
     uses.append(CeilingUse("bytes", work.bytes_accessed, "cache" if level.in_cache else "memory", level.ceiling,
                            level.note))
     if hosts is not None:

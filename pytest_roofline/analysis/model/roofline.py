@@ -107,13 +107,15 @@ def estimate(
     transcendentals: float = 0.0,
     *, transcendental_rate: float | None = None,
     comms_time_s: float | None = None,
+    integer_time_s: float = 0.0,
 ) -> RooflineEstimate:
     """Roofline of a program: max(compute, memory, interconnect, transcendental) time.
 
     ``flops_by_peak`` maps a label (e.g. ``"bf16"``, ``"vector"``) to ``(flops, peak FLOP/s)``. Collective
     bytes without an interconnect bandwidth (a CPU) add no time; neither do transcendentals without a rate.
     ``comms_time_s``: the collectives' time worked out elsewhere (split between local and host links), used
-    instead of ``collective_bytes / interconnect``.
+    instead of ``collective_bytes / interconnect``. ``integer_time_s``: integer ops at their own rate, on the same
+    units as the vector FLOPs (added to the compute time, not to the FLOPs).
     """
     if bandwidth <= 0:
         raise ValueError(f"memory bandwidth must be positive, got {bandwidth}")
@@ -132,6 +134,7 @@ def estimate(
         total_flops += flops
         best_peak = max(best_peak, peak)
     effective = total_flops / compute if compute > 0 else best_peak
+    compute += integer_time_s
     comms = collective_bytes / interconnect if (collective_bytes and interconnect) else 0.0
     if comms_time_s is not None:
         comms = comms_time_s

@@ -77,6 +77,7 @@ class Counts:
     lower_bound_why: tuple[str, ...] = ()  # other reasons for lower_bound (work outside interpreted kernels)
     compiled_flops: float | None = None  # where ``flops`` are the source's (counts="source"): the compiled program's
     branches: Branches = Branches()  # the conditionals: which branch ran how often, or counted at the dearest
+    int_ops: float = 0.0  # elementwise integer and boolean ops (RNG bit mixing, indices), apart from ``flops``
 
     @property
     def vector_flops(self) -> float:
@@ -138,7 +139,8 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
     extra = OpCost(full.flops - once.flops, full.transcendentals - once.transcendentals,
                    full.bytes - once.bytes)
     matrix = dict(full.matrix_flops)
-    total_flops = max(base["flops"] + extra.flops, 0.0)
+    # XLA counts integer and boolean ops as FLOPs: take out those of what it counted (``once``), count them apart.
+    total_flops = max(base["flops"] - once.int_ops + extra.flops, 0.0)
     source: CountSource = "compiler"
     if full.custom_call_flops and total_flops < full.flops:
         # The compiler left library calls (cuBLAS gemms, cuDNN convolutions) out of its total: count here.
@@ -158,6 +160,7 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
         source=source,
         uncounted=full.uncounted,
         branches=branches_of(module),
+        int_ops=full.int_ops,
     )
 
 
@@ -172,7 +175,7 @@ def hlo_counts(module: HloModule) -> Counts:
         lower_bound=any(loop.known_trip_count is None for loop in loops) or bool(full.uncounted),
         loops=tuple(loop_text(loop) for loop in loops),
         dot_precisions=_dot_precisions(module), source="hlo", uncounted=full.uncounted, estimated=full.estimated,
-        branches=branches_of(module))
+        branches=branches_of(module), int_ops=full.int_ops)
 
 
 
@@ -209,6 +212,7 @@ class Work:
     lower_bound_why: tuple[str, ...] = ()  # other reasons the counts are a lower bound (e.g. interpret mode)
     compiled_flops: float | None = None  # where ``flops`` are the source's (counts="source"): the compiled program's
     branches: Branches = Branches()  # the conditionals: which branch ran how often, or counted at the dearest
+    int_ops: float = 0.0  # elementwise integer and boolean ops, apart from ``flops`` (never held to a FLOP peak)
 
     @property
     def missing_counts(self) -> str:
@@ -238,7 +242,7 @@ class Work:
                 "loops": list(self.loops), "intensity": self.intensity, "collective_bytes": self.collective_bytes,
                 "uncounted_custom_calls": list(self.uncounted), "counts_lower_bound_reason": self.lower_bound_reason,
                 "counts_from_cost_estimate": list(self.estimated), "conditionals": list(self.branches.lines),
-                "conditional_counted_at_dearest": self.branches.unsure}
+                "conditional_counted_at_dearest": self.branches.unsure, "int_ops": self.int_ops}
 
 
 def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, transcendentals: float | None,
@@ -259,4 +263,5 @@ def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, t
         lower_bound_why=counts.lower_bound_why if (flops is None or bytes_accessed is None) else (),
         compiled_flops=counts.compiled_flops if flops is None else None,
         branches=counts.branches if (flops is None or bytes_accessed is None) else Branches(),
+        int_ops=counts.int_ops if flops is None else 0.0,
     )

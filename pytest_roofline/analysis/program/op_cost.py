@@ -4,7 +4,7 @@ their shapes, bytes, and the dtype (compute class) matrix work runs in. Pure: re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from .hlo_reader import DTYPE_BYTES, Computation, HloModule, Instruction, Shape
 
@@ -27,6 +27,8 @@ class OpCost:
     _: KW_ONLY  # fields from the seventh on are given by keyword
     # Pallas kernels counted from their author's cost_estimate, as "name (backend)".
     estimated: tuple[str, ...] = ()
+    # Elementwise integer and boolean ops (RNG bit mixing, index arithmetic): not in ``flops``, which XLA counts them in
+    int_ops: float = 0.0
 
     def __add__(self, other: OpCost) -> OpCost:
         merged = dict(self.matrix_flops)
@@ -36,12 +38,16 @@ class OpCost:
         stated = self.estimated + tuple(e for e in other.estimated if e not in self.estimated)
         return OpCost(self.flops + other.flops, self.transcendentals + other.transcendentals,
                       self.bytes + other.bytes, merged, self.custom_call_flops + other.custom_call_flops, unknown,
-                      estimated=stated)
+                      estimated=stated, int_ops=self.int_ops + other.int_ops)
 
     def scaled(self, factor: float) -> OpCost:
         return OpCost(self.flops * factor, self.transcendentals * factor, self.bytes * factor,
                       {k: v * factor for k, v in self.matrix_flops.items()}, self.custom_call_flops * factor,
-                      self.uncounted, estimated=self.estimated)
+                      self.uncounted, estimated=self.estimated, int_ops=self.int_ops * factor)
+
+    def moving(self, nbytes: float) -> OpCost:
+        """This work with ``nbytes`` of memory traffic (a called computation's work, its caller's bytes)."""
+        return replace(self, bytes=nbytes)
 
 
 _CLASS_RANK = {"int8": 0, "fp8": 1, "bf16": 2, "f16": 2, "f32": 3, "f64": 4}

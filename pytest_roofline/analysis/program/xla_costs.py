@@ -138,9 +138,7 @@ def _fusion_bytes(module: HloModule, comp: Computation, inst: Instruction) -> fl
 def _inner_cost(module: HloModule, comp_name: str, multiply_loops: bool,
                 param_sources: tuple[str, ...] | None = None) -> OpCost:
     """FLOPs of a called computation (fusion body, reducer); its internal values are not memory traffic."""
-    c = computation_cost(module, comp_name, multiply_loops, param_sources)
-    return OpCost(c.flops, c.transcendentals, 0.0, c.matrix_flops, c.custom_call_flops, c.uncounted,
-                  estimated=c.estimated)
+    return computation_cost(module, comp_name, multiply_loops, param_sources).moving(0.0)
 
 
 def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
@@ -166,9 +164,7 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
         sources = tuple(source_dtype(module, comp, o, param_sources) for o in inst.operands)
         for callee in inst.called:
             inner = inner + _inner_cost(module, callee, multiply_loops, sources)
-        moved = _fusion_bytes(module, comp, inst) if op == "fusion" else io_bytes
-        return OpCost(inner.flops, inner.transcendentals, moved, inner.matrix_flops, inner.custom_call_flops,
-                      inner.uncounted, estimated=inner.estimated)
+        return inner.moving(_fusion_bytes(module, comp, inst) if op == "fusion" else io_bytes)
     if op == "dynamic-slice" or op == "slice":
         return OpCost(0.0, 0.0, 2.0 * inst.shape.bytes)  # read the slice, write it
     if op == "dynamic-update-slice" and len(inst.operands) > 1:
@@ -184,18 +180,29 @@ def instruction_cost(module: HloModule, comp: Computation, inst: Instruction,
             if s is not None
         )
         reducer = _inner_cost(module, inst.called[0], multiply_loops) if inst.called else OpCost(1.0)
-        per_apply = max(reducer.flops, 1.0)
         applications = max(in_elems - inst.shape.num_elements, 0)
         if op == "reduce-window":
             applications = reduce_window_applications(inst)
-        return OpCost(per_apply * applications, reducer.transcendentals * applications, io_bytes)
+        if reducer.int_ops and not reducer.flops:  # an integer or boolean reduction (a count, an any())
+            return OpCost(0.0, 0.0, io_bytes, int_ops=reducer.int_ops * applications)
+        return OpCost(max(reducer.flops, 1.0) * applications, reducer.transcendentals * applications, io_bytes)
     elements = inst.shape.num_elements
     if op in TRANSCENDENTAL_OPS:
         return OpCost(0.0, float(elements), io_bytes)
     if op in FLOP_ELEMENTWISE_OPS:
+        if _integer(comp, inst):
+            return OpCost(0.0, 0.0, io_bytes, int_ops=float(elements))
         return OpCost(float(elements), 0.0, io_bytes)
     # Data movement (copy, transpose, broadcast, slice, concatenate, convert, custom-call ...): bytes only.
     return OpCost(0.0, 0.0, io_bytes)
+
+
+def _integer(comp: Computation, inst: Instruction) -> bool:
+    """Whether an elementwise op works on integers or booleans (a comparison: on its operands' type; a conversion:
+    on the type it makes), not on floating-point numbers."""
+    shape = shape_of(comp, inst.operands[0]) if inst.opcode == "compare" and inst.operands else inst.shape
+    dtype = shape.dtype if shape is not None else ""
+    return dtype == "pred" or (dtype[:1] in ("s", "u") and dtype[1:].isdigit())
 
 
 def _control_cost(module: HloModule, inst: Instruction, multiply_loops: bool) -> OpCost:

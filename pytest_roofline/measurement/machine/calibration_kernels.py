@@ -103,7 +103,7 @@ def _progress(text: str) -> None:
 
 def measure_ceilings(platform: str, progress: Callable[[str], None] = _progress) -> dict[str, Any]:
     """Run the calibration kernels. Returns {"peaks": {dtype: FLOP/s}, "memory": B/s, "transcendental": 1/s,
-    "references": {key: rate}, "details": {figure: how}, "spread": {figure: relative IQR}} and, on a CPU,
+    "integer": 1/s, "references": {key: rate}, "details": {figure: how}, "spread": {figure: relative IQR}} and, on a CPU,
     "contention": the share of the CPUs other processes used meanwhile."""
     with Contention() as contention:
         figures = _measure_ceilings(platform, progress)
@@ -157,6 +157,7 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
     stream, stream_how = _stream_bytes(platform)
     progress(f"calibrating this machine's ceilings once (f32 and bf16 matmuls of {len(shapes)} shapes, "
              f"a {stream // _MIB} MiB memory stream donated and into fresh pages, an in-cache stream, exp/tanh, "
+             f"u32 xor-shift, "
              f"{len(REFERENCE_KEYS)} reference kernels; about 30-60 s); later runs read the cache")
     figures = _Figures(platform)
     step = _Steps(progress)
@@ -172,7 +173,10 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
     figures.record("transcendental", spread, how)
     for ref_key in ("vector", "transcendental"):
         figures.reference_alone(ref_key)
-    step.done(f"transcendentals {format_quantity(figures.data['transcendental'], '/s')}")
+    figures.data["integer"], spread, how = _integer_rate()
+    figures.record("integer", spread, how)
+    step.done(f"transcendentals {format_quantity(figures.data['transcendental'], '/s')}, integer ops "
+              f"{format_quantity(figures.data['integer'], '/s')}")
     assert set(figures.data["references"]) | set(figures.data["unmeasured"]) == set(REFERENCE_KEYS)
     return figures.data
 
@@ -335,6 +339,25 @@ def _transcendental_rate(platform: str) -> tuple[float, float, str]:
                                       f"80th-percentile rate of {timing.runs} runs")
             del y
     return best
+
+
+def _integer_rate() -> tuple[float, float, str]:
+    """Elementwise integer ops per second: 8 rounds of xor-shift (shift, xor, three times) over a cache-resident
+    array of u32, the bit mixing of a counter-based RNG (48 integer ops per element)."""
+    elements = _MIB // 4
+
+    def mix(v: Any) -> Any:
+        for _ in range(8):
+            v = v ^ (v << 13)
+            v = v ^ (v >> 17)
+            v = v ^ (v << 5)
+        return v
+
+    y = jnp.arange(elements, dtype=jnp.uint32)
+    timing = time_compiled(compile_program(mix, (y,), {}, "calibration integer"), _RUNS).timing
+    rate, spread = robust_rate(48.0 * elements, timing.per_run_s)
+    return rate, spread, (f"8 rounds of u32 xor-shift over {elements * 4 // _MIB} MiB (48 integer ops an element), "
+                          f"80th-percentile rate of {timing.runs} runs")
 
 
 def cpu_spec(device_kind: str = "cpu", refresh: Refresh = "cached") -> HardwareSpec:

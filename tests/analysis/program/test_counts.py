@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -98,8 +99,8 @@ def test_fori_loop_multiplied_by_trip_count() -> None:
     assert counts.loops and "trip count 10" in counts.loops[0]
     assert not counts.lower_bound
     dot = 2 * n**3
-    # XLA counted the body once; the result counts it ten times (plus the loop counter's adds/compares).
-    assert trips * dot <= counts.flops <= trips * dot + 4 * trips
+    # XLA counted the body once; the result counts it ten times; the loop counter's adds and compares are integer ops.
+    assert counts.flops == pytest.approx(trips * dot, abs=4 * trips) and 0 < counts.int_ops <= 4 * trips
     assert counts.transcendentals == trips * n * n
     assert counts.matrix_flops["f32"] == pytest.approx(trips * dot)
 
@@ -158,7 +159,8 @@ def test_per_op_model_reproduces_the_compiler_totals(kernel: str) -> None:
     }
     fn, args = cases[kernel]
     model, compiler = _model_vs_compiler(fn, *args)
-    assert model.flops == pytest.approx(compiler["flops"], rel=1e-6)
+    # XLA counts integer ops (an index's arithmetic) as FLOPs; the model counts them apart.
+    assert model.flops + model.int_ops == pytest.approx(compiler["flops"], rel=1e-6)
     assert model.transcendentals == pytest.approx(compiler["transcendentals"], rel=1e-6)
     assert model.bytes == pytest.approx(compiler["bytes_accessed"], rel=1e-6)
 
@@ -171,3 +173,29 @@ def test_loop_of_in_place_row_updates_counts_rows_not_buffers() -> None:
     assert counts.transcendentals == trips * cols
     # Two copies of the 4 MiB input before the loop, then per iteration a few rows: far below 64 x 4 MiB.
     assert counts.bytes_accessed < 4 * 4 * rows * cols
+
+
+def test_integer_ops_are_counted_apart_from_flops_and_held_to_their_own_rate() -> None:
+    """A threefry-like bit mix on u32 (shift, xor): XLA's cost analysis counts its 5 ops an element as FLOPs; they are
+    integer ops, held to a made-up integer rate of 1e10/s on a fake CPU, never to its f32 peak (1e11 FLOP/s)."""
+    from fakes import FAKE_CPU
+
+    from pytest_roofline.analysis.model.program_model import program_model
+    from pytest_roofline.hardware.spec import Ceiling
+
+    n = 1 << 16
+
+    def mix(x: Any) -> Any:
+        x = x ^ (x << 13)
+        x = x ^ (x >> 17)
+        return x + jnp.uint32(1)
+
+    counts, module, compiled = compile_counts(mix, jnp.arange(n, dtype=jnp.uint32))
+    assert normalize_cost_analysis(compiled.cost_analysis())["flops"] == 5 * n  # the compiler's: all "FLOPs"
+    assert counts.flops == 0 and counts.int_ops == 5 * n
+    fake = replace(FAKE_CPU, integer=Ceiling(1e10, "calibration", "fake", "2026-11-27"))
+    model = program_model(fake, counts, module, 1)
+    assert model.estimate.compute_time_s == pytest.approx(5 * n / 1e10)
+    assert [u.work for u in model.uses if u.key == "integer"] == ["integer ops"]
+    # Without an integer rate they add no time (the result's notes say so), rather than meet a FLOP peak.
+    assert program_model(FAKE_CPU, counts, module, 1).estimate.compute_time_s == 0.0
