@@ -25,7 +25,7 @@ from ..analysis.model.live import (
     pair_utilizations,
     settled,
 )
-from ..analysis.model.per_op import OpRow, OpsModel, attach_times, op_event_counts
+from ..analysis.model.per_op import OpRow, OpsModel, attach_times, counts_as_seen, op_event_counts, rows_as_seen
 from ..analysis.model.program_model import ProgramModel, program_model
 from ..analysis.model.roofline import RooflineEstimate
 from ..analysis.program.control_ran import with_control_ran
@@ -343,14 +343,18 @@ def _counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledPro
                     modelled: Callable[[HloModule, Counts], ProgramModel]
                     ) -> tuple[HloModule, ProgramModel, tuple[OpsModel, IdleTime | None, Exposure | None]]:
     """The op rows with their times; where loops of unknown trip count showed their iterations in the trace, or
-    conditionals which branches ran, the program counted again as it ran (module, model and rows)."""
-    per_op = _per_op(model.rows, module, program, timed)
+    conditionals which branches ran, the program counted again as it ran (module, model and rows), each op inside
+    them at the executions its events show."""
     seen = op_event_counts(timed.events.op_events, timed.events.run_of_event, timed.timing.runs) \
         if timed.events is not None else {}
     ran, control = with_control_ran(module, seen)
     if control:
-        model = modelled(ran, count_program(program, ran))
-        module, per_op = ran, _per_op(model.rows, ran, program, timed)
+        first = modelled(ran, count_program(program, ran))
+        ops, idle, exposed = _per_op(first.rows, ran, program, timed)
+        model = modelled(ran, counts_as_seen(count_program(program, ran), ops.rows))
+        module, per_op = ran, (replace(ops, rows=tuple(rows_as_seen(ops.rows))), idle, exposed)
+    else:
+        per_op = _per_op(model.rows, module, program, timed)
     if timed.events is not None and ops_hidden(timed.events.notes):
         per_op = (ops_from_second_pass(per_op[0], program), *per_op[1:])
     return module, model, per_op

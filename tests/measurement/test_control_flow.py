@@ -30,7 +30,7 @@ def test_a_cond_whose_cheap_branch_ran_counts_that_branch() -> None:
     assert r.flops == pytest.approx(N * N, rel=0.01)
     assert not r.impossible and not r.figures.unjudged
     (line,) = r.work.branches.lines
-    assert line.endswith(": branch 0 1 of 1 per run (from the trace)") and not r.work.branches.unsure
+    assert line.endswith(": ran branch 0 1 times per run (from the trace)") and not r.work.branches.unsure
     assert r.census.ops_per_run == pytest.approx(sum(row.events_per_run for row in r.ops))  # only ops that ran
     assert "matmul" not in r.census.text()
     assert all(row.measured_s is not None for row in r.ops)
@@ -52,5 +52,5 @@ def test_a_cond_inside_a_loop_is_charged_by_how_often_each_branch_ran() -> None:
     assert r.flops == pytest.approx(analytic, rel=0.10)
     assert r.transcendentals == pytest.approx(2 * N, rel=0.10)
     (line,) = r.work.branches.lines
-    assert line.endswith(": branch 0 18, branch 1 2 of 20 per run (from the trace)")
+    assert line.endswith(": ran branch 0 18, branch 1 2 times per run (from the trace)")
     assert not r.impossible

@@ -15,6 +15,7 @@ from typing import Any
 
 from ...base.kinds import Bound
 from ..program.collectives import collective_bytes
+from ..program.counts import Counts
 from ..program.hlo_reader import HloModule
 from ..program.walk import executed
 from ..program.xla_costs import compute_class, instruction_cost, source_dtype
@@ -22,7 +23,7 @@ from ..runs.trace_events import TraceEvent, device_of
 from .compiler_agreement import OpsCheck
 from .op_family import NAMED_BY_WORK, op_family
 
-__all__ = ["OpRow", "OpsModel", "op_rows", "attach_times", "op_event_counts"]
+__all__ = ["OpRow", "OpsModel", "op_rows", "attach_times", "op_event_counts", "rows_as_seen", "counts_as_seen"]
 
 
 @dataclass(frozen=True)
@@ -193,3 +194,48 @@ class OpsModel:
     def roofline_time_s(self) -> float:
         """Sum of per-op roofline times: a tighter bound for ops that run one after another."""
         return sum(r.roofline_time_s for r in self.rows)
+
+
+def _seen_factor(row: OpRow) -> float:
+    """How many times the trace showed an op inside a loop or conditional per time the walk counted it (1.0: as
+    counted, or not shown, or at the top level, whose ops run once)."""
+    seen = row.events_per_run
+    if seen <= 0 or row.executions <= 0 or row.computation == "main" or abs(seen - row.executions) < 0.5:
+        return 1.0
+    return seen / row.executions
+
+
+def rows_as_seen(rows: Sequence[OpRow]) -> list[OpRow]:
+    """The rows of ops inside loops and conditionals at the executions their events show, where the walk counted
+    them otherwise (a loop run twice, 3 and then 4 iterations, is read as 3 or 4 a time: the events say 7)."""
+    out = []
+    for row in rows:
+        factor = _seen_factor(row)
+        if factor != 1.0:
+            row = replace(row, executions=round(row.events_per_run), flops=row.flops * factor,
+                          transcendentals=row.transcendentals * factor, bytes=row.bytes * factor,
+                          collective_bytes=row.collective_bytes * factor, compute_time_s=row.compute_time_s * factor,
+                          memory_time_s=row.memory_time_s * factor, comms_time_s=row.comms_time_s * factor)
+        out.append(row)
+    return out
+
+
+def counts_as_seen(counts: Counts, rows: Sequence[OpRow]) -> Counts:
+    """``counts`` with the work of the ops the trace showed run more or less often than the walk counted them (see
+    :func:`rows_as_seen`) added or taken out: where the trace shows an op, its events are its count."""
+    flops = transcendentals = nbytes = 0.0
+    matrix = dict(counts.matrix_flops)
+    for row in rows:
+        extra = _seen_factor(row) - 1.0
+        if extra == 0.0:
+            continue
+        flops += row.flops * extra
+        transcendentals += row.transcendentals * extra
+        nbytes += row.bytes * extra
+        if row.dtype != "vector" and row.dtype in matrix:
+            matrix[row.dtype] = max(matrix[row.dtype] + row.flops * extra, 0.0)
+    if not (flops or transcendentals or nbytes):
+        return counts
+    return replace(counts, flops=max(counts.flops + flops, 0.0), matrix_flops=matrix,
+                   transcendentals=max(counts.transcendentals + transcendentals, 0.0),
+                   bytes_accessed=max(counts.bytes_accessed + nbytes, 0.0))

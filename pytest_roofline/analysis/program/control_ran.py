@@ -86,15 +86,16 @@ def _branch_seen(module: HloModule, name: str, events_per_run: Mapping[str, floa
 
 
 def _shares(seen: list[float | None], executions: int) -> tuple[float, ...] | None:
-    """Each branch's share of ``executions``, from what each showed (None: a branch that cannot show an event)."""
+    """Each branch's runs per execution of the conditional as the walk counts them (``executions`` per run), from
+    what each showed (None: a branch that cannot show an event). Not scaled to sum to one: where the loops around it
+    were read a little short, the branches' own events are the better count of what ran."""
     empty = [i for i, count in enumerate(seen) if count is None]
     counts = [count or 0.0 for count in seen]
     if len(empty) == 1:
         counts[empty[0]] = max(executions - sum(counts), 0.0)
-    total = sum(counts)
-    if total <= 0:
+    if sum(counts) <= 0:
         return None  # no branch showed an event, or several could not show one: the trace cannot tell
-    return tuple(round(count / total, 6) for count in counts)
+    return tuple(round(count / executions, 6) for count in counts)
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def branches_of(module: HloModule) -> Branches:
         shares = cond.branch_shares
         if shares is not None and len(shares) == len(cond.called):
             ran = ", ".join(f"branch {i} {round(share * run.times)}" for i, share in enumerate(shares) if share > 0)
-            lines.append(f"{cond.name}: {ran} of {run.times} per run (from the trace)")
+            lines.append(f"{cond.name}: ran {ran} times per run (from the trace)")
         elif max(work) > 1.01 * min(work):
             unsure = True
             dear, cheap = costs[work.index(max(work))], costs[work.index(min(work))]
