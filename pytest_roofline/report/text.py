@@ -90,6 +90,12 @@ def _sort_key(record: KernelRecord) -> tuple[int, float]:
     return (0 if record.result.impossible else 1, record.result.utilization)
 
 
+DEAREST_BRANCH = ("which branch of a conditional ran is unknown (the trace did not show): counted at its dearest, "
+                  "so the utilization is an upper end (JSON 'conditionals')")
+BRANCHES_RAN = ("conditionals counted by the branches the trace showed run (pytest -vv and JSON 'conditionals' say "
+                "which ran how often)")
+
+
 def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
     """What qualifies a record's verdict: (mark, what it means), for the summary and the HTML report."""
     r = rec.result
@@ -113,11 +119,9 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
         marks.append((f"{r.compiled_over_source:.1f}x source FLOPs",
                       more_than_source_text(r.source_flops * r.compiled_over_source, r.source_flops)))
     if r.conditional_counted_at_dearest:
-        marks.append(("dearest branch", "which branch of a conditional ran is unknown (the trace did not show): "
-                      "counted at its dearest, so the utilization is an upper end (JSON 'conditionals')"))
+        marks.append(("dearest branch", DEAREST_BRANCH))
     elif r.conditionals:
-        marks.append(("branches ran", "conditionals counted by the branches the trace showed run (pytest -vv and "
-                      "JSON 'conditionals' say which ran how often)"))
+        marks.append(("branches ran", BRANCHES_RAN))
     if r.contended and rec.verdict != "contended" and r.cpu_waiting is not None:
         marks.append(("contended", contention.waited_text(r.cpu_waiting)))
     if isinstance(rec.baseline, BaselineCheck) and rec.baseline.unjudged:
@@ -231,6 +235,10 @@ def _footnotes(records: Sequence[KernelRecord], wide: bool) -> list[str]:
                    "buffers) unless first_touch='exclude'; the column gives the other figure")
     if any(rec.result.first_touch_beaten for rec in records):
         out.append(f"[faults cheaper]: {FAULTS_CHEAPER}; {FAULT_COST_MOVES}")
+    if any(rec.result.conditionals and not rec.result.conditional_counted_at_dearest for rec in records):
+        out.append(f"[branches ran]: {BRANCHES_RAN}")
+    if any(rec.result.conditional_counted_at_dearest for rec in records):
+        out.append(f"[dearest branch]: {DEAREST_BRANCH}")
     against: list[str] = [rec.baseline.state for rec in records
                           if isinstance(rec.baseline, BaselineCheck) and rec.baseline.unjudged]
     if against:

@@ -178,3 +178,27 @@ def test_a_conditional_whose_branches_show_no_event_is_counted_at_the_dearest_an
     branches = program_counts(compiled.cost_analysis(), ran).branches
     assert branches.unsure and len(branches.lines) == 1
     assert "which of its 2 branches ran is unknown (the trace did not show): counted at the dearest" in branches.lines[0]
+
+
+def test_the_summary_marks_how_conditionals_were_counted_and_says_what_the_marks_mean() -> None:
+    """Made-up results (fakes) whose work carries a conditional read from the trace, and one counted at its dearest."""
+    from dataclasses import replace
+
+    from fakes import fake_result, record_of
+
+    from pytest_roofline.report.failure import short_block
+    from pytest_roofline.report.text import summary_lines
+
+    base = fake_result(0.5)
+    ran = replace(base, work=replace(base.work, branches=Branches(("cond.3: ran branch 0 1 times per run (from the "
+                                                                   "trace)",))))
+    dear = replace(base, work=replace(base.work, branches=Branches(("cond.4: which ...",), unsure=True)))
+    lines = summary_lines([record_of("t.py::test_a", "a", ran, "pass", 0.4, "marker"),
+                           record_of("t.py::test_b", "b", dear, "pass", 0.4, "marker")])
+    assert any("[branches ran]" in line for line in lines) and any("[dearest branch]" in line for line in lines)
+    assert any(line.startswith("[branches ran]: conditionals counted by the branches the trace showed run")
+               for line in lines)
+    assert any(line.startswith("[dearest branch]: which branch of a conditional ran is unknown") for line in lines)
+    block = short_block(record_of("t.py::test_a", "a", ran, "fail", 0.9, "marker"), "below its threshold")
+    assert "  branches  cond.3: ran branch 0 1 times per run (from the trace)" in block and len(block) <= 12
+    assert ran.to_dict()["conditionals"] == ["cond.3: ran branch 0 1 times per run (from the trace)"]
