@@ -65,6 +65,7 @@ class RecordedResult:
     counts_lower_bound: bool = False
     counts_lower_bound_reason: str = ""
     int_ops: float = 0.0  # elementwise integer and boolean ops, apart from the FLOPs
+    bound_unsure: bool = False  # a custom call's work is missing from the counts: the bound is not known
     conditionals: tuple[str, ...] = ()  # which branch of each conditional ran how often, or counted at the dearest
     conditional_counted_at_dearest: bool = False  # a conditional's branch unknown: the counts are an upper end
     transcendental_time_s: float = 0.0
@@ -216,6 +217,7 @@ _OF_RESULT: dict[str, Callable[[Result], Any]] = {
     "counts_lower_bound": lambda r: r.work.counts_lower_bound,
     "counts_lower_bound_reason": lambda r: r.work.lower_bound_reason,
     "int_ops": lambda r: r.work.int_ops,
+    "bound_unsure": lambda r: r.work.bound_unsure,
     "conditionals": lambda r: r.work.branches.lines,
     "conditional_counted_at_dearest": lambda r: r.work.branches.unsure,
     "critical_intensity": lambda r: r.roofline.critical_intensity,

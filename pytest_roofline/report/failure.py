@@ -53,7 +53,8 @@ def why_line(record: KernelRecord, reason: str) -> str:
     """The bound, the time per run against the roofline and the time lost; the utilization against the threshold
     where the verdict's line does not already say it."""
     r = record.result
-    bound = "bound by nothing (no work)" if r.no_work else f"{r.bound}-bound"
+    bound = "bound by nothing (no work)" if r.no_work else f"{r.bound}-bound" + (
+        " as counted (an uncounted call may change it)" if r.bound_unsure else "")
     lost = max(r.device_time_s - r.roofline_time_s, 0.0)
     text = (f"{bound}: {format_seconds(r.device_time_s)} per run against a roofline of "
             f"{format_seconds(r.roofline_time_s)}, {format_seconds(lost)} lost per run")

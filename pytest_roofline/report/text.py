@@ -90,6 +90,8 @@ def _sort_key(record: KernelRecord) -> tuple[int, float]:
     return (0 if record.result.impossible else 1, record.result.utilization)
 
 
+BOUND_UNSURE = ("a custom call's work is missing from the counts: the bound shown is the counted work's, and the "
+                "call's FLOPs may make it compute-bound; bound= is not judged (give flops= to the test)")
 DEAREST_BRANCH = ("which branch of a conditional ran is unknown (the trace did not show): counted at its dearest, "
                   "so the utilization is an upper end (JSON 'conditionals')")
 BRANCHES_RAN = ("conditionals counted by the branches the trace showed run (pytest -vv and JSON 'conditionals' say "
@@ -118,6 +120,8 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
     if r.compiled_over_source is not None and r.compiled_over_source > MORE_THAN_SOURCE and r.source_flops:
         marks.append((f"{r.compiled_over_source:.1f}x source FLOPs",
                       more_than_source_text(r.source_flops * r.compiled_over_source, r.source_flops)))
+    if r.bound_unsure:
+        marks.append(("bound?", BOUND_UNSURE))
     if r.conditional_counted_at_dearest:
         marks.append(("dearest branch", DEAREST_BRANCH))
     elif r.conditionals:
@@ -148,7 +152,7 @@ def compile_cell(r: RecordedResult) -> str:
 
 def bound_cells(r: RecordedResult) -> tuple[str, str]:
     """The bound and the intensity as a table shows them: "-" for a program that computes nothing."""
-    return ("-", "-") if r.no_work else (r.bound, f"{r.intensity:.3g}")
+    return ("-", "-") if r.no_work else (r.bound + ("?" if r.bound_unsure else ""), f"{r.intensity:.3g}")
 
 
 def _verdict_cell(rec: KernelRecord, wide: bool) -> str:
@@ -235,6 +239,8 @@ def _footnotes(records: Sequence[KernelRecord], wide: bool) -> list[str]:
                    "buffers) unless first_touch='exclude'; the column gives the other figure")
     if any(rec.result.first_touch_beaten for rec in records):
         out.append(f"[faults cheaper]: {FAULTS_CHEAPER}; {FAULT_COST_MOVES}")
+    if any(rec.result.bound_unsure for rec in records):
+        out.append(f"[bound?]: {BOUND_UNSURE}")
     if any(rec.result.conditionals and not rec.result.conditional_counted_at_dearest for rec in records):
         out.append(f"[branches ran]: {BRANCHES_RAN}")
     if any(rec.result.conditional_counted_at_dearest for rec in records):

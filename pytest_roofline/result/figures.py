@@ -316,7 +316,8 @@ class Measured:
             core_low=core_low,
             on_cpu=on_cpu, ops_on_cpu=ops_on_cpu, no_work=self.no_work, lower_bound=self.counts_lower_bound,
             waiting_above_roofline=self.cpu_waiting if rejected else None, missing_counts=self.work.missing_counts,
-            unsure=unsure_text(self.hardware, self.work, live=self.live is not None))
+            unsure=unsure_text(self.hardware, self.work, live=self.live is not None),
+            bound_unsure=self.work.bound_unsure)
 
     @property
     def cpu_waiting(self) -> float | None:

@@ -36,7 +36,8 @@ def describe(result: Measured) -> str:
     if result.work.int_ops:
         flops += f" + {format_quantity(result.work.int_ops, '').replace(' ', '')} integer ops"
     text = (
-        f"{result.name} on {result.hardware.name} [{result.ceilings}]: {result.bound}-bound, {flops}, "
+        f"{result.name} on {result.hardware.name} [{result.ceilings}]: {result.bound}-bound"
+        f"{' as counted (an uncounted call may change it)' if result.work.bound_unsure else ''}, {flops}, "
         f"{format_quantity(result.bytes_accessed, 'B')}, intensity {result.intensity:.3g} "
         f"(critical {result.critical_intensity:.3g}) FLOP/B; roofline {format_seconds(result.roofline_time_s)}, "
         f"measured {format_seconds(result.device_time_s)} +/-{result.spread:.1%} over {result.runs} runs ({timer}); "

@@ -288,6 +288,7 @@ RESULT_KEYS |= {"source_work", "source_flops", "compiled_over_source"}  # the wo
 RESULT_KEYS |= {"ops_times_from"}  # where the per-op times come from (a second pass with command buffers off)
 RESULT_KEYS |= {"on_cpu_rejected"}  # contended, but taking the waiting out would put it above the roofline
 RESULT_KEYS |= {"int_ops"}  # elementwise integer and boolean ops, apart from the FLOPs
+RESULT_KEYS |= {"bound_unsure"}  # a custom call's work is missing: the bound is not known
 RESULT_KEYS |= {"program_fingerprint"}  # the compiled program, device, versions and settings hashed
 
 

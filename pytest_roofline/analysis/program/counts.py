@@ -16,6 +16,7 @@ from typing import Any
 from ...base.kinds import CountSource
 from .control_ran import Branches, branches_of
 from .hlo_reader import HloModule, Instruction, as_compiled
+from .library_calls import PARTLY_COUNTED
 from .pallas_costs import PALLAS_REMEDY
 from .xla_costs import OpCost, computation_cost
 
@@ -221,6 +222,12 @@ class Work:
                         if source != "user")
 
     @property
+    def bound_unsure(self) -> bool:
+        """Whether a custom call's work is missing altogether from the counts: its FLOPs could make a program that
+        reads memory-bound compute-bound, so the bound is not known (an uncounted call never sets it)."""
+        return self.flops_source != "user" and any(PARTLY_COUNTED not in u for u in self.uncounted)
+
+    @property
     def lower_bound_reason(self) -> str:
         """Why the counts are a lower bound ("" when they are not)."""
         if not self.counts_lower_bound:
@@ -242,7 +249,8 @@ class Work:
                 "loops": list(self.loops), "intensity": self.intensity, "collective_bytes": self.collective_bytes,
                 "uncounted_custom_calls": list(self.uncounted), "counts_lower_bound_reason": self.lower_bound_reason,
                 "counts_from_cost_estimate": list(self.estimated), "conditionals": list(self.branches.lines),
-                "conditional_counted_at_dearest": self.branches.unsure, "int_ops": self.int_ops}
+                "conditional_counted_at_dearest": self.branches.unsure, "int_ops": self.int_ops,
+                "bound_unsure": self.bound_unsure}
 
 
 def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, transcendentals: float | None,

@@ -12,7 +12,7 @@ from .op_cost import OpCost, compute_class, operand_bytes, shape_of, source_dtyp
 from .pallas_costs import estimate_in_config, pallas_backend
 
 __all__ = ["custom_call_cost", "custom_call_target", "GEMM_TARGET_PREFIXES", "CONV_TARGET_PREFIXES",
-           "DATA_MOVEMENT_TARGETS", "linalg_kind", "linalg_flops"]
+           "DATA_MOVEMENT_TARGETS", "linalg_kind", "linalg_flops", "PARTLY_COUNTED"]
 
 
 # Library calls XLA emits as custom calls (GPU). Gemms: cuBLAS and cuBLASLt (XLA on ROCm uses the same target
@@ -108,7 +108,7 @@ def custom_call_cost(module: HloModule, comp: Computation, inst: Instruction,
         return _pallas_cost(module, comp, inst, target, io_bytes, param_sources)
     elif (kind := linalg_kind(target)) is not None and (flops := linalg_flops(comp, inst, kind)) is not None:
         # Vector FLOPs: a solver's panels and updates do not run at a matrix unit's peak.
-        partly = (f"{inst.name} ({target}: {kind}, its reduction counted, not its iterations)",) \
+        partly = (f"{inst.name} ({target}: {kind}, {PARTLY_COUNTED})",) \
             if kind in LOWER_BOUND_LINALG else ()
         return OpCost(flops, 0.0, io_bytes, custom_call_flops=flops, uncounted=partly)
     if flops is None:
@@ -143,6 +143,8 @@ LINALG_WORDS = (("getrf", "LU"), ("potrf", "Cholesky"), ("geqrf", "QR"), ("orgqr
                 ("trsm", "triangular solve"), ("triangularsolve", "triangular solve"), ("syevd", "eigh"),
                 ("heevd", "eigh"), ("syevj", "eigh"), ("gesdd", "SVD"), ("gesvd", "SVD"))
 LOWER_BOUND_LINALG = frozenset({"eigh", "SVD"})
+# How an uncounted entry says its call was counted in part (its FLOPs are there, a lower bound), not left out.
+PARTLY_COUNTED = "its reduction counted, not its iterations"
 
 
 def linalg_kind(target: str) -> str | None:

@@ -228,3 +228,28 @@ def test_above_the_roofline_against_figures_known_to_be_unsure_is_unjudged_never
     # Within the roofline the same figures are judged as any other.
     assert decide(replace(figures(0.4), unsure=why), 0.5, first_utilization=0.4).verdict == "fail"
     assert decide(replace(figures(1.5, interval=(1.3, 1.6))), threshold).verdict == "impossible"
+
+
+def test_an_uncounted_call_never_sets_the_bound() -> None:
+    """A custom call nobody can count adds no FLOP: the counted work may read memory-bound where the program is
+    compute-bound, so bound= is not judged on it (a kernel below its threshold is still judged on the rest)."""
+    unknown = replace(figures(0.9, bound="memory"), bound_unsure=True)
+    assert decide(unknown, 0.5, expected_bound="compute").verdict == "pass"
+    assert decide(figures(0.9, bound="memory"), 0.5, expected_bound="compute").verdict == "wrong-bound"
+
+
+def test_the_summary_marks_a_bound_an_uncounted_call_may_change() -> None:
+    from fakes import fake_result, record_of
+
+    from pytest_roofline.report.text import summary_lines
+
+    base = fake_result(0.5)
+    uncounted = replace(base, work=replace(base.work, uncounted=("cc.1 (my_library_call)",)))
+    assert uncounted.work.bound_unsure and not base.work.bound_unsure
+    assert "memory-bound as counted (an uncounted call may change it)" in str(uncounted)
+    lines = summary_lines([record_of("t.py::test_a", "a", uncounted, "pass", 0.4, "marker")])
+    assert any("memory?" in line and "[bound?]" in line for line in lines)
+    assert any(line.startswith("[bound?]: a custom call's work is missing from the counts") for line in lines)
+    partly = replace(base, work=replace(base.work, uncounted=("eigh.0 (lapack_ssyevd_ffi: eigh, its reduction counted, "
+                                                               "not its iterations)",)))
+    assert not partly.work.bound_unsure  # counted in part: its FLOPs are there
