@@ -33,6 +33,11 @@ def describe(result: Measured) -> str:
     """One paragraph: the bound, the counts, the roofline, the runs, the utilization and its qualifiers."""
     timer = result.timer if not result.timer_fallback_reason else f"{result.timer}: {result.timer_fallback_reason}"
     flops = (">=" if result.counts_lower_bound else "") + format_quantity(result.flops, "FLOP")
+    if result.work.branches.unsure:  # the other end of the range: every such conditional at its cheapest branch
+        spare_flops, spare_bytes = result.work.branches.spare
+        flops += (f" (down to {format_quantity(max(result.flops - spare_flops, 0.0), 'FLOP')} and "
+                  f"{format_quantity(max(result.bytes_accessed - spare_bytes, 0.0), 'B')} had its conditionals taken "
+                  f"their cheapest branches)")
     if result.work.int_ops:
         flops += f" + {format_quantity(result.work.int_ops, '').replace(' ', '')} integer ops"
     text = (

@@ -289,6 +289,7 @@ RESULT_KEYS |= {"ops_times_from"}  # where the per-op times come from (a second 
 RESULT_KEYS |= {"on_cpu_rejected"}  # contended, but taking the waiting out would put it above the roofline
 RESULT_KEYS |= {"int_ops"}  # elementwise integer and boolean ops, apart from the FLOPs
 RESULT_KEYS |= {"bound_unsure"}  # a custom call's work is missing: the bound is not known
+RESULT_KEYS |= {"counts_if_cheapest_branches"}  # the low end of counts taken at a conditional's dearest branch
 RESULT_KEYS |= {"program_fingerprint"}  # the compiled program, device, versions and settings hashed
 
 

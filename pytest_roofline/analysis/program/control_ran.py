@@ -147,6 +147,9 @@ class Branches:
 
     lines: tuple[str, ...] = ()
     unsure: bool = False
+    # What one run would count less had each conditional counted at its dearest taken its cheapest branch: the
+    # other end of the counts' range (FLOPs, bytes)
+    spare: tuple[float, float] = (0.0, 0.0)
 
 
 def branches_of(module: HloModule) -> Branches:
@@ -154,6 +157,7 @@ def branches_of(module: HloModule) -> Branches:
     and those counted at the dearest branch (the cheapest's work beside it)."""
     lines: list[str] = []
     unsure = False
+    spare_flops = spare_bytes = 0.0
     for run in executed_containers(module):
         cond = run.instruction
         if cond.opcode != "conditional" or len(cond.called) < 2:
@@ -167,7 +171,9 @@ def branches_of(module: HloModule) -> Branches:
         elif max(work) > 1.01 * min(work):
             unsure = True
             dear, cheap = costs[work.index(max(work))], costs[work.index(min(work))]
+            spare_flops += run.times * max(dear.flops - cheap.flops, 0.0)
+            spare_bytes += run.times * max(dear.bytes - cheap.bytes, 0.0)
             lines.append(f"{cond.name}: which of its {len(costs)} branches ran is unknown (the trace did not show): "
                          f"counted at the dearest ({dear.flops:.3g} FLOP, {dear.bytes:.3g} B per execution; the "
                          f"cheapest {cheap.flops:.3g} FLOP, {cheap.bytes:.3g} B)")
-    return Branches(tuple(lines), unsure)
+    return Branches(tuple(lines), unsure, (spare_flops, spare_bytes))

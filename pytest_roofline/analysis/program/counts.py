@@ -250,7 +250,10 @@ class Work:
                 "uncounted_custom_calls": list(self.uncounted), "counts_lower_bound_reason": self.lower_bound_reason,
                 "counts_from_cost_estimate": list(self.estimated), "conditionals": list(self.branches.lines),
                 "conditional_counted_at_dearest": self.branches.unsure, "int_ops": self.int_ops,
-                "bound_unsure": self.bound_unsure}
+                "bound_unsure": self.bound_unsure,
+                "counts_if_cheapest_branches": ({"flops": max(self.flops - self.branches.spare[0], 0.0),
+                                                 "bytes_accessed": max(self.bytes_accessed - self.branches.spare[1], 0.0)}
+                                                if self.branches.unsure else None)}
 
 
 def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, transcendentals: float | None,

@@ -202,3 +202,14 @@ def test_the_summary_marks_how_conditionals_were_counted_and_says_what_the_marks
     block = short_block(record_of("t.py::test_a", "a", ran, "fail", 0.9, "marker"), "below its threshold")
     assert "  branches  cond.3: ran branch 0 1 times per run (from the trace)" in block and len(block) <= 12
     assert ran.to_dict()["conditionals"] == ["cond.3: ran branch 0 1 times per run (from the trace)"]
+
+
+def test_a_conditional_the_trace_cannot_tell_gives_the_range_of_the_counts() -> None:
+    jnp = pytest.importorskip("jax.numpy")
+    compiled, module = _compiled(lambda p, x: jax_cond(p, lambda a: a @ a, lambda a: a + 1.0, x) * 2.0,
+                                 jnp.array(False), jnp.ones((128, 128), jnp.float32))
+    counts = program_counts(compiled.cost_analysis(), module)  # no trace: counted at the dearest
+    spare_flops, spare_bytes = counts.branches.spare
+    assert spare_flops == pytest.approx(2 * 128**3 - 128 * 128, rel=0.01)  # the matmul, less the add
+    assert counts.flops - spare_flops == pytest.approx(2 * 128 * 128, rel=0.01)  # the add and the scaling
+    assert spare_bytes >= 0
