@@ -60,3 +60,12 @@ def test_analytic_bytes_are_the_user_s_and_are_not_split() -> None:
     counts, module, _ = _power(1024, 50)
     model = program_model(CACHED_CPU, counts, module, 1, bytes_accessed=1e9, cold_written=8.0 * 1024)
     assert model.reuse.bytes == 0 and model.estimate.memory_time_s == pytest.approx(1e9 / 5e10, rel=0.01)
+
+
+def test_an_operand_a_fusion_reads_many_times_is_charged_once() -> None:
+    """4096 rows gathered from a 64 x 64 table (16 kB) inside one fusion: the table is read 64 times over, from the
+    cache after its first touch, and is charged once (its bytes), not once per row gathered."""
+    table, rows = jnp.ones((64, 64), jnp.float32), jnp.zeros((4096,), jnp.int32)
+    counts, _, _ = compile_counts(lambda t, i: t[i] * 2.0, table, rows)
+    written = 4096 * 64 * 4
+    assert counts.bytes_accessed == pytest.approx(written + table.nbytes + rows.nbytes, rel=0.01)
