@@ -48,7 +48,13 @@ def _figure(raw: Any, scale: float, where: str, origin: str, source: str, date: 
 
 _DEVICE_KEYS = {"platform", "device_kinds", "source", "read", "peak_tflops", "memory_gbps",
                 "interconnect_gbps", "transcendentals_gps", "notes", "compute_capability", "memory_capacity_gb",
-                "memory_capacity_gib", "host_link_gbps"}
+                "memory_capacity_gib", "host_link_gbps", "integer_tops"}
+# The figures a device may leave out: (its key, the HardwareSpec field, the scale of its unit); an override without
+# one keeps its base entry's.
+_OPTIONAL_FIGURES = (("interconnect_gbps", "interconnect_bandwidth", _GIGA),
+                     ("transcendentals_gps", "transcendental", _GIGA),
+                     ("host_link_gbps", "host_link_bandwidth", _GIGA),
+                     ("integer_tops", "integer", _TERA))  # elementwise integer ops (INT32, not tensor cores)
 
 
 def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSpec | None) -> HardwareSpec:
@@ -83,14 +89,10 @@ def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSp
         raise HardwareError(f"{where}: device {name!r} needs memory_gbps")
     if not peaks:
         raise HardwareError(f"{where}: device {name!r} needs at least one figure in peak_tflops")
-    interconnect = base.interconnect_bandwidth if base else None
-    if raw.get("interconnect_gbps") is not None:
-        interconnect = _figure(raw["interconnect_gbps"], _GIGA, f"{where}: {name}.interconnect_gbps",
-                               origin, source, date)
-    transcendental = base.transcendental if base else None
-    if raw.get("transcendentals_gps") is not None:
-        transcendental = _figure(raw["transcendentals_gps"], _GIGA, f"{where}: {name}.transcendentals_gps",
-                                 origin, source, date)
+    optional: dict[str, Ceiling | None] = {
+        field: _figure(raw[key], scale, f"{where}: {name}.{key}", origin, source, date)
+        if raw.get(key) is not None else (getattr(base, field) if base else None)
+        for key, field, scale in _OPTIONAL_FIGURES}
     notes = tuple(str(n) for n in raw.get("notes", [])) or (base.notes if base else ())
     caps_raw = raw.get("compute_capability", list(base.compute_capability) if base else [])
     if not isinstance(caps_raw, list) or not all(isinstance(c, (str, int, float)) for c in caps_raw):
@@ -101,13 +103,11 @@ def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSp
     for key, scale in (("memory_capacity_gb", _GIGA), ("memory_capacity_gib", _GIB)):
         if raw.get(key) is not None:
             capacity = _figure(raw[key], scale, f"{where}: {name}.{key}", origin, source, date)
-    host_link = base.host_link_bandwidth if base else None
-    if raw.get("host_link_gbps") is not None:
-        host_link = _figure(raw["host_link_gbps"], _GIGA, f"{where}: {name}.host_link_gbps", origin, source, date)
-    return HardwareSpec(name, platform, peaks, memory, interconnect, tuple(kinds_raw),
-                        theoretical=base.theoretical if base else {}, notes=notes, transcendental=transcendental,
+    return HardwareSpec(name, platform, peaks, memory, optional["interconnect_bandwidth"], tuple(kinds_raw),
+                        theoretical=base.theoretical if base else {}, notes=notes,
+                        transcendental=optional["transcendental"],
                         compute_capability=tuple(str(c) for c in caps_raw), memory_capacity=capacity,
-                        host_link_bandwidth=host_link)
+                        host_link_bandwidth=optional["host_link_bandwidth"], integer=optional["integer"])
 
 
 def load_table(text: str, where: str, origin: str = "datasheet",

@@ -197,3 +197,17 @@ def test_a_gpu_name_with_calibrated_ceilings_on_a_cpu_is_refused() -> None:
             resolve_hardware("cpu", "cpu", "H100 SXM", ceilings=ceilings)
     spec, used = resolve_hardware("cpu", "cpu", "H100 SXM", ceilings="datasheet")
     assert spec.platform == "gpu" and used == "datasheet"
+
+
+def test_a_gpu_entry_holds_integer_ops_to_its_datasheet_int32_rate_and_an_override_may_give_one() -> None:
+    from pytest_roofline.hardware.table import load_table
+
+    table = load_shipped_table()
+    for name in ("H100 SXM", "H200 SXM"):
+        integer = table[name].integer
+        assert integer is not None and integer.value == 33.5e12 and "INT32" in integer.source
+        assert integer.value < table[name].peaks["vector"].value  # never the FLOP peak
+    assert table["H100 PCIe"].integer is None  # no sourced figure: integer ops add no time there (the notes say so)
+    mine = load_table("devices:\n  My GPU:\n    platform: gpu\n    peak_tflops: {f32: 10}\n    memory_gbps: 100\n"
+                      "    integer_tops: 5\n", "mine.yaml", "override")
+    assert mine["My GPU"].integer is not None and mine["My GPU"].integer.value == 5e12
