@@ -351,8 +351,11 @@ def _counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledPro
     if control:
         first = modelled(ran, count_program(program, ran))
         ops, idle, exposed = _per_op(first.rows, ran, program, timed)
-        model = modelled(ran, counts_as_seen(count_program(program, ran), ops.rows))
-        module, per_op = ran, (replace(ops, rows=tuple(rows_as_seen(ops.rows))), idle, exposed)
+        # One event an execution holds on a CPU; a GPU op may launch several kernels, each an event of its own.
+        one_each = ops.rows if program.platform == "cpu" else ()
+        model = modelled(ran, counts_as_seen(count_program(program, ran), one_each))
+        rows = tuple(rows_as_seen(ops.rows)) if one_each else ops.rows
+        module, per_op = ran, (replace(ops, rows=rows), idle, exposed)
     else:
         per_op = _per_op(model.rows, module, program, timed)
     if timed.events is not None and ops_hidden(timed.events.notes):
