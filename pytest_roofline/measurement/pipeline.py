@@ -25,7 +25,7 @@ from ..analysis.model.live import (
     pair_utilizations,
     settled,
 )
-from ..analysis.model.per_op import OpRow, OpsModel, attach_times, counts_as_seen, op_event_counts, rows_as_seen
+from ..analysis.model.per_op import OpRow, OpsModel, OpTally, attach_tally, counts_as_seen, rows_as_seen, tally_events
 from ..analysis.model.program_model import ProgramModel, program_model
 from ..analysis.model.roofline import RooflineEstimate
 from ..analysis.program.control_ran import with_control_ran
@@ -167,7 +167,8 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     if touch is not None:
         touch = replace(touch, counted_faults=timed.timing.median_faults)
     charged_roof = replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0)
-    live, why = _live(plan, timed, spec, charged_roof, _own_touch(touch if charged else None, timed))
+    own = touch.per_run(timed.timing.faults_per_run, timed.timing.runs) if charged and touch else None
+    live, why = _live(plan, timed, spec, charged_roof, own)
     if plan.reference is not None and live is None:
         # The calibrated ceilings stand in for this measurement (the note says why); the result stays in its live
         # series, so that a history is not split each time a reference's drift is set aside.
@@ -184,13 +185,6 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
         first_touch=touch, first_touch_mode=touch_mode, no_work=no_work, cache=cache, clocks=clocks,
         processes=processes, idle=idle, exposure=exposed, source=program.source,
     )
-
-
-def _own_touch(touch: FirstTouch | None, timed: Timed) -> list[float] | None:
-    """Each run's own first-touch time (the pages it faulted), where the term is charged and faults were counted for
-    every run."""
-    faults = timed.timing.faults_per_run
-    return [touch.time_for(f) for f in faults] if touch and len(faults) == timed.timing.runs else None
 
 
 def _hardware(program: CompiledProgram, choice: HardwareChoice) -> tuple[HardwareSpec, CeilingsUsed]:
@@ -345,20 +339,21 @@ def _counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledPro
     """The op rows with their times; where loops of unknown trip count showed their iterations in the trace, or
     conditionals which branches ran, the program counted again as it ran (module, model and rows), each op inside
     them at the executions its events show."""
-    seen = op_event_counts(timed.events.op_events, timed.events.run_of_event, timed.timing.runs) \
-        if timed.events is not None else {}
-    ran, control = with_control_ran(module, seen)
+    events = timed.events
+    tally = tally_events(events.op_events, events.run_of_event, timed.timing.runs) if events is not None else None
+    ran, control = with_control_ran(module, tally.events_per_run if tally is not None else {})
     if control:
-        first = modelled(ran, count_program(program, ran))
-        ops, idle, exposed = _per_op(first.rows, ran, program, timed)
-        # One event an execution holds on a CPU; a GPU op may launch several kernels, each an event of its own.
-        one_each = ops.rows if program.platform == "cpu" else ()
-        model = modelled(ran, counts_as_seen(count_program(program, ran), one_each))
-        rows = tuple(rows_as_seen(ops.rows)) if one_each else ops.rows
-        module, per_op = ran, (replace(ops, rows=rows), idle, exposed)
+        counts = count_program(program, ran)
+        first = modelled(ran, counts)
+        ops, idle, exposed = _per_op(first.rows, ran, program, timed, tally)
+        one_each = ops.rows if program.platform == "cpu" else ()  # a GPU op may launch several kernels, each an event
+        as_seen = counts_as_seen(counts, one_each)
+        model = first if as_seen is counts else modelled(ran, as_seen)
+        seen_rows = tuple(rows_as_seen(one_each)) if one_each else ops.rows
+        module, per_op = ran, (replace(ops, rows=seen_rows), idle, exposed)
     else:
-        per_op = _per_op(model.rows, module, program, timed)
-    if timed.events is not None and ops_hidden(timed.events.notes):
+        per_op = _per_op(model.rows, module, program, timed, tally)
+    if events is not None and ops_hidden(events.notes):
         per_op = (ops_from_second_pass(per_op[0], program), *per_op[1:])
     return module, model, per_op
 
@@ -381,20 +376,19 @@ def ops_from_second_pass(ops: OpsModel, program: CompiledProgram) -> OpsModel:
     if again.events is None or ops_hidden(again.events.notes):
         return ops
     found = again.events
-    rows = attach_times(ops.rows, found.op_events, found.run_of_event, again.timing.runs)
+    rows = attach_tally(ops.rows, tally_events(found.op_events, found.run_of_event, again.timing.runs))
     return replace(ops, rows=tuple(rows), times_from=SECOND_PASS)
 
 
-def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram,
-            timed: Timed) -> tuple[OpsModel, IdleTime | None, Exposure | None]:
+def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram, timed: Timed,
+            tally: OpTally | None) -> tuple[OpsModel, IdleTime | None, Exposure | None]:
     """Op rows with their measured times, the check against the compiler, the runs' idle time and exposed
     communication."""
     idle, exposed = None, None
-    if timed.events is not None:
-        found = timed.events
-        rows = attach_times(rows, found.op_events, found.run_of_event, timed.timing.runs)
+    if timed.events is not None and tally is not None:  # a tally of these events
+        rows = attach_tally(rows, tally)
         containers = frozenset(i.name for c in module.computations.values() for i in c.instructions
                                if i.opcode in CONTAINER_OPS)
-        idle = idle_time(found, program.platform, containers, timed.timing.runs)
-        exposed = exposure(found, rows, program.platform, timed.timing.runs, containers)
+        idle = idle_time(timed.events, program.platform, containers, timed.timing.runs)
+        exposed = exposure(timed.events, rows, program.platform, timed.timing.runs, containers)
     return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle, exposed

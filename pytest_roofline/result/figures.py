@@ -251,7 +251,7 @@ class Measured:
     def _per_run_with(self, touch: bool) -> tuple[float, ...]:
         """Each run's utilization with the first touch (its own faults where counted for every run) or without."""
         live, faults, ft = self.live, self.timing.faults_per_run, self.first_touch
-        own = [ft.time_for(f) for f in faults] if touch and ft and len(faults) == len(self.per_run_s) else None
+        own = ft.per_run(faults, len(self.per_run_s)) if touch and ft else None
         roof = replace(self.roofline, first_touch_time_s=ft.time_s if touch and ft else 0.0)
         return tuple(pair_utilizations(roof, self.per_run_s, live.resource if live else None,
                                        live.drift_per_run if live else None, own))

@@ -16,7 +16,7 @@ the machine with a stream that writes a fresh output, against the same stream do
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +59,12 @@ class FirstTouch:
     def time_s(self) -> float:
         return self.charged_bytes / self.rate.value
 
-    def time_for(self, faults: float) -> float:
-        """The first-touch time of one run that faulted ``faults`` pages: those it mapped, at most the fresh ones."""
-        return min(float(self.fresh_bytes), faults * self.bytes_per_fault) / self.rate.value
+    def per_run(self, faults_per_run: Sequence[int], runs: int) -> list[float] | None:
+        """Each run's own first-touch time: the pages it faulted, at most the fresh ones; None where the faults were
+        not counted for every one of the ``runs`` runs."""
+        if len(faults_per_run) != runs:
+            return None
+        return [min(float(self.fresh_bytes), f * self.bytes_per_fault) / self.rate.value for f in faults_per_run]
 
     @property
     def saving_s(self) -> float:

@@ -23,7 +23,8 @@ from ..runs.trace_events import TraceEvent, device_of
 from .compiler_agreement import OpsCheck
 from .op_family import NAMED_BY_WORK, op_family
 
-__all__ = ["OpRow", "OpsModel", "op_rows", "attach_times", "op_event_counts", "rows_as_seen", "counts_as_seen"]
+__all__ = ["OpRow", "OpsModel", "OpTally", "op_rows", "tally_events", "attach_times", "attach_tally", "rows_as_seen",
+           "counts_as_seen"]
 
 
 @dataclass(frozen=True)
@@ -132,10 +133,19 @@ def op_rows(module: HloModule, peak_for: Callable[[str], float], vector_peak: fl
     return rows
 
 
-def _per_device(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], runs: int
-                ) -> tuple[dict[tuple[str, int, Any], float], dict[tuple[str, Any], int]]:
-    """(op, run, device) -> seconds, and (op, device) -> event count, over the events of the first ``runs`` runs."""
-    per_device: dict[tuple[str, int, Any], float] = {}
+@dataclass(frozen=True)
+class OpTally:
+    """One pass over a program's op events in its first ``runs`` runs, read by the rows' times and by what ran of its
+    control flow alike: (op, run, device) -> seconds, and each op's events per run on its busiest device."""
+
+    seconds: Mapping[tuple[str, int, Any], float]
+    events_per_run: Mapping[str, float]  # every op the trace shows, whether or not it has a row
+    runs: int
+
+
+def tally_events(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], runs: int) -> OpTally:
+    """Sum each op's events (matched by ``hlo_op``) per run and device, and count them per device."""
+    seconds: dict[tuple[str, int, Any], float] = {}
     counts: dict[tuple[str, Any], int] = {}
     for index, ev in enumerate(events):
         op = ev.stats.get("hlo_op")
@@ -144,41 +154,34 @@ def _per_device(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], r
             continue
         device = device_of(ev)
         key = (str(op), run, device)
-        per_device[key] = per_device.get(key, 0.0) + (ev.end_ns - ev.start_ns) / 1e9
+        seconds[key] = seconds.get(key, 0.0) + (ev.end_ns - ev.start_ns) / 1e9
         counts[(str(op), device)] = counts.get((str(op), device), 0) + 1
-    return per_device, counts
-
-
-def _events_per_run(counts: Mapping[tuple[str, Any], int], runs: int) -> dict[str, float]:
     events_per_run: dict[str, float] = {}
-    for (op, _device), count in counts.items():
-        events_per_run[op] = max(events_per_run.get(op, 0.0), count / max(runs, 1))
-    return events_per_run
-
-
-def op_event_counts(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], runs: int) -> dict[str, float]:
-    """Every op the trace shows -> its events of one device per run (the busiest device): what ran, whether or not
-    it has a row (the branch of a conditional that was not counted, say)."""
-    return _events_per_run(_per_device(events, run_of_event, runs)[1], runs)
+    for (name, _device), count in counts.items():
+        events_per_run[name] = max(events_per_run.get(name, 0.0), count / max(runs, 1))
+    return OpTally(seconds, events_per_run, runs)
 
 
 def attach_times(rows: Sequence[OpRow], events: Sequence[TraceEvent], run_of_event: Mapping[int, int],
                  runs: int) -> list[OpRow]:
-    """Each row's measured time: its events' durations (matched by ``hlo_op``) summed per run and device,
-    the slowest device of each run, median over runs. ``events_per_run`` counts one device's events."""
-    per_device, counts = _per_device(events, run_of_event, runs)
+    """Each row's measured time (:func:`attach_tally` over these events)."""
+    return attach_tally(rows, tally_events(events, run_of_event, runs))
+
+
+def attach_tally(rows: Sequence[OpRow], tally: OpTally) -> list[OpRow]:
+    """Each row's measured time: its events' durations summed per run and device, the slowest device of each run,
+    median over runs. ``events_per_run`` counts one device's events."""
     per_op: dict[str, list[float]] = {}
-    for (op, run, _device), seconds in per_device.items():
-        slowest = per_op.setdefault(op, [0.0] * runs)
+    for (op, run, _device), seconds in tally.seconds.items():
+        slowest = per_op.setdefault(op, [0.0] * tally.runs)
         slowest[run] = max(slowest[run], seconds)
-    events_per_run = _events_per_run(counts, runs)
     out = []
     for row in rows:
         found = per_op.get(row.name)
         if found is None:
             out.append(row)
             continue
-        out.append(replace(row, measured_s=median(found), events_per_run=events_per_run[row.name]))
+        out.append(replace(row, measured_s=median(found), events_per_run=tally.events_per_run[row.name]))
     return out
 
 

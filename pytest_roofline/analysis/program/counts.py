@@ -251,9 +251,14 @@ class Work:
                 "counts_from_cost_estimate": list(self.estimated), "conditionals": list(self.branches.lines),
                 "conditional_counted_at_dearest": self.branches.unsure, "int_ops": self.int_ops,
                 "bound_unsure": self.bound_unsure,
-                "counts_if_cheapest_branches": ({"flops": max(self.flops - self.branches.spare[0], 0.0),
-                                                 "bytes_accessed": max(self.bytes_accessed - self.branches.spare[1], 0.0)}
-                                                if self.branches.unsure else None)}
+                "counts_if_cheapest_branches": self._cheapest()}
+
+    def _cheapest(self) -> dict[str, float] | None:
+        """The counts had every conditional counted at its dearest branch taken its cheapest (None: none was)."""
+        if not self.branches.unsure:
+            return None
+        flops, nbytes = self.branches.spare
+        return {"flops": max(self.flops - flops, 0.0), "bytes_accessed": max(self.bytes_accessed - nbytes, 0.0)}
 
 
 def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, transcendentals: float | None,

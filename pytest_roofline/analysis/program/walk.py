@@ -3,7 +3,8 @@
 The entry computation's ops run once; a while loop's body and condition run ``known_trip_count`` times (once
 when the trip count is unknown); a call's computation runs once; a conditional runs the branches the trace showed,
 as often as it showed them, or else its costliest branch (:func:`~.xla_costs.branch_runs`, as
-:func:`~.xla_costs.instruction_cost` counts them), so that op rows, op counts and program counts agree. Bookkeeping ops (parameters, tuples, bitcasts) are not executed ops. Pure.
+:func:`~.xla_costs.instruction_cost` counts them), so that op rows, op counts and program counts agree.
+Bookkeeping ops (parameters, tuples, bitcasts) are not executed ops. Pure.
 """
 
 from __future__ import annotations

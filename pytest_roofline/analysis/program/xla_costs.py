@@ -222,11 +222,10 @@ def _control_cost(module: HloModule, inst: Instruction, multiply_loops: bool) ->
 def _scatter_cost(module: HloModule, comp: Computation, inst: Instruction, multiply_loops: bool,
                   io_bytes: float) -> OpCost:
     """A scatter: its combiner once per element of the updates (the operands after the indices), as XLA counts it
-    (a segment sum: one add per element added)."""
+    (a segment sum: one add per element added; an integer one, one integer op)."""
     updates = inst.operands[(len(inst.operands) + 1) // 2:]
     elements = sum(s.num_elements for s in (shape_of(comp, o) for o in updates) if s is not None)
-    combiner = _inner_cost(module, inst.called[0], multiply_loops)
-    return OpCost(combiner.flops * elements, combiner.transcendentals * elements, io_bytes)
+    return _inner_cost(module, inst.called[0], multiply_loops).scaled(elements).moving(io_bytes)
 
 
 def reduce_window_applications(inst: Instruction) -> int:

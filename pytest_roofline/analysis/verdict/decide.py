@@ -47,8 +47,8 @@ from ..program.counts import RAN_FROM_TRACE, Work
 from ..program.memory import MemoryCheck
 from .census import CensusCheck
 
-__all__ = ["Figures", "Decision", "decide", "suspect", "count_doubts", "unsure_text", "BaselineJudgement", "model_utilization",
-           "FAR_BELOW"]
+__all__ = ["Figures", "Decision", "decide", "suspect", "count_doubts", "unsure_text", "BaselineJudgement",
+           "model_utilization", "FAR_BELOW"]
 
 # A first measurement whose whole interval lies under this share of the threshold fails without a second one: a
 # neighbour on a shared machine slowed kernels by up to 20% (docs/measurements.md), not by half.

@@ -103,8 +103,8 @@ def _progress(text: str) -> None:
 
 def measure_ceilings(platform: str, progress: Callable[[str], None] = _progress) -> dict[str, Any]:
     """Run the calibration kernels. Returns {"peaks": {dtype: FLOP/s}, "memory": B/s, "transcendental": 1/s,
-    "integer": 1/s, "references": {key: rate}, "details": {figure: how}, "spread": {figure: relative IQR}} and, on a CPU,
-    "contention": the share of the CPUs other processes used meanwhile."""
+    "integer": 1/s, "references": {key: rate}, "details": {figure: how}, "spread": {figure: relative IQR}} and,
+    on a CPU, "contention": the share of the CPUs other processes used meanwhile."""
     with Contention() as contention:
         figures = _measure_ceilings(platform, progress)
     if platform == "cpu" and contention.share is not None:

@@ -177,7 +177,8 @@ def test_a_conditional_whose_branches_show_no_event_is_counted_at_the_dearest_an
     assert not seen
     branches = program_counts(compiled.cost_analysis(), ran).branches
     assert branches.unsure and len(branches.lines) == 1
-    assert "which of its 2 branches ran is unknown (the trace did not show): counted at the dearest" in branches.lines[0]
+    assert "which of its 2 branches ran is unknown (the trace did not show): counted at the dearest" \
+        in branches.lines[0]
 
 
 def test_the_summary_marks_how_conditionals_were_counted_and_says_what_the_marks_mean() -> None:

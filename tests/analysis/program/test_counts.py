@@ -199,3 +199,15 @@ def test_integer_ops_are_counted_apart_from_flops_and_held_to_their_own_rate() -
     assert [u.work for u in model.uses if u.key == "integer"] == ["integer ops"]
     # Without an integer rate they add no time (the result's notes say so), rather than meet a FLOP peak.
     assert program_model(FAKE_CPU, counts, module, 1).estimate.compute_time_s == 0.0
+
+
+def test_an_integer_scatter_add_is_integer_work_not_flops() -> None:
+    """A histogram (``.at[].add`` on int32): its adds are integer ops, one per element added, counted with the index
+    arithmetic around them; the FLOPs are none, and the per-op sum matches what XLA counts (all as "FLOPs")."""
+    from pytest_roofline.analysis.model.compiler_agreement import ops_check
+
+    counts, module, compiled = compile_counts(lambda s: jnp.zeros(64, jnp.int32).at[s].add(1),
+                                              jnp.zeros(4096, jnp.int32))
+    assert counts.flops == 0 and counts.int_ops >= 4096
+    assert counts.int_ops == normalize_cost_analysis(compiled.cost_analysis())["flops"]
+    assert ops_check(module, compiled.cost_analysis()).ok
