@@ -1,13 +1,17 @@
 """Reading YAML mappings and writing files atomically: the package's only file helpers.
 
 Everything the package writes (JSON reports, calibration caches, trace directories) appears whole or not
-at all: it is written beside its target under a temporary name and renamed at the end.
+at all: it is written beside its target under a temporary name and renamed at the end. A target that is not a
+regular file (/dev/null, /dev/stdout, a FIFO, a symlink to one) is written into, never renamed over.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -15,7 +19,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["read_yaml_mapping", "write_text_atomic", "write_text_new", "write_directory_atomic", "check_writable"]
+__all__ = ["read_yaml_mapping", "write_text_atomic", "is_special_file", "write_text_new", "write_directory_atomic",
+           "check_writable", "json_text"]
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same documents, ten times faster
 
@@ -33,6 +38,23 @@ def read_yaml_mapping(text: str, where: str, error: type[ValueError] = ValueErro
     return dict(data)
 
 
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """``value`` as strict JSON: a non-finite float (the intensity of a kernel that does no work) becomes null,
+    since ``Infinity`` and ``NaN`` are not JSON and JavaScript's ``JSON.parse`` rejects them; other values that
+    JSON lacks are written as their ``str``."""
+    return json.dumps(_finite(value), indent=indent, default=str, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -41,8 +63,23 @@ def _umask() -> int:
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` as ``open()`` would create it (0666 less the umask), but so that a reader
-    never sees half a file."""
-    return _written_beside(path, text, os.replace)
+    never sees half a file. A character device, a FIFO or a socket (or a symlink to one) is written into: renaming
+    a file over /dev/null would replace the system's /dev/null."""
+    target = Path(path)
+    if is_special_file(target):
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return target
+    return _written_beside(target, text, os.replace)
+
+
+def is_special_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` (its symlinks followed) exists and is neither a regular file nor a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def write_text_new(path: str | os.PathLike[str], text: str) -> Path:

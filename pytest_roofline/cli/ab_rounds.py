@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
-from ..base.files import check_writable, write_text_atomic
+from ..base.files import check_writable, json_text, write_text_atomic
 from ..history.paired import (
     MIN_ROUNDS,
     Comparison,
@@ -382,7 +381,7 @@ def ab_command(options: AbOptions, json_path: str | None, html_path: str | None,
             continue
         try:
             if option == "--json":
-                write_text_atomic(path, json.dumps(ab_document(comparison), indent=2) + "\n")
+                write_text_atomic(path, json_text(ab_document(comparison)) + "\n")
             else:
                 shown = dataclasses.replace(head, path=f"the head's report of round {comparison.rounds}")
                 write_text_atomic(path, html_report(shown, ab=comparison))

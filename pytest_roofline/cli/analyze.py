@@ -3,7 +3,6 @@ HLO dump. Reads files only; the hardware comes from ``--hardware`` or from what 
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from ..analysis.model.recorded_profile import ProgramSummary, counts_summary, hl
 from ..analysis.program.hlo_reader import HloModule, HloParseError, parse_hlo
 from ..analysis.runs.trace_events import ProgramKey, TraceError, flatten, platform_of, programs
 from ..analysis.runs.xspace import XSpace, XSpaceError, hlo_module_protos, read_xspace
+from ..base.files import json_text
 from ..base.units import format_quantity, format_seconds
 from ..hardware.spec import HardwareError, HardwareSpec, UnknownDeviceError
 from ..hardware.table import find_spec, find_spec_for_profile, load_shipped_table, merge_overrides
@@ -135,10 +135,10 @@ def analyze_profile(arg: str, program: str | None, hardware: str | None, hardwar
             summary = replace(summary, notes=summary.notes + (errors[hlo_key(key)],))
         summaries.append(summary)
     if as_json:
-        return json.dumps({"profile": str(path), "platform": platform, "hardware": hardware_line,
-                           "programs": [s.to_dict() if isinstance(s, ProgramSummary)
-                                        else {"module": s[0].module, "program_id": s[0].program_id, "error": s[1]}
-                                        for s in summaries]}, indent=1)
+        return json_text({"profile": str(path), "platform": platform, "hardware": hardware_line,
+                          "programs": [s.to_dict() if isinstance(s, ProgramSummary)
+                                       else {"module": s[0].module, "program_id": s[0].program_id, "error": s[1]}
+                                       for s in summaries]}, indent=1)
     head = [f"profile   {path} ({platform}, {len(keys)} program{'s' if len(keys) != 1 else ''})",
             f"hardware  {hardware_line}"]
     if program:
@@ -221,8 +221,8 @@ def analyze_hlo(arg: str, hardware: str | None, hardware_file: str | None, as_js
             raise CliError(str(exc)) from None
     summary = counts_summary(module, spec)
     if as_json:
-        return json.dumps({"hlo": str(path), "hardware": spec.name if spec else None,
-                           "programs": [summary.to_dict()]}, indent=1)
+        return json_text({"hlo": str(path), "hardware": spec.name if spec else None,
+                          "programs": [summary.to_dict()]}, indent=1)
     c = summary.counts
     assert c is not None
     matrix = ", ".join(f"{k} matrix {format_quantity(v, 'FLOP')}" for k, v in sorted(c.matrix_flops.items()))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..analysis.verdict.regressions import judge_series
-from ..base.files import check_writable, write_text_atomic
+from ..base.files import check_writable, json_text, write_text_atomic
 from ..hardware.nvml import clock_drop
 from ..history.baseline import Baseline, Series, build_series
 from ..history.compile_time import CompileCheck, compile_check
@@ -145,4 +144,4 @@ def export(path: str, fmt: str) -> tuple[str, int]:
     run = _read(lambda: load_run(path))
     if fmt != "github-action-benchmark":
         raise CliError(f"--format {fmt}: unknown; known: github-action-benchmark")
-    return json.dumps(github_benchmark(run), indent=2), 0
+    return json_text(github_benchmark(run)), 0

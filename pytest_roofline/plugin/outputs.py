@@ -3,11 +3,10 @@ No pytest: returns what was written and what failed, for the terminal summary.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..base.files import write_text_atomic
+from ..base.files import json_text, write_text_atomic
 from ..history.baseline import build_series
 from ..history.reports import ReportError, add_to_history, load_history, run_of
 from ..records.kernel_record import KernelRecord, Unmeasured
@@ -21,7 +20,7 @@ def write_outputs(settings: Settings, payload: Mapping[str, Any], records: Seque
                   unmeasured: Sequence[Unmeasured]) -> tuple[list[str], list[str]]:
     """Write each output the settings ask for: ``payload`` is the JSON report of ``records`` and ``unmeasured``,
     from which the HTML report is built; returns (lines saying what was written, errors)."""
-    text = json.dumps(payload, indent=2, default=str) + "\n"
+    text = json_text(payload) + "\n"
     written: list[str] = []
     errors: list[str] = []
     if settings.report:

@@ -5,6 +5,7 @@ report file, so the text, HTML and history readers see one type whichever it cam
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from operator import attrgetter
@@ -179,6 +180,8 @@ def _scalar(name: str, kind: str, value: Any) -> Any:
     if value is None:
         if optional:
             return None
+        if kind == "float":  # the strict JSON writer's null for a figure that was not finite
+            return math.inf if name.endswith("intensity") else math.nan
         raise TypeError(f"{name} is null")
     if kind in _CHOICES:
         return choose(value, _CHOICES[kind], f"{name} {value!r}")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
 
-from pytest_roofline.base.files import check_writable, read_yaml_mapping, write_directory_atomic, write_text_atomic
+from pytest_roofline.base.files import (check_writable, json_text, read_yaml_mapping, write_directory_atomic,
+                                        write_text_atomic)
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
@@ -33,6 +37,36 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, mon
     with pytest.raises(OSError, match="interrupted"):
         write_text_atomic(target, "new")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root (CI containers run as root)")
+def test_a_character_device_is_written_into_not_replaced(tmp_path: Path) -> None:
+    device = tmp_path / "null"  # a real character device: the same major/minor as /dev/null
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    link = tmp_path / "link-to-null"
+    link.symlink_to(device)
+    for target in (device, link):
+        write_text_atomic(target, "x" * 35_000)
+        assert stat.S_ISCHR(os.stat(target).st_mode) and device.read_text() == ""
+    assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["link-to-null", "null"]
+
+
+def test_a_fifo_is_written_into_whole(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    write_text_atomic(fifo, '{"a": 1}\n')
+    reader.join(timeout=60)
+    assert got == ['{"a": 1}\n'] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]
+
+
+def test_json_text_is_strict_json() -> None:
+    text = json_text({"intensity": math.inf, "x": [math.nan, -math.inf, 1.5], "t": (1, 2)})
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"not JSON: {c}")) == {
+        "intensity": None, "x": [None, None, 1.5], "t": [1, 2]}
 
 
 def test_directory_appears_whole_or_not_at_all(tmp_path: Path) -> None:
