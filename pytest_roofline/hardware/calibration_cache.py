@@ -34,6 +34,7 @@ __all__ = [
     "cache_dir",
     "load_cached",
     "store_cached",
+    "cache_damage",
     "robust_rate",
     "calibration_figures",
     "cpu_spec_from",
@@ -85,15 +86,80 @@ def cache_file(key: Mapping[str, Any]) -> Path:
     return cache_dir() / f"calibration-{key['platform']}-{digest}.json"
 
 
-def load_cached(key: Mapping[str, Any]) -> dict[str, Any] | None:
+def load_cached(key: Mapping[str, Any], notice: Callable[[str], None] = lambda text: None) -> dict[str, Any] | None:
+    """The cached figures for ``key``; None where there are none. A damaged file (not JSON, another machine's key,
+    a figure missing or not a positive number) is named by ``notice`` once, set aside beside it as ``.damaged``
+    (kept for a bug report) and not used."""
     path = cache_file(key)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    if not isinstance(data, dict) or data.get("key") != dict(key):
+    except OSError as exc:
+        _once(notice, path, f"cannot read the calibration cache {path}: {exc.strerror or exc}; calibrating again")
         return None
-    return data
+    why = cache_damage(raw, key)
+    if why is None:
+        data: dict[str, Any] = json.loads(raw)
+        return data
+    aside = path.with_name(path.name + ".damaged")
+    try:
+        path.replace(aside)
+        kept = f"set aside as {aside}"
+    except OSError as exc:
+        kept = f"left in place ({exc.strerror or exc}) and not used"
+    _once(notice, path, f"the calibration cache {path} is damaged ({why}): {kept}; calibrating again")
+    return None
+
+
+# Cache files already named in a notice by this process: a damaged or unreadable file is named once.
+_NAMED: set[Path] = set()
+
+
+def _once(notice: Callable[[str], None], path: Path, text: str) -> None:
+    if path not in _NAMED:
+        _NAMED.add(path)
+        notice(text)
+
+
+_OPTIONAL = ("transcendental", "integer", "first_touch", "cache_memory")
+
+
+def cache_damage(raw: bytes, key: Mapping[str, Any]) -> str | None:
+    """Why a calibration cache file's content cannot be used for ``key`` (None when it can)."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return f"not UTF-8 JSON: {exc}"
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    if data.get("key") != dict(key):
+        return "its key is not this machine's"
+    peaks, details = data.get("peaks"), data.get("details")
+    if not isinstance(peaks, dict) or not peaks:
+        return "no peaks"
+    if not isinstance(details, dict):
+        return "no details"
+    figures = {**{f"peaks.{k}": v for k, v in peaks.items()}, "memory": data.get("memory"),
+               **{k: data[k] for k in _OPTIONAL if data.get(k)}}
+    for name, value in figures.items():
+        if not _positive(value):
+            return f"{name} is {value!r}, not a positive number"
+        if name.removeprefix("peaks.") not in details:
+            return f"no details for {name}"
+    needed = {"bytes_per_fault": "first_touch", "cache_bytes": "cache_memory"}
+    for name, figure in needed.items():
+        if data.get(figure) and not _positive(data.get(name)):
+            return f"{name} is {data.get(name)!r}, not a positive number"
+    if not isinstance(data.get("date"), str):
+        return "no date"
+    if not isinstance(data.get("references", {}), dict) or not isinstance(data.get("contention", 0.0), (int, float)):
+        return "references or contention of the wrong type"
+    return None
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
 
 
 def store_cached(key: Mapping[str, Any], figures: Mapping[str, Any]) -> Path:
@@ -111,7 +177,7 @@ def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Calla
     calibration cached earlier is kept instead, and the next quiet run calibrates again. A contended calibration
     cached by an older version is not read.
     """
-    cached = stale = load_cached(key)
+    cached = stale = load_cached(key, notice)
     if cached is not None and _contended(cached):
         cached = None
     else:
@@ -129,7 +195,7 @@ def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Calla
     busy = figures.get("contention")
     if not _contended(figures):
         _RUN_ONLY.pop(cache_file(key), None)
-        return figures, f"measured now, cached in {store_cached(key, figures)}"
+        return _stored(key, figures, notice)
     if cached is not None:
         notice(f"the new calibration ran while other processes used {busy:.0%} of the CPUs: not cached; kept the "
                f"quiet calibration of {cached.get('date', '?')} ({cache_file(key)})")
@@ -142,7 +208,22 @@ def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Calla
     return _RUN_ONLY[cache_file(key)]
 
 
-# Contended calibrations of this process, by cache file: used by this run only, never written.
+def _stored(key: Mapping[str, Any], figures: dict[str, Any],
+            notice: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    """A quiet calibration written to the cache; where the cache cannot be written, kept in this process's memory
+    (each later kernel uses it; nothing calibrates again) and named once by ``notice``."""
+    try:
+        return figures, f"measured now, cached in {store_cached(key, figures)}"
+    except OSError as exc:
+        why = f"{cache_file(key).parent} cannot be written ({exc.strerror or exc})"
+    notice(f"the calibration cannot be cached: {why}; this run keeps it in memory, and the next run calibrates "
+           f"again (set {CACHE_DIR_ENV} to a writable directory to keep it)")
+    _RUN_ONLY[cache_file(key)] = figures, f"measured now; not cached: {why}; this run only"
+    return _RUN_ONLY[cache_file(key)]
+
+
+# Calibrations of this process that were not written, by cache file (contended ones, and any where the cache
+# cannot be written): used by this run only.
 _RUN_ONLY: dict[Path, tuple[dict[str, Any], str]] = {}
 
 

@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.base.files import (check_writable, json_text, read_yaml_mapping, write_directory_atomic,
-                                        write_text_atomic)
+from pytest_roofline.base.files import (
+    check_writable,
+    json_text,
+    read_yaml_mapping,
+    write_directory_atomic,
+    write_text_atomic,
+)
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])

@@ -52,9 +52,10 @@ def test_cache_round_trip_and_key_mismatch(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
     assert calibration.load_cached(key) is None
-    path = calibration.store_cached(key, {"peaks": {"f32": 1.0}, "memory": 2.0, "date": "d", "details": {}})
+    figures = {"peaks": {"f32": 1.0}, "memory": 2.0, "date": "d", "details": {"f32": "x", "memory": "y"}}
+    path = calibration.store_cached(key, figures)
     assert path.parent == tmp_path and not list(tmp_path.glob(".calibration-*"))  # no temporary left
-    assert calibration.load_cached(key) == {"key": key, "peaks": {"f32": 1.0}, "memory": 2.0, "date": "d", "details": {}}
+    assert calibration.load_cached(key) == {"key": key, **figures}
     assert calibration.load_cached(dict(key, jax="y")) is None
     path.write_text("{half a fil")
     assert calibration.load_cached(key) is None

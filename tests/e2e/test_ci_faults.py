@@ -1,0 +1,90 @@
+"""Faults as CI meets them, run as pytest runs them in a subprocess: a cache directory that cannot be written, a
+damaged calibration cache, a run cancelled with SIGTERM. The calibrations here are FAKES (made-up figures, counted
+in a file); the kernels, the profiler and the files are real."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+# Checked without importing JAX: pytester drops modules first imported inside a test, and jaxlib cannot be loaded twice.
+needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+
+FAKE_CALIBRATION = '''
+import os
+from pytest_roofline.measurement.machine import calibration_kernels
+
+def fake_measure_ceilings(platform, progress=None):
+    """A FAKE calibration: made-up figures; each call is counted in calls.txt."""
+    with open(os.path.join(os.path.dirname(__file__), "calls.txt"), "a") as fh:
+        fh.write("1\\n")
+    return {"peaks": {"f32": 5e10}, "memory": 1e10, "contention": 0.0,
+            "details": {"f32": "fake", "memory": "fake"}}
+
+calibration_kernels.measure_ceilings = fake_measure_ceilings
+'''
+
+KERNELS = '''
+import jax.numpy as jnp
+FAST = dict(warmup=1, min_runs=2, max_runs=3, budget_s=0.2)
+
+def add(x):
+    return x + 1
+
+def test_a(roofline):
+    roofline.measure(add, jnp.ones(1000), **FAST)
+
+def test_b(roofline):
+    roofline.measure(add, jnp.ones(2000), **FAST)
+'''
+
+
+def _suite(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(FAKE_CALIBRATION)
+    pytester.makepyfile(test_k=KERNELS)
+
+
+def _calibrations(pytester: pytest.Pytester) -> int:
+    calls = pytester.path / "calls.txt"
+    return len(calls.read_text().split()) if calls.exists() else 0
+
+
+@pytest.mark.slow
+@needs_jax
+def test_a_cache_that_cannot_be_written_is_named_once_and_the_tests_measured(pytester: pytest.Pytester,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _suite(pytester)
+    (pytester.path / "a-file").write_text("")
+    monkeypatch.setenv("PYTEST_ROOFLINE_CACHE_DIR", str(pytester.path / "a-file" / "cache"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--roofline-ceilings=calibrated",
+                                           "--roofline-report=r.json")
+    out = result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=2)
+    assert _calibrations(pytester) == 1, out  # once for the session, not once per test
+    assert out.count("the calibration cannot be cached") == 1 and "PYTEST_ROOFLINE_CACHE_DIR" in out, out
+    assert "please report it" not in out and "Traceback" not in out
+    assert len(json.loads((pytester.path / "r.json").read_text())["results"]) == 2
+
+
+@pytest.mark.slow
+@needs_jax
+def test_a_damaged_calibration_cache_is_named_set_aside_and_replaced(pytester: pytest.Pytester,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _suite(pytester)
+    cache = pytester.path / "cache"
+    monkeypatch.setenv("PYTEST_ROOFLINE_CACHE_DIR", str(cache))
+    assert pytester.runpytest_subprocess("-p", "no:cacheprovider", "--roofline-ceilings=calibrated").ret == 0
+    [path] = cache.glob("calibration-*.json")
+    data = json.loads(path.read_text())
+    del data["details"]  # damaged: the right key, a figure's source missing
+    path.write_text(json.dumps(data))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--roofline-ceilings=calibrated")
+    out = result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=2)
+    assert f"the calibration cache {path} is damaged (no details): set aside as {path}.damaged" in out, out
+    assert "please report it" not in out and _calibrations(pytester) == 2
+    assert "details" in json.loads(path.read_text()) and Path(f"{path}.damaged").exists()
