@@ -28,7 +28,8 @@ def fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _fake_calibration(calls: list[int], **changes: Any) -> Any:
     def measure() -> dict[str, Any]:
         calls.append(1)
-        return json.loads(json.dumps({**FAKE, **changes}))
+        figures: dict[str, Any] = json.loads(json.dumps({**FAKE, **changes}))
+        return figures
 
     return measure
 
