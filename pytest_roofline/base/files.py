@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import yaml
 
 __all__ = ["read_yaml_mapping", "write_text_atomic", "is_special_file", "write_text_new", "write_directory_atomic",
-           "check_writable", "json_text"]
+           "check_writable", "json_text", "remove_stale_temporaries"]
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same documents, ten times faster
 
@@ -117,10 +118,13 @@ def _written_beside(path: str | os.PathLike[str], text: str, put: Callable[[str,
 
 def write_directory_atomic(target: str | os.PathLike[str], fill: Callable[[Path], None]) -> Path:
     """Make ``target`` by letting ``fill`` write a temporary directory beside it, then renaming it: a failed
-    ``fill`` leaves nothing behind; an existing ``target`` is replaced."""
+    ``fill`` leaves nothing behind; an existing ``target`` is replaced. Temporary directories that a killed process
+    left beside it (its pid gone, untouched for a minute) are removed first."""
     final = Path(target)
     final.parent.mkdir(parents=True, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix=f".{final.name[:60]}.", dir=final.parent))
+    remove_stale_temporaries(final.parent)
+    prefix = f".{final.name[:60]}{_TEMPORARY}{os.getpid()}-"
+    directory = Path(tempfile.mkdtemp(prefix=prefix, dir=final.parent))
     try:
         fill(directory)
     except BaseException:
@@ -128,7 +132,7 @@ def write_directory_atomic(target: str | os.PathLike[str], fill: Callable[[Path]
         raise
     for _ in range(8):  # another process may put its own there meanwhile: the last one wins, whole
         if final.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{final.name[:60]}.old.", dir=final.parent))
+            old = Path(tempfile.mkdtemp(prefix=f"{prefix}old-", dir=final.parent))
             try:
                 final.rename(old / "replaced")
             except FileNotFoundError:
@@ -143,12 +147,59 @@ def write_directory_atomic(target: str | os.PathLike[str], fill: Callable[[Path]
     raise OSError(f"could not put {final} in place: other processes kept writing it")
 
 
+_TEMPORARY = ".tmp-"  # a temporary directory's name: .<target>.tmp-<pid>-<random>
+_STALE_AFTER_S = 60.0
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Remove the temporary directories in ``folder`` whose writer is gone (a SIGKILL while a trace was saved):
+    its pid no longer runs and nothing was written there for a minute. Returns what was removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid = _writer_pid(entry.name)
+        if pid is None or _running(pid) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            if time.time() - entry.stat(follow_symlinks=False).st_mtime < _STALE_AFTER_S:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _writer_pid(name: str) -> int | None:
+    if not name.startswith(".") or _TEMPORARY not in name:
+        return None
+    head = name.rpartition(_TEMPORARY)[2].partition("-")[0]
+    return int(head) if head.isdigit() else None
+
+
+def _running(pid: int) -> bool:
+    if os.name == "nt":  # os.kill(pid, 0) would send CTRL_C_EVENT there: never removed
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
 def check_writable(path: str | os.PathLike[str]) -> str | None:
     """Why a file could not be written at ``path`` (None when it could): its directory must exist or be
     creatable, and be writable. Nothing is left behind."""
     target = Path(path)
     if target.is_dir():
         return f"{target} is a directory"
+    if is_special_file(target):  # /dev/null, /dev/stdout, a FIFO: written into, nothing made beside it
+        return None if os.access(target, os.W_OK) else f"{target} is not writable"
     parent = target.parent
     existing = parent
     while not existing.exists():

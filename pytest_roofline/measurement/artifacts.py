@@ -15,12 +15,13 @@ from ..result.result import Result
 __all__ = ["save_artifacts"]
 
 
-def _safe(text: str) -> str:
+def _safe(text: str, plain: bool = True) -> str:
     """A folder name for ``text`` (a test id and a kernel's label). Where characters other than a test id's
-    separators are lost, or the name is cut, a digest of the whole text keeps two kernels apart (labels
-    ``α`` and ``β``); the same kernel always gets the same folder, so its trace replaces its last one."""
+    separators are lost, where the label itself is not ``plain`` (labels ``k/1``, ``k[1]``, ``k::1`` and ``k_1``
+    would all read ``k_1``), or the name is cut, a digest of the whole text keeps two kernels apart; the same kernel
+    always gets the same folder, so its trace replaces its last one."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
-    if len(safe) <= 150 and re.fullmatch(r"[A-Za-z0-9_.\-/:\[\]]*", text):
+    if plain and len(safe) <= 150 and re.fullmatch(r"[A-Za-z0-9_.\-/:\[\]]*", text):
         return safe or "kernel"
     return f"{safe[-140:]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}".lstrip("-_")
 
@@ -30,7 +31,8 @@ def save_artifacts(result: Result, root: str | Path, nodeid: str, label: str) ->
     ``plugins/profile/<ts>/<host>.xplane.pb`` + ``.trace.json.gz`` (open the directory in TensorBoard or
     XProf) and ``perfetto_trace.json.gz`` (open at ui.perfetto.dev). The directory appears whole or not at
     all. Returns the paths."""
-    final = write_directory_atomic(Path(root) / _safe(f"{nodeid}__{label}"), lambda d: _write(result, d))
+    folder = _safe(f"{nodeid}__{label}", plain=re.fullmatch(r"[A-Za-z0-9_.-]+", label) is not None)
+    final = write_directory_atomic(Path(root) / folder, lambda d: _write(result, d))
     paths = {"trace_dir": str(final), "hlo": str(final / "hlo.txt"), "perfetto": "", "xplane": ""}
     for name, pattern in (("perfetto", "perfetto_trace.json.gz"), ("xplane", "plugins/profile/*/*.xplane.pb"),
                           ("xplane", "trace.xplane.pb")):

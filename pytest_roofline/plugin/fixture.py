@@ -325,6 +325,17 @@ class RooflineFixture:
                               interval_noise(recorded, model), drop.value if drop else None,
                               drop.origin if drop else "")
 
+    def _saved(self, result: Result, label: str) -> Artifacts | None:
+        """The kernel's trace and HLO saved; a failure to save them (a full disk) is a warning on this kernel."""
+        with phase("artifacts"):
+            try:
+                return Artifacts.from_dict(self._session.save(result, self._nodeid, label))
+            except OSError as exc:
+                where = self._session.settings.origins.get("trace_dir", "the trace directory")
+                self._warn(f"roofline: kernel {label!r} of {self._nodeid}: its trace was not saved ({where}): "
+                           f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}")
+        return None
+
     def _record(self, label: str, result: Result, recorded: RecordedResult, threshold: Picked[float] | None,
                 decision: Decision, model: Model, *, bound: Picked[ExpectedBound] | None = None,
                 first_utilization: float | None = None, check: BaselineCheck | NoBaseline | None = None,
@@ -333,8 +344,7 @@ class RooflineFixture:
         settings = self._session.settings
         saved = None
         if (decision.fails and not self._session.once) or settings.trace_all:
-            with phase("artifacts"):
-                saved = Artifacts.from_dict(self._session.save(result, self._nodeid, label))
+            saved = self._saved(result, label)
         drop = settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
         hw = result.hardware
         # A bound mapping that does not name this device checks no bound here; only a threshold's is "not judged".

@@ -315,16 +315,17 @@ def _merge_config(data: Mapping[str, Any], config_path: str, values: dict[str, A
 
 
 def _check_outputs(values: Mapping[str, Any], origins: Mapping[str, str]) -> None:
-    """The report, HTML and history paths can be written (checked now, not after the run)."""
+    """The report, HTML, history and trace paths can be written (checked now, not after the run)."""
     for name, what in (("report", "report"), ("html", "HTML report")):
         if values.get(name) is not None:
             problem = check_writable(values[name])
             if problem:
                 raise ConfigError(f"{origins[name]}: cannot write the {what} there: {problem}")
-    if values.get("history") is not None:
-        problem = check_writable(os.path.join(values["history"], "roofline-run.json"))
-        if problem:
-            raise ConfigError(f"{origins['history']}: cannot add runs to that directory: {problem}")
+    for name, what in (("history", "add runs to that directory"), ("trace_dir", "save traces in that directory")):
+        if values.get(name) is not None:
+            problem = check_writable(os.path.join(values[name], "roofline-check.json"))
+            if problem:
+                raise ConfigError(f"{origins[name]}: cannot {what}: {problem}")
 
 
 def resolve_settings(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -186,7 +187,7 @@ def test_report_path_that_cannot_be_written_is_a_usage_error(pytester: pytest.Py
 
 
 @pytest.mark.parametrize("option", ["--roofline-report=/proc/roofline.json", "--roofline-html=/proc/roofline.html",
-                                    "--roofline-history=/proc"])
+                                    "--roofline-history=/proc", "--roofline-trace-dir=/proc/traces"])
 def test_an_output_under_proc_is_refused_at_start_up(pytester: pytest.Pytester, option: str) -> None:
     """/proc takes no new file even from root, whose permission bits say it could: refused before any test runs,
     not after the run."""
@@ -197,6 +198,63 @@ def test_an_output_under_proc_is_refused_at_start_up(pytester: pytest.Pytester, 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {option} on the command line: cannot *proc*"])
     assert "Traceback" not in result.stderr.str() and "passed" not in result.stdout.str()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root (CI containers run as root)")
+def test_reports_into_a_character_device_leave_it_a_device(pytester: pytest.Pytester) -> None:
+    """A real character device (/dev/null's numbers, made with mknod here): the report, the HTML report and the
+    history's check are written into it, never renamed over it (as root, that replaced the system's /dev/null)."""
+    import stat
+
+    pytest.importorskip("plotly")
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.5"))
+    pytester.makepyfile("def test_a(roofline):\n    roofline.measure(len, 1)\n")
+    null = pytester.path / "null"
+    os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--roofline-report={null}", f"--roofline-html={null}")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"roofline report written to {null}", f"roofline HTML report written to {null}"])
+    assert stat.S_ISCHR(null.stat().st_mode) and null.read_bytes() == b""
+    assert sorted(p.name for p in pytester.path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_trace_dir_on_a_file_is_refused_at_start_up(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN)
+    (pytester.path / "afile").write_text("x")
+    result = pytester.runpytest("--roofline-trace-dir=afile")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --roofline-trace-dir=afile on the command line: cannot save traces in that "
+                                 "directory: *afile is not a directory"])
+
+
+FULL_DISK_CONFTEST = """
+import errno
+import pytest
+from fakes import FAKE_CPU, FakeMeasure
+from pytest_roofline.plugin.hooks import SESSION_KEY
+from pytest_roofline.plugin.session import RooflineSession
+
+def full_disk(result, root, nodeid, label):  # a fake: saving fails as on a full disk
+    raise OSError(errno.ENOSPC, "No space left on device", root + "/x")
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    old = config.stash[SESSION_KEY]
+    config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure(0.5, 0.5),
+                                                hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
+                                                save=full_disk)
+"""
+
+
+def test_a_trace_that_cannot_be_saved_is_a_warning_on_its_kernel(pytester: pytest.Pytester) -> None:
+    """A fake session whose save fails as a full disk does: the kernel is measured, recorded and judged."""
+    pytester.makeconftest(FULL_DISK_CONFTEST)
+    pytester.makepyfile("def test_a(roofline):\n    roofline(len, 1, min=0.8)\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--roofline-warn-only", "--roofline-report=r.json")
+    result.assert_outcomes(passed=1, warnings=2)
+    result.stdout.fnmatch_lines(["*roofline: kernel 'len' of test_*::test_a: its trace was not saved (the trace "
+                                 "directory): No space left on device: */x*"])
+    assert len(json.loads((pytester.path / "r.json").read_text())["results"]) == 1
 
 
 def test_report_that_fails_at_the_end_keeps_the_summary_and_fails_the_run(pytester: pytest.Pytester) -> None:

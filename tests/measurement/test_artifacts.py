@@ -48,3 +48,40 @@ def test_labels_that_reduce_to_one_folder_name_keep_their_own_folders(tmp_path: 
     assert len(list(tmp_path.iterdir())) == 2  # no leftovers
     plain = save_artifacts(fake_result(0.5), tmp_path, "tests/test_k.py::test_one[4-8]", "matmul")
     assert Path(plain["trace_dir"]).name == "tests_test_k.py_test_one_4-8___matmul"  # readable where nothing is lost
+
+
+def test_labels_that_read_alike_keep_their_own_folders(tmp_path: Path) -> None:
+    """Fake results: labels k/1, k_1, k[1] and k::1 of one test each keep their own trace folder and HLO."""
+    from fakes import fake_result
+
+    labels = ("k/1", "k_1", "k[1]", "k::1")
+    folders = {label: save_artifacts(replace(fake_result(0.5), hlo_text=f"HloModule {label}"), tmp_path,
+                                     "tests/test_k.py::test_one", label)["trace_dir"] for label in labels}
+    assert len(set(folders.values())) == 4 and len(list(tmp_path.iterdir())) == 4
+    for label, folder in folders.items():
+        assert (Path(folder) / "hlo.txt").read_text(encoding="utf-8") == f"HloModule {label}"
+    assert Path(folders["k_1"]).name == "tests_test_k.py_test_one__k_1"  # a plain label keeps its plain name
+
+
+def test_temporary_folders_a_killed_run_left_are_removed_by_the_next(tmp_path: Path) -> None:
+    """Real folders named as a process killed while saving (SIGKILL) leaves them: its pid no longer runs."""
+    import os
+    import subprocess
+    import sys
+
+    from fakes import fake_result
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead = int(gone.stdout)
+    stale = tmp_path / f".tests_test_k.py_test_one__k.tmp-{dead}-abc123"
+    (stale / "plugins").mkdir(parents=True)
+    (stale / "plugins" / "big.xplane.pb").write_bytes(b"x" * 1000)
+    fresh = tmp_path / f".tests_test_k.py_test_two__k.tmp-{dead}-def456"  # just made: its writer may be elsewhere
+    fresh.mkdir()
+    mine = tmp_path / f".tests_test_k.py_test_three__k.tmp-{os.getpid()}-ghi789"  # a writer still running
+    mine.mkdir()
+    for folder in (stale, mine):
+        os.utime(folder, (1e9, 1e9))  # untouched for years
+    save_artifacts(fake_result(0.5), tmp_path, "tests/test_k.py::test_one", "k")
+    assert not stale.exists() and fresh.exists() and mine.exists()
