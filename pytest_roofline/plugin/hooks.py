@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import pytest
 
 from ..base.dependencies import too_old
+from ..base.signals import cancel_as_interrupt, cancelled_by
 from ..history.programs import PROGRAMS_PASS_VARIABLE
 from ..report.document import session_block
 from ..report.text import header_line, summary_lines, wrap_lines
@@ -62,6 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_SIGNATURE)
+    config.add_cleanup(cancel_as_interrupt())
     _prepare_process(config)
     try:
         session = RooflineSession.start(_resolve_settings(config), _trace_root(config), lambda text: (
@@ -229,8 +231,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: hand the records to the controller
         config.workeroutput.update(state.worker_output())  # type: ignore[attr-defined]
         return
-    end = session_block(int(exitstatus), session.testscollected, config.stash.get(RUN_KEY, 0),
-                        str(session.shouldstop or session.shouldfail or ""))
+    stopped = f"cancelled by {cancelled_by()}" if cancelled_by() else session.shouldstop or session.shouldfail
+    end = session_block(int(exitstatus), session.testscollected, config.stash.get(RUN_KEY, 0), str(stopped or ""))
     report = state.report(end, str(config.rootpath), config.stash.get(USED_KEY, False))
     if report is None:
         return

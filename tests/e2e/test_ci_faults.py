@@ -88,3 +88,56 @@ def test_a_damaged_calibration_cache_is_named_set_aside_and_replaced(pytester: p
     assert f"the calibration cache {path} is damaged (no details): set aside as {path}.damaged" in out, out
     assert "please report it" not in out and _calibrations(pytester) == 2
     assert "details" in json.loads(path.read_text()) and Path(f"{path}.damaged").exists()
+
+
+SLOW_SECOND = '''
+import os, pathlib, time
+import jax.numpy as jnp
+FAST = dict(warmup=1, min_runs=2, max_runs=3, budget_s=0.2)
+
+def add(x):
+    return x + 1
+
+def test_a(roofline):
+    roofline.measure(add, jnp.ones(1000), **FAST)
+
+def test_b(roofline):
+    pathlib.Path("second-started").write_text(str(os.getpid()))
+    while True:  # cancelled here by the test that runs this suite
+        time.sleep(0.05)
+'''
+
+
+@pytest.mark.slow
+@needs_jax
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_run_cancelled_by_sigterm_keeps_what_it_measured(pytester: pytest.Pytester, name: str) -> None:
+    """A real SIGTERM (as CI's cancel and ``timeout`` send it) to a real pytest process, once its first test
+    measured: the summary is printed, the report written and marked incomplete (the history's readers leave an
+    incomplete run out of every baseline)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytester.makeconftest(FAKE_CALIBRATION)
+    pytester.makepyfile(test_k=SLOW_SECOND)
+    started = pytester.path / "second-started"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--roofline-ceilings=calibrated",
+                             "--roofline-report=r.json", "--roofline-history=hist"], cwd=pytester.path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        while not started.exists():  # waits on the suite's own progress, not on a clock
+            assert proc.poll() is None, proc.communicate()[0]
+            time.sleep(0.05)
+        proc.send_signal(getattr(signal, name))
+        out = proc.communicate(timeout=300)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "roofline summary" in out and "test_k.py::test_a [add]" in out, out
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert [r["label"] for r in data["results"]] == ["add"]
+    assert data["session"]["complete"] is False and f"cancelled by {name}" in data["session"]["why_incomplete"]
+    [kept] = (pytester.path / "hist").glob("*.json")  # kept as the record of a cancelled night, read as incomplete
+    assert json.loads(kept.read_text())["session"]["complete"] is False
