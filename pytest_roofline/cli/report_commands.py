@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ..analysis.verdict.regressions import judge_series
@@ -13,7 +13,7 @@ from ..hardware.nvml import clock_drop
 from ..history.baseline import Baseline, Series, build_series
 from ..history.compile_time import CompileCheck, compile_check
 from ..history.reports import ReportError, load_history, load_run
-from ..records.series_judgement import BaselineCheck, SeriesKey
+from ..records.series_judgement import BaselineCheck, SeriesKey, contention_text
 from ..report.history_text import (
     compare_lines,
     compare_op_lines,
@@ -96,14 +96,26 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None,
     gone = sorted(k for k in baseline.values if k not in present)
     regressed = any(c.regressed for _, c in checks) or any(c.regressed for c in compiles.values())
     regressed = regressed or (strict and any(isinstance(c, BaselineCheck) and c.unjudged for _, c in checks))
+    nothing = _nothing_compared(current_path, current.records, checks)
+    regressed = regressed or (strict and bool(nothing))
     drops = {r.key: clock_drop(r.result.clocks, baseline.records[r.key].result.clocks)
              for r in current.records if r.key in baseline.records}
     judged = dict(checks)
     ops = {r.key: compare_op_lines(r.key, baseline.records[r.key].result, r.result, judged[r.key].regressed)
            for r in current.records if r.key in baseline.records}
     lines = compare_lines(baseline_path, current, checks, gone, compiles, drops, op_notes=ops)
+    lines += [nothing] if nothing else []
     lines += publish_summary(compare_markdown(baseline_path, current_path, checks, len(gone)), summary_md)
     return "\n".join(lines), 1 if regressed else 0
+
+
+def _nothing_compared(current_path: str, records: Sequence[Any], checks: Sequence[tuple[SeriesKey, Any]]) -> str:
+    """What a comparison that compared nothing says (--strict fails it); "" where a kernel was compared."""
+    if any(isinstance(c, BaselineCheck) for _, c in checks):
+        return ""
+    if not records:
+        return f"nothing compared: {current_path} holds no measured kernel (--strict fails this)"
+    return f"nothing compared: no kernel of {current_path} is in the baseline (--strict fails this)"
 
 
 def _compile_of_latest(series: Series, max_compile: float) -> CompileCheck | None:
@@ -121,13 +133,21 @@ def history(directory: str, last: int, max_compile: float | None = None, strict:
         raise CliError(f"{directory}: no reports in this directory (--roofline-history=DIR writes roofline-*.json)")
     series = build_series(runs)
     judged = [(s, judge_series(s.values)) for s in series]
+    contended = {s.key: why for s in series if (why := _latest_contended(s))}
     compiles = {}
     if max_compile is not None:
         compiles = {s.key: c for s in series if (c := _compile_of_latest(s, max_compile)) is not None}
-    regressed = any(f.regression for _, f in judged) or any(c.regressed for c in compiles.values())
-    regressed = regressed or (strict and any(history_state(f) in ("too noisy", "undecided") for _, f in judged))
-    return "\n".join(history_lines(directory, runs, judged, last, compiles, _clock_drops(series))), \
-        1 if regressed else 0
+    states = [history_state(f, contended.get(s.key, "")) for s, f in judged]
+    regressed = "regression" in states or any(c.regressed for c in compiles.values())
+    regressed = regressed or (strict and any(state in ("too noisy", "undecided", "contended") for state in states))
+    return "\n".join(history_lines(directory, runs, judged, last, compiles, _clock_drops(series),
+                                   contended=contended)), 1 if regressed else 0
+
+
+def _latest_contended(series: Series) -> str:
+    """Why the latest run of a series cannot judge a drop (measured while contended), or ""."""
+    latest = next(r for r in series.runs[-1].records if r.key == series.key)
+    return contention_text(latest.result.contended, latest.result.cpu_waiting, "latest")
 
 
 def _clock_drops(series: list[Series]) -> dict[SeriesKey, str]:

@@ -18,7 +18,7 @@ from ..analysis.verdict.regressions import FLOOR, MIN_WINDOW, Z, gate, history_g
 from ..base.kinds import Model
 from ..records.kernel_record import KernelRecord
 from ..records.recorded_result import RecordedResult
-from ..records.series_judgement import BaselineCheck, NoBaseline, SeriesKey
+from ..records.series_judgement import BaselineCheck, NoBaseline, SeriesKey, contention_text
 from .reports import ReportError, Run, load_history, load_run
 
 __all__ = ["SINGLE_RUN_FLOOR", "Series", "build_series", "BaselineCheck", "NoBaseline", "Baseline", "interval_noise"]
@@ -116,9 +116,17 @@ class Baseline:
 
     def judge_record(self, record: KernelRecord, max_drop: float | None = None,
                      max_drop_origin: str = "") -> BaselineCheck | NoBaseline:
-        """A recorded kernel against its series' baseline (``compare``)."""
-        return self.judge(record.key, record.utilization, interval_noise(record.result, record.model), max_drop,
-                          max_drop_origin)
+        """A recorded kernel against its series' baseline (``compare``): where it, or the one report it is compared
+        with, was measured while contended, a drop cannot be judged."""
+        check = self.judge(record.key, record.utilization, interval_noise(record.result, record.model), max_drop,
+                           max_drop_origin)
+        if isinstance(check, NoBaseline):
+            return check
+        earlier = self.records.get(record.key)
+        return check.with_contention(
+            contention_text(record.result.contended, record.result.cpu_waiting, "current"),
+            contention_text(earlier.result.contended, earlier.result.cpu_waiting, "baseline")
+            if earlier is not None and len(self.values.get(record.key, ())) == 1 else "")
 
     def missing(self, key: SeriesKey) -> str:
         """Why the baseline has no series ``key``: the kernel is new, or what differs."""

@@ -116,10 +116,10 @@ def compare_lines(baseline_path: str, current: Run, checks: Sequence[tuple[Serie
 def counts_line(states: Sequence[str]) -> str:
     """How many kernels regressed, and how many could not be judged (too noisy, undecided): the closing line of
     ``compare`` and ``history``."""
+    words = {"too noisy": "too noisy to judge", "undecided": "undecided", "contended": "contended (cannot judge)"}
     parts = [f"{states.count('regression')} regressed"]
-    parts += [f"{states.count(s)} {s if s == 'undecided' else 'too noisy to judge'}" for s in ("too noisy", "undecided")
-              if states.count(s)]
-    unjudged = states.count("too noisy") + states.count("undecided")
+    parts += [f"{states.count(s)} {said}" for s, said in words.items() if states.count(s)]
+    unjudged = sum(states.count(s) for s in words)
     return ", ".join(parts) + (" (neither passed nor failed; --strict fails them)" if unjudged else "")
 
 
@@ -151,11 +151,13 @@ def sparkline(values: Sequence[float], marks: Sequence[int] = ()) -> str:
 
 def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Series, Finding]],
                   last: int = 30, compiles: Mapping[SeriesKey, CompileCheck] | None = None,
-                  clock_notes: Mapping[SeriesKey, str] | None = None) -> list[str]:
+                  clock_notes: Mapping[SeriesKey, str] | None = None, *,
+                  contended: Mapping[SeriesKey, str] | None = None) -> list[str]:
     """Per series: runs, a sparkline of the last ``last`` values, the latest value, the baseline level, the
     minimum detectable drop, the latest compile time and the status; then the change points and why each
-    regression is one. ``compiles``: the latest compile time against the runs before it (``--max-compile``)."""
-    compiles = compiles or {}
+    regression is one. ``compiles``: the latest compile time against the runs before it (``--max-compile``);
+    ``contended``: per series, why its latest run cannot judge a drop."""
+    compiles, contended = compiles or {}, contended or {}
     complete = [r for r in runs if r.complete]
     lines = [f"history {directory}: {len(runs)} runs, {len(complete)} complete"]
     for run in runs:
@@ -168,7 +170,7 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
         offset = len(series.values) - len(shown)
         marks = [cp.index - offset for cp in finding.change_points if cp.index >= offset]
         gate = finding.gate
-        status = history_state(finding)
+        status = history_state(finding, contended.get(series.key, ""))
         compiled = compiles.get(series.key)
         if compiled is not None and compiled.regressed:
             status = "compile regression" if status != "regression" else "regression, compile regression"
@@ -187,9 +189,11 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
             details.append(f"{where}: change point at run {cp.index + 1} ({run.short}): {cp.before:.1%} -> "
                            f"{cp.after:.1%} ({cp.change:+.1%}, p={cp.p:.1g})")
         drop = (clock_notes or {}).get(series.key)
-        for reason in finding.reasons:
+        if status == "contended":
+            details.append(f"{where}: cannot judge: {contended[series.key]}: latest {finding.latest:.1%}")
+        for reason in finding.reasons if status != "contended" else ():
             details.append(f"{where}: REGRESSION: {reason}" + (f"; {drop}" if drop else ""))
-        if finding.regression:
+        if finding.regression and status != "contended":
             details += _series_op_lines(series, finding)
         elif gate is not None and gate.state(finding.latest) in ("too noisy", "undecided"):
             details.append(f"{where}: latest run {finding.latest:.1%} against the median {gate.baseline:.1%} of the "
@@ -201,15 +205,16 @@ def history_lines(directory: str, runs: Sequence[Run], judged: Sequence[tuple[Se
     lines.append("detectable: the minimum detectable drop, max(5%, 4 x the noise the history shows); "
                  "| in the sparkline: a change point; compile: the latest run's compile time"
                  + (" (x: against the median of the runs before it)" if compiles else ""))
-    lines.append(counts_line([history_state(finding) for _, finding in judged]))
+    lines.append(counts_line([history_state(f, contended.get(s.key, "")) for s, f in judged]))
     return lines
 
 
-def history_state(finding: Finding) -> str:
-    """A series' latest run: regression (the gate or a lasting change point), too few runs, or its gate state."""
-    if finding.regression:
-        return "regression"
-    return "too few runs" if finding.gate is None else finding.gate.state(finding.latest)
+def history_state(finding: Finding, contended: str = "") -> str:
+    """A series' latest run: regression (the gate or a lasting change point), too few runs, or its gate state;
+    "contended" where the latest run was measured while contended (``contended`` says so) and is not ok."""
+    state = "regression" if finding.regression else \
+        "too few runs" if finding.gate is None else finding.gate.state(finding.latest)
+    return "contended" if contended and state in ("regression", "too noisy", "undecided") else state
 
 
 def github_benchmark(run: Run) -> list[dict[str, Any]]:

@@ -251,6 +251,10 @@ def _footnotes(records: Sequence[KernelRecord], wide: bool) -> list[str]:
         out.append(f"baseline: {against.count('too noisy')} kernel(s) too noisy to judge (a gate as wide as the "
                    f"baseline), {against.count('undecided')} undecided (a drop beyond the floor that the noise "
                    f"hides): neither passed nor failed against the baseline; each one's line in the JSON says why")
+    checked = [rec.baseline for rec in records if rec.baseline is not None]
+    if checked and not any(isinstance(c, BaselineCheck) for c in checked):
+        out.append(f"baseline: nothing compared: no kernel of this run is in the baseline ({len(checked)} new or "
+                   f"in another series; each one's line in the JSON says why)")
     contended = [rec.result.cpu_waiting for rec in records if rec.result.contended and rec.result.cpu_waiting is not None]
     if contended:
         low, high = f"{min(contended):.0%}", f"{max(contended):.0%}"

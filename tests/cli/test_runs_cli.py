@@ -20,13 +20,15 @@ from pytest_roofline.report.document import report_document, session_block
 
 
 def _report(utils: dict[str, float], day: int, complete: bool = True, commit: str = "c0ffee",
-            compile_s: dict[str, float] | None = None, sm_mhz: float | None = None) -> dict[str, Any]:
+            compile_s: dict[str, float] | None = None, sm_mhz: float | None = None,
+            waiting: dict[str, float] | None = None) -> dict[str, Any]:
     """A report of fake results: ``utils`` per test, ``compile_s`` their made-up compile times (default 10 ms),
-    ``sm_mhz`` a made-up SM clock read after their runs (none by default)."""
+    ``sm_mhz`` a made-up SM clock read after their runs (none by default), ``waiting`` the made-up share of their
+    ready time the kernels' threads waited for a CPU (none by default: quiet)."""
     clocks = Clocks(None, ClockReading(sm_mhz, 2619, 1980, 2619)) if sm_mhz else None
     records = [record_of(f"test_k.py::{name}", "kernel",
-                         replace(fake_result(u, name="kernel", compile_s=(compile_s or {}).get(name, 0.01)),
-                                 clocks=clocks), "measured")
+                         replace(fake_result(u, name="kernel", compile_s=(compile_s or {}).get(name, 0.01),
+                                             waiting=(waiting or {}).get(name)), clocks=clocks), "measured")
                for name, u in utils.items()]
     session = session_block(0 if complete else 2, len(utils), len(utils) if complete else 1)
     provenance = {"git": {"commit": f"{commit}{day:02d}" + "0" * 30, "dirty": False}, "versions": {"jax": "fake"},
@@ -91,6 +93,42 @@ def test_compare_exits_1_on_a_regression_and_0_otherwise(tmp_path: Path, capsys:
     assert rows["test_k.py::test_b"].split()[-1] == "ok" and rows["test_k.py::test_new"].endswith("new")
     assert _cli(capsys, "compare", str(base), str(same))[0] == 0
     assert _cli(capsys, "compare", "--max-drop", "0.6", str(base), str(worse))[0] == 0
+
+
+def test_a_drop_measured_while_contended_cannot_be_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Fake results: a night beside other work (its threads waited 38% of the time) reads 38% below a quiet
+    baseline: compare and history say it cannot be judged, with the waiting share; --strict fails it."""
+    base = _write(tmp_path / "base.json", _report({"test_a": 0.5, "test_b": 0.4}, 1))
+    busy = _write(tmp_path / "busy.json", _report({"test_a": 0.31, "test_b": 0.4}, 2, waiting={"test_a": 0.38}))
+    status, out, _ = _cli(capsys, "compare", str(base), str(busy))
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("test_k.py")}
+    assert status == 0 and rows["test_k.py::test_a"].split()[-1] == "contended", out
+    assert "REGRESSION" not in out and "cannot judge: the current run was measured while contended (its threads " \
+        "waited for a CPU 38% of the time)" in out
+    assert out.splitlines()[-1].startswith("0 regressed, 1 contended (cannot judge)")
+    assert _cli(capsys, "compare", "--strict", str(base), str(busy))[0] == 1
+    # A drop against a baseline report measured beside other work: the baseline's figure cannot judge it either.
+    busy_base = _write(tmp_path / "busy_base.json", _report({"test_a": 0.5}, 1, waiting={"test_a": 0.3}))
+    quiet = _write(tmp_path / "quiet.json", _report({"test_a": 0.3}, 2))
+    status, out, _ = _cli(capsys, "compare", str(busy_base), str(quiet))
+    assert status == 0 and "the baseline run was measured while contended (its threads waited for a CPU 30%" in out
+    directory = _history(tmp_path, STEADY)
+    _write(directory / "roofline-20261129T031700Z-c0ffee.json", _report({"test_a": 0.31, "test_b": 0.4}, 29,
+                                                                        waiting={"test_a": 0.38}))
+    status, out, _ = _cli(capsys, "history", str(directory))
+    assert status == 0 and "cannot judge: the latest run was measured while contended" in out, out
+    assert "REGRESSION" not in out and _cli(capsys, "history", "--strict", str(directory))[0] == 1
+
+
+@pytest.mark.parametrize("current", ["other", "empty"])
+def test_a_comparison_of_nothing_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str], current: str) -> None:
+    base = _write(tmp_path / "base.json", _report({"test_a": 0.5}, 1))
+    utils = {"test_other": 0.5} if current == "other" else {}
+    path = _write(tmp_path / "current.json", _report(utils, 2))
+    status, out, _ = _cli(capsys, "compare", str(base), str(path))
+    said = "no kernel of" if current == "other" else "holds no measured kernel"
+    assert status == 0 and "nothing compared: " in out and said in out, out
+    assert _cli(capsys, "compare", "--strict", str(base), str(path))[0] == 1
 
 
 def test_compare_against_a_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -339,3 +339,14 @@ def test_the_html_report_holds_every_kernels_figures_once() -> None:
     assert "<details><summary>t.py::test_k [k]: regression</summary><pre>" in block
     assert "  hardware      fake CPU (cpu, calibrated ceilings" in block and "  counts        6 MFLOP" in block
     assert block.count("  hardware      ") == 1
+
+
+def test_a_baseline_that_matches_no_kernel_says_nothing_was_compared() -> None:
+    """Fake results against a baseline that holds none of them (--roofline-baseline of another suite)."""
+    records = [replace(record_of(f"t.py::test_{n}", "k", fake_result(0.5), "measured"),
+                       baseline=NoBaseline("no baseline for this kernel in base.json (a new kernel)")) for n in "ab"]
+    assert any(line.startswith("baseline: nothing compared: no kernel of this run is in the baseline (2 new")
+               for line in summary_lines(records))
+    compared = record_of("t.py::test_c", "k", fake_result(0.5), "measured")
+    compared = replace(compared, baseline=BaselineCheck(compared.key, 0.5, gate([0.5], 0.05), "base.json", "default"))
+    assert not any("nothing compared" in line for line in summary_lines([records[0], compared]))
