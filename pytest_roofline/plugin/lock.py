@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from ..base.errors import MeasureError
+
 __all__ = ["DeviceLockError", "device_lock", "lock_path", "holder_state", "share_the_host", "around_a_test"]
 
 # How long a holder may stay stopped (SIGSTOP, Ctrl-Z) before the wait gives up, and how often a long wait says so.
@@ -18,8 +20,14 @@ STOPPED_FOR_S = 5.0
 REMIND_EVERY_S = 60.0
 
 
-class DeviceLockError(RuntimeError):
-    """The device lock cannot be had: its holder is stopped."""
+class DeviceLockError(MeasureError):
+    """The device lock cannot be had: its holder, or another xdist worker of the run, is stopped. Its message says
+    which process and how to resume it; a kernel that meets it cannot be measured (no bug to report)."""
+
+
+# Processes found stopped while this one waited for them, with the error said: while one stays stopped, a later
+# wait for it fails at once (a session waits on a stopped process once, not once per test).
+_STOPPED: dict[int, str] = {}
 
 
 def _say(text: str) -> None:
@@ -164,17 +172,56 @@ def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) 
 
 
 def _alone(fcntl: Any, say: Callable[[str], None]) -> None:
-    """Wait until no other worker's test runs (the activity lock held alone)."""
-    try:
-        fcntl.flock(_ACTIVITY, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    """Wait until no other worker's test runs (the activity lock held alone); give up on a worker that stays
+    stopped (SIGSTOP, Ctrl-Z) while its test holds its share, naming it."""
+    if _try(_ACTIVITY, fcntl, fcntl.LOCK_EX):
         return
-    except BlockingIOError:
-        pass
-    started = time.monotonic()
-    fcntl.flock(_ACTIVITY, fcntl.LOCK_EX)
+    started = stopped_at = time.monotonic()
+    delay = 0.01
+    while not _try(_ACTIVITY, fcntl, fcntl.LOCK_EX):
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+        stopped, now = stopped_siblings(), time.monotonic()
+        for pid in stopped:
+            _still_stopped(pid)
+        if not stopped:
+            stopped_at = now
+        elif now - stopped_at >= STOPPED_FOR_S:
+            pid = stopped[0]
+            _STOPPED[pid] = (f"another xdist worker of this run, process {pid}, is stopped (SIGSTOP or Ctrl-Z) "
+                             f"while its test runs, so no kernel can be measured alone: resume it (kill -CONT {pid}) "
+                             f"or end it; not waiting on a stopped process")
+            raise DeviceLockError(_STOPPED[pid])
     waited = time.monotonic() - started
     if waited >= 1.0:
         say(f"waited {waited:.1f} s for the other workers' tests to finish before measuring alone")
+
+
+def stopped_siblings() -> list[int]:
+    """The stopped processes that share this one's parent (the other xdist workers of a run), from /proc; none
+    where /proc does not say."""
+    parent, mine, found = os.getppid(), os.getpid(), []
+    try:
+        names = [n for n in os.listdir("/proc") if n.isdigit() and int(n) != mine]
+    except OSError:
+        return []
+    for name in names:
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and fields[1] == str(parent) and fields[0] in ("T", "t"):
+            found.append(int(name))
+    return found
+
+
+def _still_stopped(pid: int) -> None:
+    """Fail at once on a process this one already found stopped, while it stays so."""
+    if pid in _STOPPED:
+        if holder_state(pid) == "stopped":
+            raise DeviceLockError(_STOPPED[pid])
+        del _STOPPED[pid]
 
 
 def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:
@@ -183,6 +230,7 @@ def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:
     if _try(handle, fcntl):
         return
     pid, since, what = _holder(path)
+    _still_stopped(pid)
     who = f"process {pid} ({what})" if pid else "another process"
     say(f"waiting for the device lock {path}, held by {who}" + (f" since {_clock(since)}" if since else ""))
     started = stopped_at = time.monotonic()
@@ -196,10 +244,10 @@ def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:
         if state != "stopped":
             stopped_at = now
         elif now - stopped_at >= STOPPED_FOR_S:
-            raise DeviceLockError(
-                f"the device lock {path} is held by {who}, which is stopped (SIGSTOP or Ctrl-Z)"
-                + (f"; it took the lock at {_clock(since)}" if since else "")
-                + f": resume it (kill -CONT {pid}) or end it; not waiting on a stopped process")
+            _STOPPED[pid] = (f"the device lock {path} is held by {who}, which is stopped (SIGSTOP or Ctrl-Z)"
+                             + (f"; it took the lock at {_clock(since)}" if since else "")
+                             + f": resume it (kill -CONT {pid}) or end it; not waiting on a stopped process")
+            raise DeviceLockError(_STOPPED[pid])
         if now - reminded >= REMIND_EVERY_S:
             reminded = now
             gone = " (that process is gone: a process it started holds the lock)" if state == "gone" else ""
@@ -207,9 +255,9 @@ def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:
     say(f"got the device lock after {time.monotonic() - started:.1f} s")
 
 
-def _try(handle: IO[str], fcntl: Any) -> bool:
+def _try(handle: IO[str] | None, fcntl: Any, mode: int | None = None) -> bool:
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(handle, (fcntl.LOCK_EX if mode is None else mode) | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True

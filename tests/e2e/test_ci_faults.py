@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,37 @@ def test_a_run_cancelled_by_sigterm_keeps_what_it_measured(pytester: pytest.Pyte
     assert data["session"]["complete"] is False and f"cancelled by {name}" in data["session"]["why_incomplete"]
     [kept] = (pytester.path / "hist").glob("*.json")  # kept as the record of a cancelled night, read as incomplete
     assert json.loads(kept.read_text())["session"]["complete"] is False
+
+
+HOLD = ("import sys; from pytest_roofline.plugin.lock import device_lock\n"
+        "with device_lock('cpu'):\n    print('held', flush=True); sys.stdin.readline()\n")
+
+
+@pytest.mark.slow
+@needs_jax
+def test_a_stopped_lock_holder_is_named_once_not_waited_on_per_test(pytester: pytest.Pytester,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real process holding the device lock, stopped with SIGSTOP, beside a real pytest run of two kernels: the
+    run waits on it once, and each test fails in one line that names the process and how to resume it."""
+    import signal
+    import subprocess
+    import sys
+
+    _suite(pytester)
+    monkeypatch.setenv("TMPDIR", str(pytester.path))  # the lock files of this run and its holder only
+    monkeypatch.setenv("PYTEST_ROOFLINE_CACHE_DIR", str(pytester.path / "cache"))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    os.kill(holder.pid, signal.SIGSTOP)
+    try:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--roofline-ceilings=calibrated")
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+        holder.kill()
+        holder.wait()
+    out = result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(failed=2)
+    assert "please report it" not in out and "Traceback" not in out, out
+    assert out.count("waiting for the device lock") == 1, out  # one wait for the session
+    assert "which is stopped (SIGSTOP or Ctrl-Z)" in out and f"kill -CONT {holder.pid}" in out
+    assert _calibrations(pytester) == 0

@@ -78,6 +78,7 @@ def test_a_wait_names_the_holder_and_ends_when_it_lets_go() -> None:
 @pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
 def test_a_stopped_holder_is_reported_not_waited_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lock, "STOPPED_FOR_S", 0.2)
+    monkeypatch.setattr(lock, "_STOPPED", {})
     holder = _holder()
     os.kill(holder.pid, signal.SIGSTOP)
     try:
@@ -85,10 +86,46 @@ def test_a_stopped_holder_is_reported_not_waited_on(monkeypatch: pytest.MonkeyPa
         with pytest.raises(DeviceLockError, match=rf"held by process {holder.pid} .*which is stopped .*kill -CONT"):
             with device_lock("cpu", say=lambda text: None):
                 pass
+        said: list[str] = []  # the next kernel of the session: fails at once, without a wait or a word
+        with pytest.raises(DeviceLockError, match=rf"kill -CONT {holder.pid}"):
+            with device_lock("cpu", say=said.append):
+                pass
+        assert said == []
+        os.kill(holder.pid, signal.SIGCONT)  # resumed: waited on again as a running holder
+        said = []
+
+        def say(text: str) -> None:
+            said.append(text)
+            if len(said) == 1:
+                _release(holder)
+
+        with device_lock("cpu", say=say):
+            pass
+        assert said[0].startswith("waiting for the device lock")
     finally:
-        os.kill(holder.pid, signal.SIGCONT)
-        _release(holder)
+        if holder.poll() is None:
+            os.kill(holder.pid, signal.SIGCONT)
+            _release(holder)
     assert lock.holder_state(holder.pid) == "gone"
+
+
+@pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
+def test_a_stopped_sibling_worker_is_found() -> None:
+    """Real processes: two children of this process, as xdist workers are children of its controller; one stopped.
+    The other finds it by its parent, and only it."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    os.kill(sleeper.pid, signal.SIGSTOP)
+    try:
+        while lock.holder_state(sleeper.pid) != "stopped":  # /proc may lag the signal by a moment
+            pass
+        found = subprocess.run([sys.executable, "-c", "from pytest_roofline.plugin.lock import stopped_siblings; "
+                                "print(stopped_siblings())"], capture_output=True, text=True, check=True)
+        assert found.stdout.strip() == f"[{sleeper.pid}]"
+    finally:
+        for child in (sleeper, running):
+            child.kill()
+            child.wait()
 
 
 def test_one_lock_for_a_cpu_however_jax_platforms_is_spelled(monkeypatch: pytest.MonkeyPatch) -> None:
