@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 __all__ = ["read_yaml_mapping", "write_text_atomic", "is_special_file", "write_text_new", "write_directory_atomic",
-           "check_writable", "json_text", "remove_stale_temporaries"]
+           "check_writable", "json_text", "remove_stale_temporaries", "read_text"]
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same documents, ten times faster
 
@@ -37,6 +37,25 @@ def read_yaml_mapping(text: str, where: str, error: type[ValueError] = ValueErro
     if not isinstance(data, Mapping):
         raise error(f"{where}: expected a mapping at the top level, got {type(data).__name__}")
     return dict(data)
+
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """A text file's content: UTF-8, or any encoding its byte-order mark names (a file saved as UTF-16 by an
+    editor); an OSError where it cannot be read, a ValueError (one line) where it is not text."""
+    raw = Path(path).read_bytes()
+    encoding = next((name for bom, name in _BOMS if raw.startswith(bom)), "utf-8")
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not {encoding.upper()} text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+                         f"save it as UTF-8") from None
+    if "\x00" in text:
+        raise ValueError("not text: it holds NUL characters (a binary file?)")
+    return text
 
 
 def json_text(value: Any, indent: int | None = 2) -> str:

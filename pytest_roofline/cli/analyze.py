@@ -10,7 +10,7 @@ from ..analysis.model.recorded_profile import ProgramSummary, counts_summary, hl
 from ..analysis.program.hlo_reader import HloModule, HloParseError, parse_hlo
 from ..analysis.runs.trace_events import ProgramKey, TraceError, flatten, platform_of, programs
 from ..analysis.runs.xspace import XSpace, XSpaceError, hlo_module_protos, read_xspace
-from ..base.files import json_text
+from ..base.files import json_text, read_text
 from ..base.units import format_quantity, format_seconds
 from ..hardware.spec import HardwareError, HardwareSpec, UnknownDeviceError
 from ..hardware.table import find_spec, find_spec_for_profile, load_shipped_table, merge_overrides
@@ -206,8 +206,8 @@ def _ops_counts_lines(s: ProgramSummary, top: int) -> list[str]:
 def analyze_hlo(arg: str, hardware: str | None, hardware_file: str | None, as_json: bool, top: int = 10) -> str:
     path = Path(arg)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text(path)
+    except (OSError, ValueError) as exc:
         raise CliError(f"{path}: cannot read it as HLO text: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         module = parse_hlo(text)

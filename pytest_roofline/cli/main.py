@@ -211,6 +211,16 @@ def _main(argv: list[str]) -> int:
     return 2
 
 
+def plugin_turned_off(pytest_args: Sequence[str]) -> str | None:
+    """The pytest arguments that turn pytest-roofline off (``-p no:roofline``, ``-pno:roofline``), or None."""
+    for n, arg in enumerate(pytest_args):
+        name = pytest_args[n + 1] if arg == "-p" and n + 1 < len(pytest_args) else \
+            arg[2:] if arg.startswith("-p") else None
+        if name is not None and name.strip() in ("no:roofline", "no:pytest_roofline"):
+            return f"-p {name.strip()}"
+    return None
+
+
 def _ab(args: argparse.Namespace, passed: list[str]) -> tuple[str, int]:
     """``ab``, with SIGTERM (a cancelled CI job) handled as Ctrl-C so that its worktree is removed."""
     from .ab_rounds import AbOptions, ab_command
@@ -218,6 +228,9 @@ def _ab(args: argparse.Namespace, passed: list[str]) -> tuple[str, int]:
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
+    if (off := plugin_turned_off(passed)) is not None:
+        raise CliError(f"the pytest arguments after -- turn pytest-roofline off ({off}), and ab measures kernels "
+                       f"with it: drop {off}")
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         options = AbOptions(args.base, args.rounds, args.max_drop, tuple(passed), long_lived=args.long_lived,

@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..base.files import read_yaml_mapping
+from ..base.files import read_text, read_yaml_mapping
 from ..base.kinds import PLATFORMS, Platform
 from .spec import PEAK_KEYS, Ceiling, HardwareError, HardwareSpec, UnknownDeviceError
 
@@ -148,9 +148,10 @@ def merge_overrides(table: Mapping[str, HardwareSpec], path: str | os.PathLike[s
     p = Path(path)
     where = f"{p}" + (f" (from {origin_hint})" if origin_hint else "")
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HardwareError(f"hardware override file {where}: cannot read it: {exc.strerror or exc}") from None
+        text = read_text(p)
+    except (OSError, ValueError) as exc:
+        raise HardwareError(f"hardware override file {where}: cannot read it: "
+                            f"{getattr(exc, 'strerror', None) or exc}") from None
     return load_table(text, where, origin="override", base=table)
 
 

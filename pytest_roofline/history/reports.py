@@ -12,7 +12,7 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..base.files import write_text_new
+from ..base.files import read_text, write_text_new
 from ..records.kernel_record import KernelRecord, Unmeasured
 
 __all__ = ["ReportError", "SessionEnd", "Run", "load_report", "load_run", "run_from_document", "load_history",
@@ -73,12 +73,12 @@ def load_report(path: str | Path) -> dict[str, Any]:
     """Read and check a report written by ``--roofline-report`` (schema version 1)."""
     where = f"{path}"
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise ReportError(f"{where}: no such file") from None
     except IsADirectoryError:
         raise ReportError(f"{where}: is a directory, expected a report file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise ReportError(f"{where}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         data = json.loads(text)

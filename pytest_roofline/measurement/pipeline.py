@@ -32,7 +32,7 @@ from ..analysis.program.control_ran import with_control_ran
 from ..analysis.program.counts import Counts
 from ..analysis.program.hlo_reader import HloModule
 from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
-from ..analysis.program.walk import CONTAINER_OPS, constant_bytes, does_no_work, executed_op_count
+from ..analysis.program.walk import CONTAINER_OPS, constant_bytes, does_no_work, empty_inputs_note, executed_op_count
 from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.hosts import Topology
 from ..analysis.runs.idle import IdleTime, idle_time
@@ -177,7 +177,7 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     return Result(
         name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
         roofline=charged_roof, timing=timed.timing, program=_program_info(program, options), ops_model=ops_model,
-        notes=(*call.readings, *result_notes(model, ops_model, program, timed, spec, plan.why, memory=memory,
+        notes=(*call.readings, *(empty_inputs_note(module) if no_work else ()), *result_notes(model, ops_model, program, timed, spec, plan.why, memory=memory,
                                              counts_from=options.counts_from, constants=constant_bytes(module))),
         hints=() if no_work else tuple(result_hints(ops_model.rows, module, program, model, timed, idle,
                                               cache_known=spec.cache_bandwidth is not None or cache.state == "cold")),

@@ -38,6 +38,8 @@ REPORT_ERROR_KEY = pytest.StashKey[str]()
 WRITTEN_KEY = pytest.StashKey[list[str]]()
 RUN_KEY = pytest.StashKey[int]()  # tests that ran to the end (their teardown reported)
 WATCH_KEY = pytest.StashKey[AbortWatch]()
+NOTHING_KEY = pytest.StashKey[list[str]]()  # tests whose roofline marker judged nothing: no kernel was measured
+_NOTHING = "roofline_marked_but_measured_nothing"
 
 
 class RooflineWarning(UserWarning):
@@ -218,6 +220,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         wide = int(config.getoption("verbose", 0) or 0) >= 1
         for line in summary_lines(state.records, state.unmeasured, wide=wide):
             terminalreporter.write_line(line)
+    nothing = config.stash.get(NOTHING_KEY, [])
+    if nothing:
+        terminalreporter.write_line(f"roofline: marked, measured nothing ({len(nothing)}):")
+        for line in wrap_lines(nothing):
+            terminalreporter.write_line(line)
     error = config.stash.get(REPORT_ERROR_KEY, "")
     if error:
         terminalreporter.write_line(f"roofline report NOT written: {error}", red=True)
@@ -265,13 +272,33 @@ def _say_past_capture(config: pytest.Config) -> Callable[[str], None]:
 
 
 class _RunCounter:
-    """Counts the tests that ran to the end (with xdist, the controller hears of every worker's tests)."""
+    """Counts the tests that ran to the end, and those whose marker judged nothing (with xdist, the controller
+    hears of every worker's tests)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        config.stash[NOTHING_KEY] = []
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         self.config.stash[RUN_KEY] += 1
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.config.stash[NOTHING_KEY] += [f"  {report.nodeid}: {text}" for name, text in report.user_properties
+                                           if name == _NOTHING]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A test with a roofline marker that passed without measuring a kernel: said in the summary (its marker's
+    threshold judged nothing)."""
+    report = yield
+    if call.when == "call" and report.passed and MARKER_KEY in item.stash:
+        state = item.config.stash[SESSION_KEY]
+        if state.programs is None and not any(r.nodeid == item.nodeid for r in state.records) and \
+                not any(u.nodeid == item.nodeid for u in state.unmeasured):
+            report.user_properties.append((_NOTHING, "its roofline marker judged nothing: the test measured no kernel "
+                                                     "(call the roofline fixture)"))
+    return report
 
 
 class _OneTestAtATimeAroundMeasurements:

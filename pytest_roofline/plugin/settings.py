@@ -16,10 +16,9 @@ import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
-from ..base.files import check_writable, read_yaml_mapping
+from ..base.files import check_writable, read_text, read_yaml_mapping
 from ..base.kinds import (
     CACHE_MODES,
     CEILINGS_MODES,
@@ -229,9 +228,10 @@ _PATTERN_KEYS = {"min", "max_drop"}
 def load_config_file(path: str, where: str) -> dict[str, Any]:
     """Read and check the YAML config (devices are checked by the hardware table loader)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"roofline config {path} ({where}): cannot read it: {exc.strerror or exc}") from None
+        text = read_text(path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"roofline config {path} ({where}): cannot read it: "
+                          f"{getattr(exc, 'strerror', None) or exc}") from None
     data = read_yaml_mapping(text, f"roofline config {path} ({where})", ConfigError)
     unknown = set(data) - _CONFIG_KEYS
     if unknown:

@@ -68,7 +68,7 @@ def describe(result: Measured) -> str:
     if factor is not None and compiled is not None and result.source_flops and factor > MORE_THAN_SOURCE:
         text += f" [{more_than_source_text(compiled, result.source_flops)}]"
     if result.no_work:
-        text += " NO WORK: the compiled program computes nothing (it returns None or a constant)"
+        text += " NO WORK: the compiled program computes nothing (it returns None or a constant, or its inputs are empty)"
     if result.impossible:
         text += f" IMPOSSIBLE ({impossible_text(result.suspect)})"
     elif result.suspect:

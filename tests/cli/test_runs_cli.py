@@ -460,3 +460,10 @@ def test_budget_takes_seconds_minutes_or_hours(capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit):
         _parser().parse_args(["ab", "--base", "x", "--budget", "soon"])
     assert "--budget: must be a duration such as 300s, 5m or 1h, got 'soon'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("off", [["-p", "no:roofline"], ["-pno:roofline"], ["-q", "-p", "no:pytest_roofline"]])
+def test_ab_with_the_plugin_turned_off_says_so(capsys: pytest.CaptureFixture[str], off: list[str]) -> None:
+    status, out, err = _cli(capsys, "ab", "--base", "HEAD", "--", *off)
+    assert status == 2 and out == "" and "INTERNALERROR" not in err
+    assert err.startswith("pytest-roofline ab: error: the pytest arguments after -- turn pytest-roofline off (-p no:")

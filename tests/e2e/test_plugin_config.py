@@ -128,6 +128,51 @@ def test_malformed_config_file(pytester: pytest.Pytester, content: str, fragment
     result.stderr.fnmatch_lines([f"*{fragment}*"])
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig", "utf-16-be-no-bom", "binary"])
+def test_a_config_file_in_another_encoding(pytester: pytest.Pytester, encoding: str) -> None:
+    """An editor's UTF-16 or BOM-marked file is read; text no BOM names, or a binary file, is one line naming the
+    file (it was an INTERNALERROR)."""
+    text = "min: 3\n"  # read, it is refused by its value: proof that it was read
+    raw = {"utf-16-be-no-bom": text.encode("utf-16-be"), "binary": bytes(range(256))}.get(encoding) \
+        or text.encode(encoding)
+    (pytester.path / "roofline.yaml").write_bytes(raw)
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest("--roofline-config=roofline.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "INTERNALERROR" not in result.stderr.str()
+    if encoding in ("utf-16", "utf-8-sig"):
+        result.stderr.fnmatch_lines(["*min: 3 in *roofline.yaml: must be in (0, 1]*"])
+    else:
+        result.stderr.fnmatch_lines(["ERROR: roofline config roofline.yaml (--roofline-config=roofline.yaml on the "
+                                     "command line): cannot read it: not *"])
+
+
+def test_a_hardware_file_that_is_not_text_is_named(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_roofline.hardware.spec import HardwareError
+    from pytest_roofline.hardware.table import load_shipped_table, merge_overrides
+
+    path = pytester.path / "hw.yaml"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    monkeypatch.setenv("PYTEST_ROOFLINE_HARDWARE_FILE", str(path))
+    with pytest.raises(HardwareError, match=rf"hardware override file {path} \(from \$PYTEST_ROOFLINE_HARDWARE_FILE\): "
+                                            r"cannot read it: not UTF-8 text \(byte 0x89 at offset 0\)"):
+        merge_overrides(load_shipped_table(), None)
+    path.write_bytes("devices_are_keys: {}\n".encode("utf-16"))
+    with pytest.raises(HardwareError, match=rf"{path}"):  # read as text: refused for what it says, naming it
+        merge_overrides(load_shipped_table(), None)
+
+
+def test_a_threshold_marker_on_a_test_that_measured_nothing_says_so(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.9"))
+    pytester.makepyfile("import pytest\n\n@pytest.mark.roofline(min=0.8)\ndef test_forgot(roofline):\n    pass\n\n"
+                        "@pytest.mark.roofline(min=0.8)\ndef test_measured(roofline):\n    roofline(len, 1)\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["roofline: marked, measured nothing (1):",
+                                 "  test_a_threshold_marker*.py::test_forgot: its roofline marker judged nothing:",
+                                 "    the test measured no kernel (call the roofline fixture)"])
+    assert "test_measured: its roofline marker" not in result.stdout.str()
+
+
 def test_plugin_can_be_disabled(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(PLAIN)
     result = pytester.runpytest("-p", "no:roofline", "--roofline-min=0.5")

@@ -16,6 +16,7 @@ from .hlo_reader import Computation, HloModule, Instruction
 from .xla_costs import FREE_OPS, branch_runs
 
 __all__ = ["Executed", "CONTAINER_OPS", "executed", "executed_containers", "executed_op_count", "does_no_work",
+           "empty_inputs_note",
            "constant_bytes"]
 
 CONTAINER_OPS = frozenset({"while", "call", "conditional"})
@@ -87,3 +88,16 @@ def constant_bytes(module: HloModule) -> int:
     """The bytes of the constants compiled into the program: arrays a kernel closes over instead of taking as
     arguments (a model object's weights) are constants of its program."""
     return sum(i.shape.bytes for c in module.computations.values() for i in c.instructions if i.opcode == "constant")
+
+
+def empty_inputs_note(module: HloModule) -> list[str]:
+    """The note for a program that computes nothing because its inputs hold no element (shape (0,) or (8, 0)),
+    naming them; none where no input is empty."""
+    empty = [f"input {inst.literal or inst.name} ({inst.shape.dtype}[{','.join(str(d) for d in inst.shape.dims)}])"
+             for inst in module.entry.instructions
+             if inst.opcode == "parameter" and not inst.shape.is_tuple and inst.shape.num_elements == 0]
+    if not empty:
+        return []
+    return [f"empty input: {', '.join(empty)} hold{'s' if len(empty) == 1 else ''} no element (inputs are "
+            f"counted from 0, in the order the program takes them), so the program computes nothing on "
+            f"{'it' if len(empty) == 1 else 'them'}"]

@@ -242,7 +242,7 @@ def _unjudgeable(figures: Figures, threshold: float | None, expected_bound: Expe
     if figures.no_work:
         judged = threshold is not None or expected_bound is not None
         return Decision("no-work", "the kernel does no work: its compiled program computes nothing (it returns "
-                        "None or a constant), so no roofline can judge it",
+                        "None or a constant, or its inputs are empty), so no roofline can judge it",
                         warning=not judged)
     if figures.unjudged:
         return Decision("unjudged", f"utilization {figures.utilization:.1%} is above the roofline, but cannot judge: "

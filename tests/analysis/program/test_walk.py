@@ -61,3 +61,19 @@ def test_a_program_that_computes_nothing_is_told(hlo: str, nothing: bool) -> Non
     from pytest_roofline.analysis.program.walk import does_no_work
 
     assert does_no_work(parse_hlo("HloModule m\n\n" + hlo + "\n")) is nothing
+
+
+def test_an_empty_input_is_named_as_such() -> None:
+    """The optimized HLO of jax.jit(lambda x: jnp.sum(x * 2)) for a f32[0,16] input on jax 0.10.2 (CPU), cut to its
+    entry: the sum of nothing is a constant."""
+    from pytest_roofline.analysis.program.hlo_reader import parse_hlo
+    from pytest_roofline.analysis.program.walk import does_no_work, empty_inputs_note
+
+    hlo = ("HloModule m\n\nENTRY %main.1 (x: f32[0,16], y: f32[4]) -> f32[] {\n  %x = f32[0,16]{1,0} parameter(0)\n"
+           "  %y = f32[4]{0} parameter(1)\n  ROOT %constant.1 = f32[] constant(0)\n}\n")
+    module = parse_hlo(hlo)
+    assert does_no_work(module)
+    assert empty_inputs_note(module) == ["empty input: input 0 (f32[0,16]) holds no element (inputs are counted from "
+                                         "0, in the order the program takes them), so the program computes nothing "
+                                         "on it"]
+    assert empty_inputs_note(parse_hlo(hlo.replace("[0,16]", "[2,16]"))) == []
