@@ -58,12 +58,14 @@ class Observation:
     _: KW_ONLY  # fields from the seventh on are given by keyword
     ops: tuple[OpRow, ...] = ()  # the per-op rows with their measured times (none where the trace had no ops)
     ops_note: str = ""  # where the ops' times come from (a second pass), or why there are none (command buffers)
+    waiting: float | None = None  # measured while contended: the share of their ready time its threads waited
 
     @classmethod
     def of(cls, record: KernelRecord) -> Observation:
         r = record.result
         return cls(record.utilization, r.device_time_s, r.flops, r.bytes_accessed, record.max_drop,
-                   record.max_drop_origin, ops=r.ops, ops_note=ops_note(r))
+                   record.max_drop_origin, ops=r.ops, ops_note=ops_note(r),
+                   waiting=r.cpu_waiting if r.contended else None)
 
 
 Key = tuple[str, str]  # (nodeid, label)
@@ -139,6 +141,7 @@ class PairedKernel:
     error: str = ""
     ops_diff: OpDiff | None = None  # what the head's program does differently, op by op (both sides had op times)
     ops_note: str = ""  # where the op times come from (a second pass), or why there is no op diff
+    contended: str = ""  # a drop measured while contended: why it cannot be judged
 
     @property
     def open(self) -> bool:
@@ -225,7 +228,20 @@ def judge_kernel(kernel: KernelRounds, max_drop: float | None = None,
                               else "unchanged")
     # Settled once the interval lies wholly on one side of the gate: below it a regression, above it none (an
     # improvement where it also clears 1 + max_drop).
-    return replace(blank, verdict=verdict, low=low, high=high, settled=verdict != "unchanged" or low >= 1 - drop)
+    judged = replace(blank, verdict=verdict, low=low, high=high, settled=verdict != "unchanged" or low >= 1 - drop)
+    return _contended(judged, kernel) if verdict == "regression" or not judged.settled else judged
+
+
+def _contended(judged: PairedKernel, kernel: KernelRounds) -> PairedKernel:
+    """A drop, or an open verdict, where rounds were measured while contended (their threads waited for a CPU that
+    other processes held): it cannot be judged; more rounds may still settle it."""
+    waited = [o.waiting for o in (*kernel.base, *kernel.head) if o is not None and o.waiting is not None]
+    if not waited:
+        return judged
+    made = sum(o is not None for o in (*kernel.base, *kernel.head))
+    said = (f"{len(waited)} of {made} measurements were made while contended (the "
+            f"threads waited for a CPU up to {max(waited):.0%} of the time)")
+    return replace(judged, verdict="unchanged", settled=False, contended=said)
 
 
 def same_program(nodeid: str, label: str) -> PairedKernel:

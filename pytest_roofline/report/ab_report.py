@@ -31,6 +31,8 @@ def verdict_cell(k: PairedKernel) -> str:
         return f"REGRESSION (below {1 - k.max_drop:.2f})"
     if k.verdict == "improvement":
         return f"improvement (above {1 + k.max_drop:.2f})"
+    if k.contended:
+        return f"cannot judge: contended ({k.contended})"
     if k.undecided and k.low is None:
         return f"undecided (fewer than {MIN_ROUNDS} rounds ran)"
     if k.undecided:

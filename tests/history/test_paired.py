@@ -65,6 +65,22 @@ def test_a_clear_drop_is_a_settled_regression_after_six_rounds() -> None:
     assert found.max_drop == DEFAULT_MAX_DROP
 
 
+def test_a_drop_measured_while_contended_cannot_be_judged() -> None:
+    """Made-up rounds: the same clear drop, two of the head's measurements made while other processes held the CPUs
+    (their threads waited 38% and 41% of the time): not a regression, said with the waiting share."""
+    ratios = [0.49, 0.52, 0.50, 0.51, 0.48, 0.50]
+    kernel = _paired(ratios)
+    busy = tuple(replace(o, waiting=w) if o is not None and w else o
+                 for o, w in zip(kernel.head, (0.38, 0.41, 0, 0, 0, 0), strict=True))
+    found = judge_kernel(replace(kernel, head=busy))
+    assert found.verdict == "unchanged" and not found.settled and found.undecided
+    assert found.contended == ("2 of 12 measurements were made while contended (the threads waited for a CPU up to "
+                               "41% of the time)")
+    [row] = [line for line in ab_lines(comparison([replace(kernel, head=busy)])) if line.startswith("t.py::test_k")]
+    assert "cannot judge: contended (2 of 12 measurements" in row and "REGRESSION" not in row
+    assert comparison([replace(kernel, head=busy)]).exit_status == 0
+
+
 def test_interval_of_nine_rounds_follows_the_binomial_formula() -> None:
     # k is the largest with P(Binomial(9, 1/2) < k) <= 2.5%: P(X <= 1) = 10/512 = 1.95%, P(X <= 2) = 46/512 = 9.0%
     assert sum(math.comb(9, i) for i in range(2)) / 2**9 <= 0.025 < sum(math.comb(9, i) for i in range(3)) / 2**9
