@@ -35,6 +35,8 @@ __all__ = [
     "load_cached",
     "store_cached",
     "cache_damage",
+    "shared_figures",
+    "adopt_figures",
     "robust_rate",
     "calibration_figures",
     "cpu_spec_from",
@@ -220,6 +222,22 @@ def _stored(key: Mapping[str, Any], figures: dict[str, Any],
            f"again (set {CACHE_DIR_ENV} to a writable directory to keep it)")
     _RUN_ONLY[cache_file(key)] = figures, f"measured now; not cached: {why}; this run only"
     return _RUN_ONLY[cache_file(key)]
+
+
+def shared_figures(key: Mapping[str, Any]) -> tuple[dict[str, Any], str] | None:
+    """The figures this process uses for ``key`` (its own run-only ones, else the quiet cached ones) and where they
+    came from, for the other processes of its program; None where it has none (datasheet ceilings)."""
+    mine = _RUN_ONLY.get(cache_file(key))
+    if mine is not None:
+        return mine
+    cached = load_cached(key)
+    return (cached, f"cached in {cache_file(key)}") if cached is not None and not _contended(cached) else None
+
+
+def adopt_figures(key: Mapping[str, Any], figures: dict[str, Any], where: str) -> None:
+    """Use ``figures`` for ``key`` in this process, as if calibrated here (another process of the program measured
+    them on this machine); a quiet calibration in the cache still comes first."""
+    _RUN_ONLY[cache_file(key)] = figures, where
 
 
 # Calibrations of this process that were not written, by cache file (contended ones, and any where the cache

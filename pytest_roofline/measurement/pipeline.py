@@ -65,6 +65,7 @@ from .options import MEASURE_OPTIONS, HardwareChoice, MeasureOptions, TimingSett
 from .predict import count_program, read_program
 from .processes.peers import Peers, current_peers
 from .processes.spanning import agree_with, gather, start_together, topology_of
+from .processes.start_up import resolve_together
 from .timing import Agree, Beside, CacheRuns, Settled, Timed
 
 __all__ = ["measure", "measure_call"]
@@ -190,8 +191,9 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
 def _hardware(program: CompiledProgram, choice: HardwareChoice) -> tuple[HardwareSpec, CeilingsUsed]:
     """The device's table entry and ceilings (the calibration read from its cache, or measured)."""
     with phase("hardware"):
-        return resolve_hardware(program.platform, program.device_kind, choice.name, choice.file, choice.ceilings,
-                                refresh_mode(choice.recalibrate))
+        return resolve_together(program.platform, program.device_kind, lambda again: resolve_hardware(
+            program.platform, program.device_kind, choice.name, choice.file, choice.ceilings, refresh_mode(again)),
+            choice.recalibrate)
 
 
 def _program_info(program: CompiledProgram, options: MeasureOptions) -> ProgramInfo:

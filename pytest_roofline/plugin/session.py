@@ -48,15 +48,20 @@ def _jax_measure(call: KernelCall, options: MeasureOptions, keep: str) -> Result
 
 def _jax_hardware(settings: Settings, recalibrate: bool) -> tuple[HardwareSpec, str]:
     from ..measurement.machine.device import detect_device, resolve_hardware
+    from ..measurement.processes.start_up import resolve_together
 
     # The device is found before the lock is taken: on a program that spans processes, JAX's start-up exchanges
     # every process's devices, which a process waiting for the lock would never reach. The ceilings (a
     # calibration, perhaps) are resolved under it, where nothing waits on another process.
     platform, device_kind = detect_device()
-    try:
+
+    def resolve(again: bool | str) -> tuple[HardwareSpec, str]:
         with device_lock(platform):
             return resolve_hardware(platform, device_kind, settings.hardware, settings.hardware_file,
-                                    settings.ceilings, "replace" if recalibrate else "cached")
+                                    settings.ceilings, "replace" if again else "cached")
+
+    try:  # the processes of one program: calibrated once per machine, and they leave start-up together
+        return resolve_together(platform, device_kind, resolve, recalibrate)
     except ValueError as exc:
         if settings.hardware is None:
             raise

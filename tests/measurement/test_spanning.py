@@ -159,3 +159,67 @@ def test_two_processes_start_from_an_empty_calibration_cache(tmp_path: Path, dea
     assert both.count("calibrating this machine's ceilings once") == 1, both[-3000:]  # the other read the cache
     assert both.count("roofline: CPU ") == 2  # each header names the hardware
     assert len(list(empty.glob("calibration-cpu-*.json"))) == 1
+
+
+FAKE_CONTENDED_CALIBRATION = '''
+
+# A FAKE calibration, made up: contended (so never cached: a second process would calibrate again), logged.
+from pytest_roofline.measurement.machine import calibration_kernels
+
+
+def _log(event):
+    with open(os.environ["DEMO_EVENTS"], "a") as fh:
+        fh.write(f"{event} {os.environ['DEMO_PROCESS']}\\n")
+
+
+def _fake_measure_ceilings(platform, progress=None):
+    _log("calibration-start")
+    figures = {"peaks": {"f32": 5e10}, "memory": 1e10, "contention": 0.5,
+               "details": {"f32": "fake", "memory": "fake"}}
+    _log("calibration-end")
+    return figures
+
+
+calibration_kernels.measure_ceilings = _fake_measure_ceilings
+'''
+
+CROSS_STEP = '''
+import os
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+MESH = Mesh(jax.devices(), ("x",))
+
+
+def test_a_cross_process_step_before_measuring(roofline):
+    with open(os.environ["DEMO_EVENTS"], "a") as fh:
+        fh.write(f"test-start {os.environ['DEMO_PROCESS']}\\n")
+    # checks the value's equality across the processes: every process must be here
+    x = jax.device_put(jnp.ones((256, 256), jnp.float32), NamedSharding(MESH, P()))
+    roofline.measure(jax.jit(lambda a: a @ a), x, name="replicated_matmul")
+'''
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["header", "quiet"])
+def test_processes_of_one_program_start_together_from_an_empty_cache(tmp_path: Path, deadline_s: float,
+                                                                      quiet: bool) -> None:
+    """Nothing cached and a calibration that is never cached (a fake, contended): one calibration serves both
+    processes, and neither enters its test, whose body starts with a cross-process step, while the other is still
+    calibrating (that process waited beyond gloo's 30 s and both tests failed). Checked by the order of the events,
+    not by a clock; with and without the header (-q detects the hardware at the first measurement)."""
+    (tmp_path / "project").mkdir()
+    project = _project(tmp_path / "project")
+    (project / "conftest.py").write_text((project / "conftest.py").read_text() + FAKE_CONTENDED_CALIBRATION)
+    (project / "test_cross_step.py").write_text(CROSS_STEP)
+    events = tmp_path / "events.txt"
+    first, second = _run_both(project, {"PYTEST_ROOFLINE_CACHE_DIR": str(tmp_path / "empty"),
+                                        "DEMO_EVENTS": str(events)},
+                              "test_cross_step.py", "--roofline-ceilings=calibrated", timeout=deadline_s, quiet=quiet)
+    assert first.returncode == 0 and second.returncode == 0, first.stdout[-3000:] + second.stdout[-3000:]
+    said = events.read_text().split("\n")
+    order = [line.split()[0] for line in said if line]
+    assert order.count("calibration-end") == 1, said  # one calibration for both processes
+    assert order.index("calibration-end") < order.index("test-start"), said  # no test began before it ended
+    assert order.count("test-start") == 2
