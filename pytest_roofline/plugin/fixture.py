@@ -326,14 +326,19 @@ class RooflineFixture:
                               drop.origin if drop else "")
 
     def _saved(self, result: Result, label: str) -> Artifacts | None:
-        """The kernel's trace and HLO saved; a failure to save them (a full disk) is a warning on this kernel."""
+        """The kernel's trace and HLO saved; a failure to save them (a full disk) is a warning on the first kernel
+        it meets, and later kernels' traces are not tried."""
+        if self._session.trace_problem:
+            return None
         with phase("artifacts"):
             try:
                 return Artifacts.from_dict(self._session.save(result, self._nodeid, label))
             except OSError as exc:
                 where = self._session.settings.origins.get("trace_dir", "the trace directory")
-                self._warn(f"roofline: kernel {label!r} of {self._nodeid}: its trace was not saved ({where}): "
-                           f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}")
+                self._session.trace_problem = (f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} "
+                                               f"({where})")
+        self._warn(f"roofline: kernel {label!r} of {self._nodeid}: its trace was not saved: "
+                   f"{self._session.trace_problem}; no later kernel's trace is saved in this run")
         return None
 
     def _record(self, label: str, result: Result, recorded: RecordedResult, threshold: Picked[float] | None,

@@ -173,6 +173,7 @@ class RooflineSession:
         self.trace_root = trace_root or (lambda: settings.trace_dir or default_trace_root())
         self.records: list[KernelRecord] = []
         self.unmeasured: list[Unmeasured] = []  # kernels that could not be measured, with their error
+        self.trace_problem = ""  # why traces cannot be saved (said once; later kernels' are not tried)
         self._measure = measure
         self._hardware = hardware
         self._save = save
