@@ -79,6 +79,9 @@ class Peers:
     _: KW_ONLY  # fields from the seventh on are given by keyword
     steps: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
+    # Whether the abort watch hears this process's words: not at start-up, outside a test, where the watch would
+    # hold the terminal instead of pytest's capture of the test that JAX may stop
+    watched: bool = True
 
     def _key(self, step: str, process: int) -> str:
         return f"pytest_roofline/{self.measurement}/{step}/{process}"
@@ -87,7 +90,8 @@ class Peers:
         """Say what this process is doing (shown by another process that waits for it too long)."""
         self.client.key_value_set(f"pytest_roofline/status/{self.index}", f"{text} (measurement {self.measurement} "
                                   f"of this process, kernel {self.label!r})", allow_overwrite=True)
-        _watch[0](self.index, self.count, text)
+        if self.watched:
+            _watch[0](self.index, self.count, text)
 
     @contextmanager
     def busy(self, what: str) -> Iterator[None]:

@@ -39,7 +39,7 @@ def resolve_together(platform: str, device_kind: str, resolve: Callable[[bool | 
     from ..machine.calibration_kernels import machine_key
 
     index, count = started
-    peers = Peers(index, count, global_state.client, "start-up", peer_timeout_s(), 0)
+    peers = Peers(index, count, global_state.client, "start-up", peer_timeout_s(), 0, watched=False)
     key = machine_key(platform, device_kind)
     machines = peers.exchange("machine", json.dumps([socket.gethostname(), key], sort_keys=True))
     first = machines.index(machines[index])
