@@ -222,13 +222,15 @@ def test_hardware_name_from_the_config_file_is_known(pytester: pytest.Pytester) 
     assert pytester.runpytest("--roofline-config=roofline.yaml", "--roofline-hardware=test box").ret == 0
 
 
-def test_report_path_that_cannot_be_written_is_a_usage_error(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize(("option", "said"), [("--roofline-report=afile/report.json", "cannot write the report there"),
+                                             ("--roofline-trace-dir=afile", "cannot save traces in that directory")])
+def test_an_output_path_that_cannot_be_written_is_a_usage_error(pytester: pytest.Pytester, option: str,
+                                                                said: str) -> None:
     pytester.makepyfile(PLAIN)
     (pytester.path / "afile").write_text("x")
-    result = pytester.runpytest("--roofline-report=afile/report.json")
+    result = pytester.runpytest(option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --roofline-report=afile/report.json on the command line: cannot write the "
-                                 "report there: *afile is not a directory"])
+    result.stderr.fnmatch_lines([f"ERROR: {option} on the command line: {said}: *afile is not a directory"])
 
 
 @pytest.mark.parametrize("option", ["--roofline-report=/proc/roofline.json", "--roofline-html=/proc/roofline.html",
@@ -261,15 +263,6 @@ def test_reports_into_a_character_device_leave_it_a_device(pytester: pytest.Pyte
     result.stdout.fnmatch_lines([f"roofline report written to {null}", f"roofline HTML report written to {null}"])
     assert stat.S_ISCHR(null.stat().st_mode) and null.read_bytes() == b""
     assert sorted(p.name for p in pytester.path.iterdir() if p.name.startswith(".")) == []
-
-
-def test_a_trace_dir_on_a_file_is_refused_at_start_up(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(PLAIN)
-    (pytester.path / "afile").write_text("x")
-    result = pytester.runpytest("--roofline-trace-dir=afile")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --roofline-trace-dir=afile on the command line: cannot save traces in that "
-                                 "directory: *afile is not a directory"])
 
 
 FULL_DISK_CONFTEST = """
