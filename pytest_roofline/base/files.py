@@ -21,7 +21,8 @@ from typing import Any
 import yaml
 
 __all__ = ["read_yaml_mapping", "write_text_atomic", "is_special_file", "write_text_new", "write_directory_atomic",
-           "check_writable", "json_text", "remove_stale_temporaries", "read_text"]
+           "check_writable", "json_text", "remove_stale_temporaries", "read_text",
+           "process_running"]
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same documents, ten times faster
 
@@ -180,7 +181,7 @@ def remove_stale_temporaries(folder: Path) -> list[Path]:
         return removed
     for entry in entries:
         pid = _writer_pid(entry.name)
-        if pid is None or _running(pid) or not entry.is_dir(follow_symlinks=False):
+        if pid is None or process_running(pid) or not entry.is_dir(follow_symlinks=False):
             continue
         try:
             if time.time() - entry.stat(follow_symlinks=False).st_mtime < _STALE_AFTER_S:
@@ -199,8 +200,9 @@ def _writer_pid(name: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _running(pid: int) -> bool:
-    if os.name == "nt":  # os.kill(pid, 0) would send CTRL_C_EVENT there: never removed
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` runs (another user's counts as running)."""
+    if os.name == "nt":  # os.kill(pid, 0) would send CTRL_C_EVENT there: taken as running
         return True
     try:
         os.kill(pid, 0)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..base.files import process_running
 from .analyze import CliError
 
 __all__ = ["toplevel", "commit_of", "is_dirty", "worktree", "remove_leftovers"]
@@ -80,7 +81,7 @@ def remove_leftovers(root: Path, log: Callable[[str], None]) -> int:
             pid = int((folder / _OWNER).read_text(encoding="ascii"))
         except (OSError, ValueError):
             continue  # not ours to judge: no owner written
-        if _alive(pid):
+        if process_running(pid):
             continue
         if (folder / "base").exists():
             _git(["worktree", "remove", "--force", str(folder / "base")], root)
@@ -91,12 +92,3 @@ def remove_leftovers(root: Path, log: Callable[[str], None]) -> int:
         _git(["worktree", "prune"], root)
     return removed
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True

@@ -15,6 +15,7 @@ from dataclasses import KW_ONLY, dataclass, replace
 from statistics import geometric_mean, median
 from typing import Literal
 
+from ..analysis.model.contention import waited_text
 from ..analysis.model.live import median_interval
 from ..analysis.model.per_op import OpRow
 from ..analysis.verdict.op_diff import OpDiff, diff_ops
@@ -239,8 +240,7 @@ def _contended(judged: PairedKernel, kernel: KernelRounds) -> PairedKernel:
     if not waited:
         return judged
     made = sum(o is not None for o in (*kernel.base, *kernel.head))
-    said = (f"{len(waited)} of {made} measurements were made while contended (the "
-            f"threads waited for a CPU up to {max(waited):.0%} of the time)")
+    said = f"{len(waited)} of {made} measurements were made while contended (at most, {waited_text(max(waited))})"
     return replace(judged, verdict="unchanged", settled=False, contended=said)
 
 

@@ -68,13 +68,18 @@ def holder_state(pid: int) -> str:
     """``"running"``, ``"stopped"`` or ``"gone"``: the holder's state from /proc (``"running"`` where /proc
     does not say)."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            state = fh.read().rsplit(")", 1)[-1].split()[0]
+        state = _proc_stat(pid)[0]
     except FileNotFoundError:
         return "gone"
     except (OSError, IndexError):
         return "running"
     return "stopped" if state in ("T", "t") else "gone" if state in ("Z", "X") else "running"
+
+
+def _proc_stat(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command name: the state, then the parent's pid, ..."""
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+        return fh.read().rsplit(")", 1)[-1].split()
 
 
 # This process's handle on the host's activity lock, where xdist workers share a CPU one test at a time around a
@@ -207,8 +212,7 @@ def stopped_siblings() -> list[int]:
         return []
     for name in names:
         try:
-            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[-1].split()
+            fields = _proc_stat(name)
         except OSError:
             continue
         if len(fields) > 1 and fields[1] == str(parent) and fields[0] in ("T", "t"):

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from ..analysis.model.contention import waited_text
 from ..analysis.verdict.regressions import Gate, GateState, Z
 
 __all__ = ["SeriesKey", "BaselineCheck", "NoBaseline", "baseline_from_dict", "CheckState", "contention_text"]
@@ -22,7 +23,7 @@ def contention_text(contended: bool, waiting: float | None, side: str) -> str:
     "baseline"); "" where it was not."""
     if not contended or waiting is None:
         return ""
-    return f"the {side} run was measured while contended (its threads waited for a CPU {waiting:.0%} of the time)"
+    return f"the {side} run was measured while contended ({waited_text(waiting)})"
 
 
 @dataclass(frozen=True, order=True)

@@ -103,15 +103,16 @@ def test_a_drop_measured_while_contended_cannot_be_judged(tmp_path: Path, capsys
     status, out, _ = _cli(capsys, "compare", str(base), str(busy))
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("test_k.py")}
     assert status == 0 and rows["test_k.py::test_a"].split()[-1] == "contended", out
-    assert "REGRESSION" not in out and "cannot judge: the current run was measured while contended (its threads " \
-        "waited for a CPU 38% of the time)" in out
+    assert "REGRESSION" not in out and "cannot judge: the current run was measured while contended (the kernel's " \
+        "threads waited for a CPU held by another process during 38% of the time they were ready to run)" in out
     assert out.splitlines()[-1].startswith("0 regressed, 1 contended (cannot judge)")
     assert _cli(capsys, "compare", "--strict", str(base), str(busy))[0] == 1
     # A drop against a baseline report measured beside other work: the baseline's figure cannot judge it either.
     busy_base = _write(tmp_path / "busy_base.json", _report({"test_a": 0.5}, 1, waiting={"test_a": 0.3}))
     quiet = _write(tmp_path / "quiet.json", _report({"test_a": 0.3}, 2))
     status, out, _ = _cli(capsys, "compare", str(busy_base), str(quiet))
-    assert status == 0 and "the baseline run was measured while contended (its threads waited for a CPU 30%" in out
+    assert status == 0 and "the baseline run was measured while contended (the kernel's threads waited for a CPU " \
+        "held by another process during 30%" in out
     directory = _history(tmp_path, STEADY)
     _write(directory / "roofline-20261129T031700Z-c0ffee.json", _report({"test_a": 0.31, "test_b": 0.4}, 29,
                                                                         waiting={"test_a": 0.38}))

@@ -74,8 +74,9 @@ def test_a_drop_measured_while_contended_cannot_be_judged() -> None:
                  for o, w in zip(kernel.head, (0.38, 0.41, 0, 0, 0, 0), strict=True))
     found = judge_kernel(replace(kernel, head=busy))
     assert found.verdict == "unchanged" and not found.settled and found.undecided
-    assert found.contended == ("2 of 12 measurements were made while contended (the threads waited for a CPU up to "
-                               "41% of the time)")
+    assert found.contended == ("2 of 12 measurements were made while contended (at most, the kernel's threads "
+                               "waited for a CPU held by another process during 41% of the time they were ready to "
+                               "run)")
     [row] = [line for line in ab_lines(comparison([replace(kernel, head=busy)])) if line.startswith("t.py::test_k")]
     assert "cannot judge: contended (2 of 12 measurements" in row and "REGRESSION" not in row
     assert comparison([replace(kernel, head=busy)]).exit_status == 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ...hardware.calibration_cache import adopt_figures, shared_figures
 from .peers import Peers, peer_timeout_s, processes_started
@@ -46,7 +46,7 @@ def resolve_together(platform: str, device_kind: str, resolve: Callable[[bool | 
     if first == index:
         with peers.busy("detecting the hardware and calibrating for the processes of this machine"):
             found = resolve(recalibrate)
-        peers.exchange_json("calibration", _shared(key))
+        peers.exchange_json("calibration", shared_figures(key))  # (figures, where), or null
     else:
         peers.status(f"waiting for process {first} to calibrate this machine")
         posted = peers.exchange_json("calibration", None)[first]
@@ -57,8 +57,3 @@ def resolve_together(platform: str, device_kind: str, resolve: Callable[[bool | 
     peers.status("started")
     peers.exchange("started", "")  # every process leaves start-up together
     return found
-
-
-def _shared(key: dict[str, Any]) -> list[Any] | None:
-    found = shared_figures(key)
-    return None if found is None else [found[0], found[1]]
