@@ -342,7 +342,7 @@ def _counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledPro
     conditionals which branches ran, the program counted again as it ran (module, model and rows), each op inside
     them at the executions its events show."""
     events = timed.events
-    tally = tally_events(events.op_events, events.run_of_event, timed.timing.runs) if events is not None else None
+    tally = tally_events(events.op_events, events.run_of_event, timed.traced_runs) if events is not None else None
     ran, control = with_control_ran(module, tally.events_per_run if tally is not None else {})
     if control:
         counts = count_program(program, ran)
@@ -378,7 +378,7 @@ def ops_from_second_pass(ops: OpsModel, program: CompiledProgram) -> OpsModel:
     if again.events is None or ops_hidden(again.events.notes):
         return ops
     found = again.events
-    rows = attach_tally(ops.rows, tally_events(found.op_events, found.run_of_event, again.timing.runs))
+    rows = attach_tally(ops.rows, tally_events(found.op_events, found.run_of_event, again.traced_runs))
     return replace(ops, rows=tuple(rows), times_from=SECOND_PASS)
 
 
@@ -391,6 +391,7 @@ def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram, time
         rows = attach_tally(rows, tally)
         containers = frozenset(i.name for c in module.computations.values() for i in c.instructions
                                if i.opcode in CONTAINER_OPS)
-        idle = idle_time(timed.events, program.platform, containers, timed.timing.runs)
-        exposed = exposure(timed.events, rows, program.platform, timed.timing.runs, containers)
+        # A run the profiler slowed (its events too many to read every run) shows the profiler's time as gaps.
+        idle = None if timed.ops_apart else idle_time(timed.events, program.platform, containers, timed.traced_runs)
+        exposed = exposure(timed.events, rows, program.platform, timed.traced_runs, containers)
     return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle, exposed

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jax._src.lib import _profiler  # private, present since jax 0.4; jax.profiler uses the same class
 
-__all__ = ["ProfilerUnavailable", "ProfilerSession", "export_xspace"]
+__all__ = ["ProfilerUnavailable", "ProfilerSession", "export_xspace", "events_recorded"]
 
 
 class ProfilerUnavailable(RuntimeError):
@@ -60,3 +60,14 @@ def export_xspace(xspace: bytes, directory: str) -> None:
         session.export(xspace, directory)
     finally:
         session.discard()
+
+
+def events_recorded(xspace: bytes) -> int:
+    """How many events a serialized trace holds (the cost of reading it grows with this number)."""
+    from jax.profiler import ProfileData
+
+    from ..analysis.runs.trace_events import profile_types_quiet
+
+    with profile_types_quiet():
+        return sum(1 for plane in ProfileData.from_serialized_xspace(xspace).planes for line in plane.lines
+                   for _ in line.events)

@@ -15,13 +15,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 from ..analysis.runs.program_runs import run_times
 from ..analysis.runs.run_stats import Timing, relative_iqr
 from ..analysis.runs.time_spent import phase, spend
 from ..analysis.runs.trace_events import (
+    CONSUMER_PREFIX,
     KERNEL_RUN_MARKER,
     REFERENCE_RUN_MARKER,
     WARM_RUN_MARKER,
@@ -30,6 +31,7 @@ from ..analysis.runs.trace_events import (
     TraceIndex,
     flatten,
 )
+from ..analysis.runs.trace_plan import EVERY_RUN, TracePlan, trace_plan
 from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns
 from .options import TimingSettings
 
@@ -49,6 +51,13 @@ class Timed:
     reference_faults: tuple[int, ...] = ()  # minor page faults of each reference run (empty: not counted)
     _: KW_ONLY  # fields from the seventh on are given by keyword
     warm_s: tuple[float, ...] = ()  # the warm runs after cold ones that check the eviction (empty: none)
+    ops_apart: bool = False  # the trace is of a warm-up run, for the ops alone: the timed runs ran without it
+
+    @property
+    def traced_runs(self) -> int:
+        """How many of the timed runs the trace holds (all of them, or the first where the rest were too many
+        events to read)."""
+        return len(self.events.per_run_s) if self.events is not None else 0
 
 
 @dataclass(frozen=True)
@@ -235,14 +244,17 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     eviction before each run and the warm runs that check it. ``agree``: the processes of a multi-process program
     decide together when the runs stop, so that each runs the same number.
     """
-    with phase("warm-up"):
-        for _ in range(settings.warmup):
-            execute(prepare())
-            if beside is not None:
-                beside.execute(beside.prepare())
+    probe = _warm_up(prepare, execute, settings, beside, probe=settings.timer != "wallclock" and agree is None)
     if settings.timer == "wallclock":
         return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, agree=agree,
                                           label=module_name), "wall clock requested (timer='wallclock')")
+    plan = trace_plan(probe.events if probe else None, probe.wall if probe else 0.0, settings.profiled_max_runs(),
+                      forced=settings.timer == "profiler" or agree is not None)
+    if probe is not None and plan.traced is not None:  # too many events to read every run: the probe's trace
+        runs = _run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, label=module_name)
+        with phase("trace reading"):
+            return _from_trace(probe.xspace, runs, module_name, platform, settings, beside,
+                               plan=replace(plan, walls=(probe.wall,)))
 
     from .profiler import ProfilerSession, ProfilerUnavailable
 
@@ -272,22 +284,83 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         return _from_trace(xspace, runs, module_name, platform, settings, beside)
 
 
+@dataclass(frozen=True)
+class _Probe:
+    """The last warm-up run under the profiler: its trace, how many events it holds, its wall clock."""
+
+    xspace: bytes
+    events: int
+    wall: float
+
+
+def _warm_up(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
+             beside: Beside | None, *, probe: bool) -> _Probe | None:
+    """The untimed runs; the last under the profiler where ``probe``, marked as a kernel run (None where not
+    probed, or where the profiler cannot start: the timed runs then say why)."""
+    from jax.profiler import TraceAnnotation
+
+    from .profiler import ProfilerSession, ProfilerUnavailable, events_recorded
+
+    found = None
+    with phase("warm-up"):
+        for k in range(settings.warmup):
+            if not (probe and k == settings.warmup - 1):
+                execute(prepare())
+            else:
+                found = _probed(prepare, execute, ProfilerSession, ProfilerUnavailable, events_recorded,
+                                TraceAnnotation)
+            if beside is not None:
+                beside.execute(beside.prepare())
+    return found
+
+
+def _probed(prepare: Callable[[], Any], execute: Callable[[Any], Any], *jax_parts: Any) -> _Probe | None:
+    session_type, unavailable, events_recorded, annotation = jax_parts
+    try:
+        session = session_type()
+    except unavailable:
+        execute(prepare())
+        return None
+    try:
+        args = prepare()
+        with annotation(KERNEL_RUN_MARKER, run=0):
+            begun = time.perf_counter()
+            execute(args)
+            wall = time.perf_counter() - begun
+    except BaseException:
+        session.discard()
+        raise
+    try:
+        with phase("profiler"):
+            xspace = session.stop()
+        return _Probe(xspace, events_recorded(xspace), wall)
+    except unavailable:
+        return None
+
+
 def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, settings: TimingSettings,
-                beside: Beside | None) -> Timed:
+                beside: Beside | None, *, plan: TracePlan = EVERY_RUN) -> Timed:
     """The runs' device times read from the trace (their wall clock, with the reason, where it cannot tell them
-    and the timer is "auto")."""
+    and the timer is "auto", or where ``plan`` traced only the first runs)."""
     from .profiler import ProfilerUnavailable
 
     walls, refs = runs.walls, runs.refs
+    traced = plan.traced or len(walls)
     try:
         from jax.profiler import ProfileData
 
-        index = TraceIndex.of(flatten(ProfileData.from_serialized_xspace(xspace)), platform)
-        found: RunTimes = run_times(index.events, module_name, platform, len(walls), KERNEL_RUN_MARKER, index=index)
+        # Where only the per-op times are read (one traced run), the consumers' "end:" events are not needed.
+        skip = (CONSUMER_PREFIX,) if plan.traced is not None else ()
+        index = TraceIndex.of(flatten(ProfileData.from_serialized_xspace(xspace), skip=skip), platform)
+        found: RunTimes = run_times(index.events, module_name, platform, traced, KERNEL_RUN_MARKER, index=index)
     except TraceError as exc:
         if settings.timer == "profiler":
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
         return _wallclock(runs, f"trace unusable: {exc}")
+    if plan.traced is not None:
+        timed = _wallclock(runs, plan.reason(found.per_run_s[0], walls))
+        return replace(timed, xspace=xspace, events=found, ops_apart=True,
+                       timing=replace(timed.timing, method=f"{found.method} (the first run)"))
     timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, runs.kernel_faults(),
                     waiting_per_run=runs.kernel_waiting(), others_cpu_share=runs.others)
     warm = _warm_times(index, module_name, platform, runs.warm)

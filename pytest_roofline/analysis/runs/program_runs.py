@@ -86,10 +86,15 @@ def _containing(windows: Sequence[Window], t: float) -> int | None:
     return None
 
 
-def _device_of(e: TraceEvent) -> str:
-    if e.plane.startswith("/host:") and "device_ordinal" in e.stats:
-        return f"{e.plane}#{e.stats['device_ordinal']}"
-    return e.plane
+def _device_of(e: TraceEvent, _named: dict[tuple[str, Any], str] = {}) -> str:  # noqa: B006 - a cache of names
+    ordinal = e.stats.get("device_ordinal")
+    if ordinal is None or not e.plane.startswith("/host:"):
+        return e.plane
+    key = (e.plane, ordinal)
+    name = _named.get(key)
+    if name is None:
+        name = _named[key] = f"{e.plane}#{ordinal}"
+    return name
 
 
 Launch = tuple[float, str, str]  # a GPU op's host launch: start time, API call name, host thread

@@ -28,9 +28,10 @@ from typing import Any
 
 __all__ = ["TraceEvent", "TraceError", "TraceIndex", "RunTimes", "ProgramKey", "flatten", "programs", "device_events",
            "device_plane_prefix", "platform_of", "module_name_of", "module_event_id", "KERNEL_RUN_MARKER",
-           "REFERENCE_RUN_MARKER", "WARM_RUN_MARKER", "profile_types_quiet"]
+           "REFERENCE_RUN_MARKER", "WARM_RUN_MARKER", "CONSUMER_PREFIX", "profile_types_quiet"]
 
 SKIPPED_PREFIXES = ("ThreadpoolListener::",)
+CONSUMER_PREFIX = "end: "  # an async op's consumer event (stat ``_c``): where its work completed
 KERNEL_RUN_MARKER = "pytest_roofline kernel run"
 REFERENCE_RUN_MARKER = "pytest_roofline reference run"
 WARM_RUN_MARKER = "pytest_roofline warm run"  # the warm runs that check a cold measurement's eviction
@@ -129,16 +130,18 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def flatten(profile: Any) -> list[TraceEvent]:
-    """All events of a ``ProfileData``-like object as :class:`TraceEvent`.
+def flatten(profile: Any, *, skip: tuple[str, ...] = ()) -> list[TraceEvent]:
+    """All events of a ``ProfileData``-like object as :class:`TraceEvent`; ``skip``: more name prefixes to leave
+    out (:data:`CONSUMER_PREFIX`: the async ops' "end:" events, half of a CPU trace, where only the per-op times
+    are read).
 
     A TPU "XLA Ops" event is named by its whole HLO instruction text; its op name (``hlo_op``) is the
     metadata's display name, or the name before `` = `` in that text."""
     with profile_types_quiet(), _collector_paused():
-        return _flatten(profile)
+        return _flatten(profile, SKIPPED_PREFIXES + skip)
 
 
-def _flatten(profile: Any) -> list[TraceEvent]:
+def _flatten(profile: Any, skipped: tuple[str, ...]) -> list[TraceEvent]:
     # One pass over every event of the trace (hundreds of thousands for a program of many small ops): the loop
     # reads each attribute once and builds nothing it does not keep.
     out: list[TraceEvent] = []
@@ -150,7 +153,7 @@ def _flatten(profile: Any) -> list[TraceEvent]:
             xla_ops = line_name == "XLA Ops"
             for ev in line.events:
                 name = ev.name
-                if name.startswith(SKIPPED_PREFIXES):
+                if name.startswith(skipped):
                     continue  # thread-pool bookkeeping: half the events of a CPU trace, never needed
                 start = float(ev.start_ns)
                 stats = dict(getattr(ev, "stats", ()))
@@ -232,7 +235,7 @@ class TraceIndex:
             module = stats.get("hlo_module")
             if module is not None:
                 by_module.setdefault(str(module), []).append(e)
-            if "_c" in stats and e.name.startswith("end: "):
+            if "_c" in stats and e.name.startswith(CONSUMER_PREFIX):
                 consumers.append(e)
         host: dict[str, list[TraceEvent]] = {}
         for e in events:
