@@ -23,6 +23,13 @@ from typing import Any, Literal
 from ..base.files import write_text_atomic
 from ..base.quantiles import quantile, relative_iqr
 from .cpu import cpu_info, machine_memory, theoretical_cpu_peak
+from .provisional import (
+    drop_provisional,
+    load_provisional,
+    provisional_file,
+    provisional_source,
+    store_provisional,
+)
 from .spec import PEAK_KEYS, Ceiling, HardwareSpec
 
 __all__ = [
@@ -88,11 +95,12 @@ def cache_file(key: Mapping[str, Any]) -> Path:
     return cache_dir() / f"calibration-{key['platform']}-{digest}.json"
 
 
-def load_cached(key: Mapping[str, Any], notice: Callable[[str], None] = lambda text: None) -> dict[str, Any] | None:
-    """The cached figures for ``key``; None where there are none. A damaged file (not JSON, another machine's key,
-    a figure missing or not a positive number) is named by ``notice`` once, set aside beside it as ``.damaged``
-    (kept for a bug report) and not used."""
-    path = cache_file(key)
+def load_cached(key: Mapping[str, Any], notice: Callable[[str], None] = lambda text: None,
+                path: Path | None = None) -> dict[str, Any] | None:
+    """The cached figures for ``key`` (in ``path``: the quiet calibration's file unless another is named); None
+    where there are none. A damaged file (not JSON, another machine's key, a figure missing or not a positive
+    number) is named by ``notice`` once, set aside beside it as ``.damaged`` (kept for a bug report) and not used."""
+    path = path or cache_file(key)
     try:
         raw = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
@@ -189,6 +197,9 @@ def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Calla
             return cached, f"cached in {cache_file(key)}"
         if (mine := _RUN_ONLY.get(cache_file(key))) is not None:
             return mine
+        if (kept := load_provisional(cache_file(key), lambda path: load_cached(key, notice, path))) is not None:
+            _once(notice, provisional_file(cache_file(key)), f"using a provisional calibration: {kept[1]}")
+            return kept
     if stale is not None:
         notice(f"the cached calibration of {stale.get('date', '?')} was measured while other processes used "
                f"{stale['contention']:.0%} of the CPUs: not used, calibrating again")
@@ -197,16 +208,32 @@ def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Calla
     busy = figures.get("contention")
     if not _contended(figures):
         _RUN_ONLY.pop(cache_file(key), None)
+        drop_provisional(cache_file(key))
         return _stored(key, figures, notice)
     if cached is not None:
         notice(f"the new calibration ran while other processes used {busy:.0%} of the CPUs: not cached; kept the "
                f"quiet calibration of {cached.get('date', '?')} ({cache_file(key)})")
         return cached, (f"cached in {cache_file(key)}; a calibration on {figures['date']} was not kept: other "
                         f"processes used {busy:.0%} of the CPUs during it")
-    notice(f"calibrated while other processes used {busy:.0%} of the CPUs: its ceilings are low, so they are used "
-           f"by this run only and not cached; the next quiet run calibrates again")
-    _RUN_ONLY[cache_file(key)] = figures, (f"measured now while other processes used {busy:.0%} of the CPUs; "
-                                          f"this run only, not cached")
+    return _provisional(key, figures, notice)
+
+
+def _provisional(key: Mapping[str, Any], figures: dict[str, Any],
+                 notice: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    """A contended calibration with no quiet one cached: kept as provisional for the next invocations (within the
+    hour), or, where the cache cannot be written, for this run only."""
+    busy = figures["contention"]
+    path = store_provisional(cache_file(key), key, figures)
+    if path is not None:
+        notice(f"calibrated while other processes used {busy:.0%} of the CPUs: its ceilings are low, so they are "
+               f"kept as provisional ({path}): used only while no quiet calibration exists, for an hour, and a "
+               f"figure above them proves nothing; the next quiet run calibrates again")
+        where = provisional_source(busy, path, figures["date"])
+    else:
+        notice(f"calibrated while other processes used {busy:.0%} of the CPUs: its ceilings are low, so they are "
+               f"used by this run only and not cached; the next quiet run calibrates again")
+        where = f"measured now while other processes used {busy:.0%} of the CPUs; this run only, not cached"
+    _RUN_ONLY[cache_file(key)] = figures, where
     return _RUN_ONLY[cache_file(key)]
 
 

@@ -75,7 +75,8 @@ class HardwareSpec:
         if at < 0:
             return ""
         busy = source[at + len(CONTENDED_SOURCE):].split(";")[0].strip()
-        return (f"its ceilings were calibrated while other processes used {busy}, so they are low (this run only; "
+        kept = "provisional" if "provisional" in source else "this run only"
+        return (f"its ceilings were calibrated while other processes used {busy}, so they are low ({kept}; "
                 f"a quiet run calibrates again)")
 
     # Sizing a test from the roofline (hardware/sizing.py, which reads a spec through its figures alone).

@@ -167,3 +167,23 @@ def test_a_stopped_lock_holder_is_named_once_not_waited_on_per_test(pytester: py
     assert out.count("waiting for the device lock") == 1, out  # one wait for the session
     assert "which is stopped (SIGSTOP or Ctrl-Z)" in out and f"kill -CONT {holder.pid}" in out
     assert _calibrations(pytester) == 0
+
+
+@pytest.mark.slow
+@needs_jax
+def test_three_invocations_on_a_busy_runner_calibrate_once(pytester: pytest.Pytester,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FAKE calibration that reports other processes holding 60% of the CPUs, as on a runner never quiet: the
+    first invocation calibrates and keeps it as provisional, the next two use it and say so."""
+    pytester.makeconftest(FAKE_CALIBRATION.replace('"contention": 0.0', '"contention": 0.6'))
+    pytester.makepyfile(test_k=KERNELS)
+    monkeypatch.setenv("PYTEST_ROOFLINE_CACHE_DIR", str(pytester.path / "cache"))
+    outs = []
+    for _ in range(3):
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--roofline-ceilings=calibrated")
+        result.assert_outcomes(passed=2)
+        outs.append(result.stdout.str() + result.stderr.str())
+    assert _calibrations(pytester) == 1, outs
+    assert "kept as provisional" in outs[0]
+    assert all(out.count("using a provisional calibration") == 1 for out in outs[1:]), outs
+    assert [p.name.endswith(".provisional.json") for p in (pytester.path / "cache").iterdir()] == [True]

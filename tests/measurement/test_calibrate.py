@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline.hardware import calibration_cache as calibration
-from pytest_roofline.hardware import cpu
+from pytest_roofline.hardware import cpu, provisional
 from pytest_roofline.hardware.table import load_shipped_table
 
 ZEN4_CPUINFO = """processor\t: 0
@@ -174,11 +174,14 @@ def test_a_contended_calibration_does_not_replace_a_quiet_one(tmp_path: Path, mo
     assert len(notices) == 1 and "not cached; kept the quiet calibration" in notices[0]
 
 
-def test_a_contended_calibration_is_used_by_its_run_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fake measurements: with no quiet calibration cached, a contended one serves this process and is never
-    written; the next run (a fresh process: the run-only memo cleared) calibrates again and caches a quiet one."""
+def test_a_contended_calibration_is_kept_as_provisional_until_a_quiet_one(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake measurements: with no quiet calibration cached, a contended one serves this process and is kept beside
+    the cache as provisional; the next runs (fresh processes: the run-only memo cleared) use it without
+    calibrating, and say so once; its ceilings read as low; a quiet calibration replaces it and removes it."""
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    monkeypatch.setattr(calibration, "_NAMED", set())
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
     notices: list[str] = []
     calls: list[str] = []
@@ -188,15 +191,45 @@ def test_a_contended_calibration_is_used_by_its_run_only(tmp_path: Path, monkeyp
         return dict(FAKE_CPU_FIGURES, peaks={"f32": 6e10, "bf16": 3e10}, contention=0.6)
 
     figures, where = calibration.calibration_figures(key, "cached", busy, notices.append)
-    assert figures["peaks"]["f32"] == 6e10 and "other processes used 60% of the CPUs; this run only" in where
-    assert "not cached; the next quiet run calibrates again" in notices[-1]
-    assert not list(tmp_path.iterdir())  # nothing written
-    again, _ = calibration.calibration_figures(key, "cached", busy, notices.append)
-    assert again["peaks"]["f32"] == 6e10 and calls == ["busy"]  # the same process: calibrated once
-    monkeypatch.setattr(calibration, "_RUN_ONLY", {})  # the next run
-    quiet, where = calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.02))
+    assert figures["peaks"]["f32"] == 6e10 and "other processes used 60% of the CPUs; provisional" in where
+    assert "kept as provisional" in notices[-1] and "a figure above them proves nothing" in notices[-1]
+    assert [p.name for p in tmp_path.iterdir()] == [calibration.cache_file(key).stem + ".provisional.json"]
+    assert calibration.load_cached(key) is None  # never the quiet calibration
+    for _ in range(3):  # three more invocations within the hour: none calibrates
+        monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+        again, where = calibration.calibration_figures(key, "cached", busy, notices.append)
+        assert again["peaks"]["f32"] == 6e10 and "provisional" in where
+    assert calls == ["busy"]
+    assert sum("using a provisional calibration" in n for n in notices) == 1  # said once per process
+    assert calibration.cpu_spec_from(again, where).low_ceilings.endswith("(provisional; a quiet run calibrates again)")
+    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    quiet, where = calibration.calibration_figures(key, "replace", lambda: dict(FAKE_CPU_FIGURES, contention=0.02))
     assert quiet["peaks"]["f32"] == 1e11 and "measured now, cached in" in where
-    assert calibration.load_cached(key) is not None
+    assert [p.name for p in tmp_path.iterdir()] == [calibration.cache_file(key).name]  # the provisional one gone
+
+
+def test_a_provisional_calibration_older_than_an_hour_is_measured_again(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
+    old = dict(FAKE_CPU_FIGURES, peaks={"f32": 6e10, "bf16": 3e10}, contention=0.5, date="2026-01-01T00:00:00Z")
+    provisional.store_provisional(calibration.cache_file(key), key, old)
+    figures, where = calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.7))
+    assert figures["contention"] == 0.7 and "measured on 20" in where and "provisional" in where  # replaced
+
+
+def test_a_contended_calibration_where_nothing_can_be_written_is_this_runs_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(blocker / "cache"))  # under a file: never writable
+    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
+    notices: list[str] = []
+    _, where = calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.6),
+                                               notices.append)
+    assert "this run only, not cached" in where and "not cached; the next quiet run calibrates again" in notices[-1]
 
 
 def test_a_contended_calibration_cached_by_an_older_version_is_not_read(tmp_path: Path,
@@ -292,7 +325,7 @@ def test_a_fresh_reference_that_never_faults_leaves_its_kernels_on_calibrated_ce
 
 def test_an_old_contended_cache_is_said_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fake measurements: an old contended cache file and a new calibration that is contended too. The first call
-    says why it calibrates again; later calls of the process use its run-only figures without a word."""
+    says why it calibrates again; later calls of the process use its provisional figures without a word."""
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     monkeypatch.setattr(calibration, "_RUN_ONLY", {})
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
@@ -300,4 +333,4 @@ def test_an_old_contended_cache_is_said_once_per_process(tmp_path: Path, monkeyp
     notices: list[str] = []
     for _ in range(3):
         calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.5), notices.append)
-    assert len(notices) == 2 and "not used, calibrating again" in notices[0] and "this run only" in notices[1]
+    assert len(notices) == 2 and "not used, calibrating again" in notices[0] and "kept as provisional" in notices[1]

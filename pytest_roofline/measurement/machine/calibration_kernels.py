@@ -29,6 +29,7 @@ from ...base.units import format_quantity
 from ...hardware.calibration_cache import (
     CACHE_VERSION,
     CEILING_QUANTILE,
+    CONTENDED_ABOVE,
     Refresh,
     calibrated_spec_from,
     calibration_figures,
@@ -203,11 +204,19 @@ def _time_beside(program: CompiledProgram, platform: str, ref_key: str) -> Timed
     return time_compiled(program, _RUNS, beside=reference(platform, ref_key).beside())
 
 
+def _beside_others(timed: Timed) -> bool:
+    """Whether other processes held the CPUs during an attempt: its spread is theirs, and another attempt beside
+    them would measure them again (the calibration is then provisional, whatever its spread)."""
+    share = timed.timing.others_cpu_share
+    return share is not None and share > CONTENDED_ABOVE
+
+
 def _steadiest(attempt: Callable[[], Timed]) -> tuple[Timed, str]:
-    """Run ``attempt`` until its spread is at most :data:`_STEADY_SPREAD` (at most :data:`_ATTEMPTS` times);
-    the attempt with the smallest spread, and a note of how many were made when more than one."""
+    """Run ``attempt`` until its spread is at most :data:`_STEADY_SPREAD` (at most :data:`_ATTEMPTS` times, and
+    once where other processes held the CPUs during it); the attempt with the smallest spread, and a note of how
+    many were made when more than one."""
     tries = [attempt()]
-    while tries[-1].timing.spread > _STEADY_SPREAD and len(tries) < _ATTEMPTS:
+    while tries[-1].timing.spread > _STEADY_SPREAD and len(tries) < _ATTEMPTS and not _beside_others(tries[-1]):
         tries.append(attempt())
     best = min(tries, key=lambda timed: timed.timing.spread)
     return best, (f", the steadiest of {len(tries)} attempts" if len(tries) > 1 else "")
