@@ -20,19 +20,39 @@ Layout: each folder is a layer with one rule about what it may import (checked b
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .base.errors import MeasureError
-from .hardware.spec import Ceiling, HardwareError, HardwareSpec, UnknownDeviceError
-from .result.result import Result
+if TYPE_CHECKING:
+    from .base.errors import MeasureError
+    from .hardware.spec import Ceiling, HardwareError, HardwareSpec, UnknownDeviceError
+    from .result.result import Result
 
 __all__ = ["measure", "Result", "HardwareSpec", "Ceiling", "HardwareError", "UnknownDeviceError", "MeasureError"]
 __version__ = "0.1.0"
+
+# The public names, imported on first use: pytest imports this package with the plugin's entry point in every run,
+# also in a suite that never measures, which pays nothing for the rest of it.
+_LAZY = {"MeasureError": ".base.errors", "Ceiling": ".hardware.spec", "HardwareError": ".hardware.spec",
+         "HardwareSpec": ".hardware.spec", "UnknownDeviceError": ".hardware.spec", "Result": ".result.result"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def measure(fn: Any, *args: Any, **kwargs: Any) -> Result:
     """Measure a JAX kernel against its roofline; see :func:`pytest_roofline.measurement.pipeline.measure`."""
     from .base.dependencies import too_old
+    from .base.errors import MeasureError
 
     if problem := too_old(need=("jax", "jaxlib", "numpy")):
         raise MeasureError(problem)

@@ -18,19 +18,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 __all__ = ["read_yaml_mapping", "write_text_atomic", "is_special_file", "write_text_new", "write_directory_atomic",
            "check_writable", "json_text", "remove_stale_temporaries", "read_text",
            "process_running"]
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same documents, ten times faster
 
 
 def read_yaml_mapping(text: str, where: str, error: type[ValueError] = ValueError) -> dict[str, Any]:
-    """Parse YAML that must be a mapping (empty text is an empty mapping); errors name ``where``."""
+    """Parse YAML that must be a mapping (empty text is an empty mapping); errors name ``where``. PyYAML is imported
+    here, on first use: a pytest run that reads no YAML pays nothing for it."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's where installed: ten times faster
     try:
-        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader, libyaml's where installed
+        data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise error(f"{where}: not valid YAML: {exc}") from None
     if data is None:

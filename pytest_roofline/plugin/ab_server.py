@@ -45,7 +45,7 @@ from ..base.errors import MeasureError
 from ..history.programs import ProgramsPass
 from ..records.kernel_record import KernelRecord, Unmeasured
 from ..records.recorded_result import RecordedResult
-from .hooks import SESSION_KEY, uses_roofline
+from .hooks import activate, uses_roofline
 from .session import ProgramLog, Replayer, programs_found
 
 __all__ = ["AbServer"]
@@ -73,7 +73,7 @@ class AbServer:
         if session.testsfailed and not session.config.option.continue_on_collection_errors:
             count = session.testsfailed  # as pytest's own run loop stops
             raise session.Interrupted(f"{count} error{'s' if count != 1 else ''} during collection")
-        roofline = session.config.stash[SESSION_KEY]
+        roofline = activate(session.config)
         items = {item.nodeid: item for item in session.items}
         if self._prepare:
             self._say({"hardware": _hardware_name(roofline)})

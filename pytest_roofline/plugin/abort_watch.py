@@ -21,10 +21,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
-from typing import IO
+from contextlib import AbstractContextManager, nullcontext
+from typing import IO, Any
 
-__all__ = ["AbortWatch", "abort_line", "jax_reason", "main"]
+__all__ = ["AbortWatch", "abort_line", "jax_reason", "main", "past_capture", "say_past_capture"]
 
 DONE = "done"
 _TAIL_BYTES = 1 << 16
@@ -65,6 +65,26 @@ def _captured_tail(fd: int) -> str:
         return os.pread(fd, _TAIL_BYTES, max(0, size - _TAIL_BYTES)).decode("utf-8", "replace")
     except OSError:  # not a file (no capture: the terminal itself), or gone
         return ""
+
+
+def past_capture(config: Any) -> AbstractContextManager[object]:
+    """A context in which file descriptors 1 and 2 are the terminal's, even inside a test."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    return capman.global_and_fixture_disabled() if capman is not None else nullcontext()
+
+
+def say_past_capture(config: Any) -> Callable[[str], None]:
+    """A line on the terminal now, even from inside a test whose output pytest captures."""
+
+    def say(text: str) -> None:
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        with past_capture(config):
+            if reporter is not None:
+                reporter.write_line(text)
+            else:
+                print(text, file=sys.stderr, flush=True)
+
+    return say
 
 
 def main(argv: Sequence[str] | None = None) -> int:

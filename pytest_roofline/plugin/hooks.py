@@ -1,43 +1,40 @@
 """The pytest plugin: options and ini twins, the ``roofline`` marker and fixture, header, summary, reports.
 
 Hooks are thin: they hand off to :mod:`.settings`, :mod:`.marker`, :mod:`.session`, :mod:`.fixture` and
-:mod:`pytest_roofline.report`. JAX is imported only when a test uses the fixture (or, for the header line,
-when a test that uses it is collected).
+:mod:`pytest_roofline.report`. At start-up this module imports :mod:`.options` alone: the plugin becomes active
+(its settings resolved and checked, its session started) where a roofline option, ini value or environment
+variable is set, or once a collected test uses the fixture or the marker; a run that does neither imports nothing
+more of it. JAX is imported only when a test uses the fixture (or, for the header line, when a test that uses it
+is collected).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from ..base.dependencies import too_old
-from ..base.signals import cancel_as_interrupt, cancelled_by
-from ..history.programs import PROGRAMS_PASS_VARIABLE
-from ..report.document import session_block
-from ..report.text import header_line, summary_lines, wrap_lines
-from .abort_watch import AbortWatch
-from .fixture import RooflineFixture
-from .lock import around_a_test, share_the_host
-from .marker import MARKER_SIGNATURE, MarkerSpec, parse_marker
-from .session import ProgramLog, ProgramsPassWriter, RooflineSession, default_trace_root
-from .settings import OPTIONS, ConfigError, Settings, resolve_settings
-from .workers import cpu_workers, cpu_workers_line, pin_worker
+from .options import MARKER_LINE, OPTIONS
 
-SESSION_KEY = pytest.StashKey[RooflineSession]()
-MARKER_KEY = pytest.StashKey[MarkerSpec]()
+if TYPE_CHECKING:
+    from .abort_watch import AbortWatch
+    from .fixture import RooflineFixture
+    from .marker import MarkerSpec
+    from .session import RooflineSession
+    from .settings import Settings
+
+SESSION_KEY: pytest.StashKey[RooflineSession] = pytest.StashKey()  # set once the plugin is active (activate)
+MARKER_KEY: pytest.StashKey[MarkerSpec] = pytest.StashKey()
 MARKER_ERROR_KEY = pytest.StashKey[str]()  # a bad marker under an xdist worker: the test errors at setup
 USED_KEY = pytest.StashKey[bool]()
 COLLECTED_KEY = pytest.StashKey[bool]()
 REPORT_ERROR_KEY = pytest.StashKey[str]()
 WRITTEN_KEY = pytest.StashKey[list[str]]()
 RUN_KEY = pytest.StashKey[int]()  # tests that ran to the end (their teardown reported)
-WATCH_KEY = pytest.StashKey[AbortWatch]()
+WATCH_KEY: pytest.StashKey[AbortWatch] = pytest.StashKey()
 NOTHING_KEY = pytest.StashKey[list[str]]()  # tests whose roofline marker judged nothing: no kernel was measured
 _NOTHING = "roofline_marked_but_measured_nothing"
 
@@ -64,7 +61,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", MARKER_SIGNATURE)
+    # The marker's full signature is imported only where markers are listed (its defaults come from the machinery).
+    if config.option.markers:
+        from .marker import MARKER_SIGNATURE
+
+        config.addinivalue_line("markers", MARKER_SIGNATURE)
+    else:
+        config.addinivalue_line("markers", MARKER_LINE)
+    config.stash[RUN_KEY] = 0
+    config.pluginmanager.register(_RunCounter(config), "roofline-run-counter")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
+    _pin_worker()
+    if _configured(config):
+        activate(config)
+    else:
+        config.option.roofline_warn_only = False  # the default, as the settings would resolve it
+
+
+def _configured(config: pytest.Config) -> bool:
+    """Whether anything asks for the plugin at start-up: an option, an ini value, an environment variable, or the
+    programs pass of ``pytest-roofline ab``."""
+    from ..history.programs import PROGRAMS_PASS_VARIABLE
+
+    return (any(config.getoption(f"roofline_{opt.name}") is not None or config.getini(opt.ini)
+                or os.environ.get(opt.env) for opt in OPTIONS)
+            or bool(os.environ.get(PROGRAMS_PASS_VARIABLE)))
+
+
+def activate(config: pytest.Config) -> RooflineSession:
+    """The plugin's session, started on first need (at start-up where configured, else when a collected test uses
+    the fixture or the marker, or an xdist worker hands in records): settings resolved and checked, the
+    dependency floors, the signals that end a run as Ctrl-C does, the abort watch."""
+    if (session := config.stash.get(SESSION_KEY, None)) is not None:
+        return session
+    from ..base.signals import cancel_as_interrupt
+    from ..history.programs import PROGRAMS_PASS_VARIABLE
+    from .lock import share_the_host
+    from .session import ProgramLog, ProgramsPassWriter, RooflineSession
+    from .settings import ConfigError
+
     config.add_cleanup(cancel_as_interrupt())
     _prepare_process(config)
     try:
@@ -77,10 +113,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.option.roofline_warn_only = session.settings.warn_only
     config.stash[SESSION_KEY] = session
     config.stash[USED_KEY] = False
-    config.stash[RUN_KEY] = 0
-    config.pluginmanager.register(_RunCounter(config), "roofline-run-counter")
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
     if path := os.environ.get(PROGRAMS_PASS_VARIABLE):
         session.programs = ProgramLog()
         config.pluginmanager.register(ProgramsPassWriter(path, session.programs, uses_roofline),
@@ -90,9 +122,22 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") and _cpu_workers(config) == "alone":
         share_the_host()
         config.pluginmanager.register(_OneTestAtATimeAroundMeasurements(), "roofline-alone")
+    return session
+
+
+def _pin_worker() -> None:
+    """This xdist worker's own device, before its JAX starts a backend (a test module may make arrays as it is
+    imported): it sees its own device only."""
+    from .workers import pin_worker
+
+    pinned = pin_worker(os.environ.get("PYTEST_XDIST_WORKER"), os.environ)
+    if pinned.variable:
+        os.environ[pinned.variable] = pinned.value
 
 
 def _cpu_workers(config: pytest.Config) -> str:
+    from .workers import cpu_workers
+
     try:
         return cpu_workers(os.environ)
     except ValueError as exc:
@@ -100,21 +145,23 @@ def _cpu_workers(config: pytest.Config) -> str:
 
 
 def _prepare_process(config: pytest.Config) -> None:
-    """Before anything is measured: this xdist worker's own device, the dependency floors, the abort watch."""
-    pinned = pin_worker(os.environ.get("PYTEST_XDIST_WORKER"), os.environ)
-    if pinned.variable:  # before this worker's JAX starts a backend: it sees its own device only
-        os.environ[pinned.variable] = pinned.value
+    """Before anything is measured: the dependency floors, the abort watch."""
+    from ..base.dependencies import too_old
+
     if problem := too_old():
         raise pytest.UsageError(f"{problem} (or run pytest with -p no:roofline)")
     from ..measurement.processes.peers import set_notice
+    from . import abort_watch
 
-    watch = config.stash[WATCH_KEY] = AbortWatch(lambda: _past_capture(config))
+    watch = config.stash[WATCH_KEY] = abort_watch.AbortWatch(lambda: abort_watch.past_capture(config))
     config.add_cleanup(watch.close)
-    set_notice(_say_past_capture(config), watch)
+    set_notice(abort_watch.say_past_capture(config), watch)
 
 
 def _resolve_settings(config: pytest.Config) -> Settings:
     """The settings from the command line, the environment, the ini file and the YAML config (a ConfigError)."""
+    from .settings import resolve_settings
+
     cli = {opt.name: config.getoption(f"roofline_{opt.name}") for opt in OPTIONS}
     ini = {opt.name: config.getini(opt.ini) for opt in OPTIONS}
     base_dir = str(config.inipath.parent) if config.inipath else str(config.rootpath)
@@ -130,7 +177,11 @@ def _trace_root(config: pytest.Config) -> Callable[[], str]:
         if settings.trace_dir:
             return settings.trace_dir
         cache = getattr(config, "cache", None)
-        return str(cache.mkdir("roofline-traces")) if cache is not None else default_trace_root()
+        if cache is not None:
+            return str(cache.mkdir("roofline-traces"))
+        from .session import default_trace_root
+
+        return default_trace_root()
 
     return trace_root
 
@@ -141,7 +192,13 @@ def uses_roofline(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[COLLECTED_KEY] = False
-    names = config.stash[SESSION_KEY].settings.hardware_names
+    if SESSION_KEY not in config.stash and not any(uses_roofline(item) for item in items):
+        config.stash[COLLECTED_KEY] = True
+        return  # nothing here measures: the plugin stays asleep
+    from .marker import parse_marker
+    from .settings import ConfigError
+
+    names = activate(config).settings.hardware_names
     for item in items:
         marker = item.get_closest_marker("roofline")
         if marker is not None:
@@ -159,6 +216,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if SESSION_KEY not in item.config.stash:
+        return
     from ..measurement.processes.peers import processes_started
 
     # A process of a multi-process program is watched from its first test (where pytest captures its output).
@@ -171,8 +230,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     # pytest calls this even when collection failed (it runs in a finally): no JAX import then.
-    if not config.stash.get(COLLECTED_KEY, False) or not any(uses_roofline(item) for item in items):
+    if not config.stash.get(COLLECTED_KEY, False) or SESSION_KEY not in config.stash or \
+            not any(uses_roofline(item) for item in items):
         return []
+    from ..report.text import header_line, wrap_lines
+
     if config.option.collectonly:
         return ["roofline: hardware not detected under --collect-only (detection may calibrate a CPU)"]
     if config.stash[SESSION_KEY].programs is not None:
@@ -187,7 +249,9 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 def roofline(request: pytest.FixtureRequest) -> RooflineFixture:
     """Measure jitted JAX kernels against the roofline: ``roofline(fn, *args, name=..., min=..., bound=...)``
     measures, records and fails below the threshold; ``roofline.measure(fn, *args)`` records only."""
-    session = request.config.stash[SESSION_KEY]
+    from .fixture import RooflineFixture
+
+    session = activate(request.config)
     item = request.node
 
     def add_property(name: str, value: Any) -> None:
@@ -208,8 +272,10 @@ def roofline(request: pytest.FixtureRequest) -> RooflineFixture:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput") or SESSION_KEY not in config.stash:
         return
+    from ..report.text import summary_lines, wrap_lines
+
     state = config.stash[SESSION_KEY]
     follower = state.follower_line()
     if follower:  # one of several processes of a program, not the first: process 0 reports
@@ -234,6 +300,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
+    if SESSION_KEY not in config.stash:
+        return
+    from ..base.signals import cancelled_by
+    from ..report.document import session_block
+
     state = config.stash[SESSION_KEY]
     if hasattr(config, "workerinput"):  # an xdist worker: hand the records to the controller
         config.workeroutput.update(state.worker_output())  # type: ignore[attr-defined]
@@ -249,26 +320,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         config.stash[REPORT_ERROR_KEY] = "; ".join(errors)
         if session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-
-
-def _past_capture(config: pytest.Config) -> AbstractContextManager[object]:
-    """A context in which file descriptors 1 and 2 are the terminal's, even inside a test."""
-    capman = config.pluginmanager.getplugin("capturemanager")
-    return capman.global_and_fixture_disabled() if capman is not None else nullcontext()
-
-
-def _say_past_capture(config: pytest.Config) -> Callable[[str], None]:
-    """A line on the terminal now, even from inside a test whose output pytest captures."""
-
-    def say(text: str) -> None:
-        reporter = config.pluginmanager.getplugin("terminalreporter")
-        with _past_capture(config):
-            if reporter is not None:
-                reporter.write_line(text)
-            else:
-                print(text, file=sys.stderr, flush=True)
-
-    return say
 
 
 class _RunCounter:
@@ -307,6 +358,8 @@ class _OneTestAtATimeAroundMeasurements:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
+        from .lock import around_a_test
+
         with around_a_test():
             return (yield)
 
@@ -321,6 +374,8 @@ class _XdistHooks:
         workers = getattr(self.config.option, "numprocesses", None)
         if hasattr(self.config, "workerinput") or not isinstance(workers, int) or workers < 2:
             return
+        from .workers import cpu_workers_line
+
         mode = _cpu_workers(self.config)
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
         if mode and reporter is not None:
@@ -328,5 +383,8 @@ class _XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        if self.config.stash[SESSION_KEY].merge_worker_output(getattr(node, "workeroutput", {})):
+        output = getattr(node, "workeroutput", {})
+        if "roofline_records" not in output:  # that worker measured nothing: the plugin slept there
+            return
+        if activate(self.config).merge_worker_output(output):
             self.config.stash[USED_KEY] = True

@@ -13,19 +13,18 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from ..base.calls import KernelCall
-from ..base.files import write_text_atomic
+from ..base.files import json_text, write_text_atomic
 from ..hardware.per_device import Threshold
 from ..hardware.spec import HardwareSpec
-from ..history.baseline import Baseline
+from ..history.baseline import Baseline, build_series
 from ..history.programs import ProgramsOfTest, ProgramsPass
-from ..history.reports import ReportError
+from ..history.reports import ReportError, add_to_history, load_history, run_of
 from ..measurement.options import GivenSettings, MeasureOptions
 from ..records.kernel_record import KernelRecord, Unmeasured
 from ..report.document import build_report
-from ..report.html import plotly_missing
+from ..report.html import HtmlUnavailable, html_report, plotly_missing
 from ..result.result import Result
 from .lock import device_lock
-from .outputs import write_outputs
 from .settings import ConfigError, Settings
 
 __all__ = ["RooflineSession", "Measure", "ProgramLog", "ProgramsPassWriter", "programs_found", "default_trace_root",
@@ -315,3 +314,34 @@ def _spans_processes() -> bool:
     imported (then it is not initialized either)."""
     jax = sys.modules.get("jax")
     return jax is not None and jax.process_count() > 1
+
+
+def write_outputs(settings: Settings, payload: Mapping[str, Any], records: Sequence[KernelRecord],
+                  unmeasured: Sequence[Unmeasured]) -> tuple[list[str], list[str]]:
+    """Write each output the settings ask for: ``payload`` is the JSON report of ``records`` and ``unmeasured``,
+    from which the HTML report is built; returns (lines saying what was written, errors)."""
+    text = json_text(payload) + "\n"
+    written: list[str] = []
+    errors: list[str] = []
+    if settings.report:
+        try:
+            write_text_atomic(settings.report, text)
+            written.append(f"roofline report written to {settings.report}")
+        except OSError as exc:
+            errors.append(f"{settings.origins['report']}: {exc.strerror or exc}")
+    if settings.history:
+        try:
+            path = add_to_history(settings.history, payload, text)
+            written.append(f"roofline history: this run added as {path}")
+        except OSError as exc:
+            errors.append(f"{settings.origins['history']}: {exc.strerror or exc}")
+    if settings.html:
+        try:
+            run = run_of(records, unmeasured, payload, "this run")
+            series = build_series(load_history(settings.history, lambda message: written.append(
+                f"roofline history: {message}"))) if settings.history else []
+            write_text_atomic(settings.html, html_report(run, series))
+            written.append(f"roofline HTML report written to {settings.html}")
+        except (OSError, ReportError, HtmlUnavailable) as exc:
+            errors.append(f"{settings.origins['html']}: {getattr(exc, 'strerror', None) or exc}")
+    return written, errors

@@ -36,6 +36,7 @@ from ..base.values import at, non_empty
 from ..hardware.per_device import Threshold, ThresholdSetting
 from ..hardware.spec import HardwareError
 from ..hardware.table import load_shipped_table, merge_overrides
+from .options import OPTIONS, Option
 from .thresholds import (
     ConfigError,
     parse_bool,
@@ -89,77 +90,26 @@ def _parse_ceilings(raw: Any, where: str) -> CeilingsMode:
     return choose(raw, CEILINGS_MODES, where, ConfigError)
 
 
-@dataclass(frozen=True)
-class Option:
-    name: str  # attribute of Settings
-    flag: str  # command-line flag
-    ini: str
-    env: str
-    kind: str  # "float", "bool", "path", "str"
-    help: str
-    _: KW_ONLY  # fields from the seventh on are given by keyword
-    parse: Callable[[Any, str], Any]
-    metavar: str | None = None
-
-
-OPTIONS: tuple[Option, ...] = (
-    Option("min", "--roofline-min", "roofline_min", "PYTEST_ROOFLINE_MIN", "float",
-           "fail roofline kernels whose utilization (roofline time / measured time) is below this fraction, "
-           "in (0, 1]; without a threshold anywhere kernels are measured and reported, never failed",
-           parse=parse_threshold, metavar="FLOAT"),
-    Option("hardware", "--roofline-hardware", "roofline_hardware", "PYTEST_ROOFLINE_HARDWARE", "str",
-           "measure against this hardware table entry (e.g. 'H100 SXM') instead of the detected device",
-           parse=_parse_name, metavar="NAME"),
-    Option("config", "--roofline-config", "roofline_config", "PYTEST_ROOFLINE_CONFIG", "path",
-           "YAML file with a suite threshold (min), per-test thresholds by test-id pattern (thresholds) "
-           "and hardware overrides (devices)", parse=_parse_path, metavar="PATH"),
-    Option("calibrate", "--roofline-calibrate", "roofline_calibrate", "PYTEST_ROOFLINE_CALIBRATE", "bool",
-           "re-measure the calibrated ceilings (CPU) once in this session instead of using the cache",
-           parse=parse_bool),
-    Option("report", "--roofline-report", "roofline_report", "PYTEST_ROOFLINE_REPORT", "path",
-           "write every measured kernel to this JSON file (atomically)", parse=_parse_path, metavar="PATH"),
-    Option("warn_only", "--roofline-warn-only", "roofline_warn_only", "PYTEST_ROOFLINE_WARN_ONLY", "bool",
-           "report kernels below their threshold as warnings instead of failing the test", parse=parse_bool),
-    Option("ceilings", "--roofline-ceilings", "roofline_ceilings", "PYTEST_ROOFLINE_CEILINGS", "str",
-           "which ceilings to measure against: auto (live on CPU, datasheet on accelerators), datasheet, "
-           "calibrated, or live (calibrated, scaled by a reference kernel run beside each timed run)",
-           parse=_parse_ceilings, metavar="KIND"),
-    Option("model", "--roofline-model", "roofline_model", "PYTEST_ROOFLINE_MODEL", "str",
-           "which roofline the threshold is checked against: program (one max() over the whole program, "
-           "default) or ops (the sum of per-op roofline times, tighter for ops that run one after another)",
-           parse=parse_model, metavar="MODEL"),
-    Option("first_touch", "--roofline-first-touch", "roofline_first_touch", "PYTEST_ROOFLINE_FIRST_TOUCH", "str",
-           "whether the roofline includes the first touch of each kernel's fresh pages (a CPU's page faults on "
-           "new output buffers, calibrated on the machine): include (default) or exclude (main memory and "
-           "compute alone); both utilizations are reported", parse=parse_first_touch, metavar="MODE"),
-    Option("cache", "--roofline-cache", "roofline_cache", "PYTEST_ROOFLINE_CACHE", "str",
-           "the cache state kernels are measured in: cold (the last-level cache is evicted before every timed "
-           "run, outside the timing), warm (runs back to back) or auto (default: cold where a kernel's working "
-           "set fits the last-level cache, warm where it does not, and on a TPU)", parse=parse_cache, metavar="STATE"),
-    Option("counts", "--roofline-counts", "roofline_counts", "PYTEST_ROOFLINE_COUNTS", "str",
-           "whose FLOPs kernels are judged on: compiled (the compiled program's, default) or source (the work the "
-           "program as written asks for, model-FLOPs utilization: a ragged dot XLA runs dense is judged on its "
-           "useful work)", parse=parse_counts, metavar="WHOSE"),
-    Option("trace_dir", "--roofline-trace-dir", "roofline_trace_dir", "PYTEST_ROOFLINE_TRACE_DIR", "path",
-           "where to save the trace (Perfetto, TensorBoard/XProf) and optimized HLO of failing kernels "
-           "(default: .pytest_cache/d/roofline-traces, or a temporary directory)", parse=_parse_path, metavar="PATH"),
-    Option("history", "--roofline-history", "roofline_history", "PYTEST_ROOFLINE_HISTORY", "path",
-           "add this run's JSON report to this directory (named by time and commit): the history that "
-           "'pytest-roofline history' reads and --roofline-baseline can compare with", parse=_parse_path,
-           metavar="DIR"),
-    Option("baseline", "--roofline-baseline", "roofline_baseline", "PYTEST_ROOFLINE_BASELINE", "path",
-           "a report, or a history directory whose recent complete runs form the baseline: fail a kernel "
-           "whose utilization dropped from it beyond a noise-aware gate", parse=_parse_path, metavar="PATH"),
-    Option("max_drop", "--roofline-max-drop", "roofline_max_drop", "PYTEST_ROOFLINE_MAX_DROP", "float",
-           "the smallest drop from the baseline that fails, a fraction in (0, 1) (default 0.05 against a "
-           "history, 0.10 against one report; the history's noise can widen it)", parse=parse_max_drop,
-           metavar="FRACTION"),
-    Option("html", "--roofline-html", "roofline_html", "PYTEST_ROOFLINE_HTML", "path",
-           "write a self-contained HTML report with roofline charts at the end of the run (needs "
-           "pip install 'pytest-roofline[html]')", parse=_parse_path, metavar="PATH"),
-    Option("trace_all", "--roofline-trace-all", "roofline_trace_all", "PYTEST_ROOFLINE_TRACE_ALL", "bool",
-           "save traces of every measured kernel, not only failing ones", parse=parse_bool),
-)
+# How each option's value is parsed and checked (raw value, where it came from -> value), by name.
+_PARSERS: dict[str, Callable[[Any, str], Any]] = {
+    "min": parse_threshold,
+    "hardware": _parse_name,
+    "config": _parse_path,
+    "calibrate": parse_bool,
+    "report": _parse_path,
+    "warn_only": parse_bool,
+    "ceilings": _parse_ceilings,
+    "model": parse_model,
+    "first_touch": parse_first_touch,
+    "cache": parse_cache,
+    "counts": parse_counts,
+    "trace_dir": _parse_path,
+    "history": _parse_path,
+    "baseline": _parse_path,
+    "max_drop": parse_max_drop,
+    "html": _parse_path,
+    "trace_all": parse_bool,
+}
 
 
 S = TypeVar("S")
@@ -263,7 +213,7 @@ def _from_sources(cli: Mapping[str, Any], env: Mapping[str, str], ini: Mapping[s
                 raw = os.path.join(base_dir, str(raw).strip())  # relative to the ini file, like pytest's own paths
         else:
             continue
-        value = opt.parse(raw, where)
+        value = _PARSERS[opt.name](raw, where)
         values[opt.name] = Threshold(value, where) if opt.name in ("min", "max_drop") else value
         origins[opt.name] = where
     return values, origins

@@ -52,7 +52,9 @@ def test_the_plugin_stops_at_start_up_on_an_old_jax(pytester: pytest.Pytester,
     # Fake: the installed jax is reported as 0.6.2 (nothing is installed or imported).
     real = dependencies.installed
     monkeypatch.setattr(dependencies, "installed", lambda dist: "0.6.2" if dist == "jax" else real(dist))
-    pytester.makepyfile("def test_a():\n    pass\n")
+    pytester.makepyfile(test_plain="def test_a():\n    pass\n")
+    assert pytester.runpytest().ret == pytest.ExitCode.OK  # a suite that never measures: the plugin sleeps
+    pytester.makepyfile(test_k="import pytest\n@pytest.mark.roofline(min=0.5)\ndef test_k():\n    pass\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.errlines if line.startswith("ERROR")]

@@ -269,7 +269,7 @@ FULL_DISK_CONFTEST = """
 import errno
 import pytest
 from fakes import FAKE_CPU, FakeMeasure
-from pytest_roofline.plugin.hooks import SESSION_KEY
+from pytest_roofline.plugin.hooks import SESSION_KEY, activate
 from pytest_roofline.plugin.session import RooflineSession
 
 def full_disk(result, root, nodeid, label):  # a fake: saving fails as on a full disk
@@ -277,7 +277,7 @@ def full_disk(result, root, nodeid, label):  # a fake: saving fails as on a full
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    old = config.stash[SESSION_KEY]
+    old = activate(config)
     config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure(0.5, 0.5),
                                                 hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
                                                 save=full_disk)
