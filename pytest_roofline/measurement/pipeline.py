@@ -43,6 +43,7 @@ from ..base.calls import KernelCall, split_call
 from ..base.errors import MeasureError
 from ..base.kinds import CeilingsUsed
 from ..base.labels import kernel_name
+from ..base.progress import said_if_slow
 from ..hardware.calibration_cache import refresh_mode
 from ..hardware.nvml import Clocks
 from ..hardware.spec import HardwareSpec
@@ -121,7 +122,7 @@ def _compiled(call: KernelCall, label: str, keep: str) -> CompiledProgram:
             fresh = [x.copy() if isinstance(x, jax.Array) else x for x in kept.leaves]
             block_until_ready(fresh)
         return replace(kept, leaves=fresh)
-    with phase("compile"):
+    with phase("compile"), said_if_slow(f"still compiling {label}"):
         program = compile_program(call.fn, call.args, dict(call.kwargs), label)
     if keep:
         _KEPT[keep] = program

@@ -12,7 +12,6 @@ reason recorded. Imports JAX only to open the profiler and read its trace.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
@@ -31,7 +30,8 @@ from ..analysis.runs.trace_events import (
     TraceIndex,
     flatten,
 )
-from ..analysis.runs.trace_plan import EVERY_RUN, TracePlan, trace_plan
+from ..analysis.runs.trace_plan import EVERY_RUN, READ_S_PER_EVENT, TracePlan, trace_plan
+from ..base.progress import PROGRESS_EVERY_S, say
 from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns
 from .options import TimingSettings
 
@@ -170,12 +170,8 @@ def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: st
                 _waiting_share(threads, threads_after))
 
 
-# A measurement that runs longer than this says so, and again each time as long again has passed.
-PROGRESS_EVERY_S = 10.0
-
-
 def _progress(text: str) -> None:
-    print(f"pytest-roofline: {text}", file=sys.__stderr__ or sys.stderr, flush=True)
+    say(text)
 
 
 def _waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
@@ -346,6 +342,9 @@ def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, set
 
     walls, refs = runs.walls, runs.refs
     traced = plan.traced or len(walls)
+    if plan.events is not None and plan.events * traced * READ_S_PER_EVENT > PROGRESS_EVERY_S:
+        _progress(f"reading the trace of {module_name}: about {plan.events * traced:,} events in {traced} runs, "
+                  f"about {plan.events * traced * READ_S_PER_EVENT:.0f} s")
     try:
         from jax.profiler import ProfileData
 

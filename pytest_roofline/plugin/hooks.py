@@ -147,6 +147,7 @@ def _cpu_workers(config: pytest.Config) -> str:
 def _prepare_process(config: pytest.Config) -> None:
     """Before anything is measured: the dependency floors, the abort watch."""
     from ..base.dependencies import too_old
+    from ..base.progress import set_sink
 
     if problem := too_old():
         raise pytest.UsageError(f"{problem} (or run pytest with -p no:roofline)")
@@ -156,6 +157,7 @@ def _prepare_process(config: pytest.Config) -> None:
     watch = config.stash[WATCH_KEY] = abort_watch.AbortWatch(lambda: abort_watch.past_capture(config))
     config.add_cleanup(watch.close)
     set_notice(abort_watch.say_past_capture(config), watch)
+    set_sink(abort_watch.say_past_capture(config))  # a long step's progress, seen while its test runs
 
 
 def _resolve_settings(config: pytest.Config) -> Settings:

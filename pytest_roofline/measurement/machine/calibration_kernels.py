@@ -13,7 +13,6 @@ accelerators on request. The cache is :mod:`pytest_roofline.hardware.calibration
 from __future__ import annotations
 
 import hashlib
-import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -24,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import jaxlib
 
+from ...base.progress import say
 from ...base.quantiles import quantile, relative_iqr
 from ...base.units import format_quantity
 from ...hardware.calibration_cache import (
@@ -99,7 +99,7 @@ def _stream_bytes(platform: str) -> tuple[int, str]:
 
 
 def _progress(text: str) -> None:
-    print(f"pytest-roofline: {text}", file=sys.__stderr__ or sys.stderr, flush=True)
+    say(text)
 
 
 def measure_ceilings(platform: str, progress: Callable[[str], None] = _progress) -> dict[str, Any]:
