@@ -12,14 +12,17 @@ second measurement of a shortfall, artifacts saved for a failure, and everything
 "outside kernels" is the process's wall time no roofline(...) call accounts for (Python and JAX start-up,
 collection, test bodies making their inputs, the session's end).
 
-The ratio the bench prints: the process's wall time over the time the kernels spend in timed runs as the report
-states it (the sum over kernels of runs x median device time). Nothing is asserted.
+The ratios the bench prints: the process's wall time over the time the kernels spend in timed runs as the report
+states it (the sum over kernels of runs x median device time); and over the suite's floor, what it cannot avoid:
+the wall time of a fresh ``pytest --collect-only`` process (interpreter, pytest, JAX, the test modules) plus the
+compiles and the timed runs' wall clock. Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from pytest_roofline.analysis.runs.time_spent import PHASES  # noqa: E402
 
+# As a user's shell has it: compiled modules kept (a shell with PYTHONDONTWRITEBYTECODE compiles each every run).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 SHORT = {"compile": "compile", "inputs": "inputs", "hardware": "hw", "warm-up": "warm", "timed runs": "timed", "between runs": "loop",
          "references": "refs", "profiler": "prof", "trace reading": "trace", "cache state": "cache", "model": "model",
          "second measurement": "2nd", "second pass": "2ndpas", "artifacts": "artif", "everything else": "else"}
@@ -40,15 +45,19 @@ def one_run(suite: str, extra: list[str]) -> tuple[float, list[dict], str]:
     """The process's wall time, the report's records and pytest's last line."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        command = [sys.executable, "-m", "pytest", suite, "-q", "-p", "no:cacheprovider",
+        command = [sys.executable, "-m", "pytest", suite, "-q", "-rf", "-p", "no:cacheprovider",
                    f"--roofline-report={report}", *extra]
         start = time.perf_counter()
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False, env=ENV)
         wall = time.perf_counter() - start
         if not report.exists():
             sys.exit(f"pytest wrote no report (exit status {done.returncode}):\n{done.stdout[-2000:]}{done.stderr}")
         records = json.loads(report.read_text())["results"]
-    last = (done.stdout.strip().splitlines() or [""])[-1]
+    lines = done.stdout.strip().splitlines() or [""]
+    last = lines[-1]
+    for line in lines:
+        if line.startswith("FAILED"):
+            print(line[:300])
     return wall, records, last
 
 
@@ -80,11 +89,31 @@ def print_totals(wall: float, records: list[dict], last: str) -> dict[str, float
     print(f"{'process wall time':20} {wall:8.2f}   ({last})")
     print(f"\nkernels: {len(records)}; time in timed runs (runs x median device time): {timed:.2f} s; "
           f"wall time / time in timed runs: {wall / timed:.1f}x")
+    _slowest(records)
+    return {**totals, "wall": wall, "timed": timed}
+
+
+def collection_wall(suite: str, extra: list[str]) -> float:
+    """A fresh process that collects the suite and runs nothing: interpreter, pytest, JAX and the test modules."""
+    begun = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", suite, "-q", "-p", "no:cacheprovider", "--collect-only", *extra],
+                   cwd=ROOT, capture_output=True, text=True, check=False, env=ENV)
+    return time.perf_counter() - begun
+
+
+def print_floor(totals: dict[str, float], collect: float) -> float:
+    """The suite's wall time against what it cannot avoid: collection, the compiles and the timed runs."""
+    floor = collect + totals["compile"] + totals["timed runs"]
+    print(f"floor: collection {collect:.2f} s + compile {totals['compile']:.2f} s + timed runs "
+          f"{totals['timed runs']:.2f} s = {floor:.2f} s; wall / floor: {totals['wall'] / floor:.2f}x")
+    return totals["wall"] / floor
+
+
+def _slowest(records: list[dict]) -> None:
     # A kernel of about 10 ms (a run of 15 ms or less) whose whole measurement took over 1 s.
     slow = [r for r in records if r["result"]["device_time_s"] <= 0.015 and sum((r.get("time_spent") or {}).values()) > 1.0]
     for r in slow:
         print(f"  over 1 s for a kernel of {r['result']['device_time_s'] * 1e3:.1f} ms: {r['nodeid']} [{r['label']}]")
-    return {**totals, "wall": wall, "timed": timed}
 
 
 def main() -> None:
@@ -93,17 +122,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     options = parser.parse_args()
-    summaries = []
+    summaries, floors = [], []
     for k in range(options.repeats):
         wall, records, last = one_run(options.suite, options.pytest_args)
+        collect = collection_wall(options.suite, options.pytest_args)
         print(f"\n== run {k + 1} of {options.repeats}: pytest {options.suite} ==")
         print_kernels(records)
         summaries.append(print_totals(wall, records, last))
+        floors.append(print_floor(summaries[-1], collect))
     if options.repeats > 1:
         ratios = [s["wall"] / s["timed"] for s in summaries]
         print(f"\nwall / timed over {options.repeats} runs: median {statistics.median(ratios):.1f}x "
               f"(min {min(ratios):.1f}x, max {max(ratios):.1f}x); wall median "
-              f"{statistics.median(s['wall'] for s in summaries):.1f} s")
+              f"{statistics.median(s['wall'] for s in summaries):.1f} s; wall / floor: median "
+              f"{statistics.median(floors):.2f}x (min {min(floors):.2f}x, max {max(floors):.2f}x)")
 
 
 if __name__ == "__main__":

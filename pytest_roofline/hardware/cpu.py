@@ -235,10 +235,13 @@ def thread_times_ns() -> tuple[int, int] | None:
         return None
     on_cpu = waiting = 0
     read = 0
-    for tid in tasks:
+    for tid in tasks:  # read twice per timed run: plain file descriptors, a third of a Python file object's cost
         try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                fields = f.read().split()
+            fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+            try:
+                fields = os.read(fd, 256).split()
+            finally:
+                os.close(fd)
             on_cpu += int(fields[0])
             waiting += int(fields[1])
             read += 1

@@ -301,10 +301,10 @@ def _stopping_rule(roof: RooflineEstimate, plan: _LivePlan, threshold: float | N
     """When runs may stop, judged on the wall clock as runs go (device times come from the trace after)."""
     ref = plan.reference
 
-    def rule(walls: Sequence[float], refs: Sequence[float]) -> bool:
-        drift = None
-        if ref is not None:
-            drift = drifts(bracketing_times(refs[:len(walls) + 1], len(walls)), ref.work, plan.calibrated_rate)
+    def rule(walls: Sequence[float], refs: Sequence[float], slots: Sequence[int]) -> bool:
+        if ref is not None and not (walls := walls[:slots[-1]]):  # the runs up to the last a reference follows
+            return False
+        drift = drifts(bracketing_times(refs, len(walls), slots=slots), ref.work, plan.calibrated_rate) if ref else None
         per_run = pair_utilizations(roof, walls, ref.resource if ref else None, drift)
         # Live pairs carry the reference's noise too: only the interval's width may end them early.
         steady = ref is None and relative_iqr(per_run) <= target
@@ -320,14 +320,15 @@ def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec, roof: RooflineEstim
     ref = plan.reference
     if ref is None:
         return None, ""
-    if len(timed.reference_s) != timed.timing.runs + 1:
+    slots = timed.reference_slots or tuple(range(len(timed.reference_s)))
+    if len(slots) != len(timed.reference_s) or not slots or slots[-1] != timed.timing.runs:
         return None, (f"the reference kernel's runs could not be read ({len(timed.reference_s)} for "
                       f"{timed.timing.runs} kernel runs): calibrated ceilings used")
     usable = ref.usable(timed.reference_faults, len(timed.reference_s))
     if not any(usable):
         return None, (f"no run of the reference ({ref.name}) faulted the fresh pages it must write (they reused "
                       f"mapped pages): calibrated ceilings used")
-    around = bracketing_times(timed.reference_s, timed.timing.runs, usable=usable)
+    around = bracketing_times(timed.reference_s, timed.timing.runs, usable=usable, slots=slots)
     name = ref.name + ("" if timed.reference_timer == "profiler" else f" ({timed.reference_timer})")
     live = Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
                 tuple(drifts(around, ref.work, plan.calibrated_rate)), usable.count(False))
@@ -392,7 +393,7 @@ def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram, time
         rows = attach_tally(rows, tally)
         containers = frozenset(i.name for c in module.computations.values() for i in c.instructions
                                if i.opcode in CONTAINER_OPS)
-        # A run the profiler slowed (its events too many to read every run) shows the profiler's time as gaps.
-        idle = None if timed.ops_apart else idle_time(timed.events, program.platform, containers, timed.traced_runs)
+        if not timed.ops_apart:  # a run the profiler slowed (too many events) shows the profiler's time as gaps
+            idle = idle_time(timed.events, program.platform, containers, timed.traced_runs)
         exposed = exposure(timed.events, rows, program.platform, timed.traced_runs, containers)
     return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle, exposed

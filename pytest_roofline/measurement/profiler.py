@@ -6,9 +6,16 @@ and saved only when wanted. Only one profiler session can run in a process at a 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from jax._src.lib import _profiler  # private, present since jax 0.4; jax.profiler uses the same class
 
-__all__ = ["ProfilerUnavailable", "ProfilerSession", "export_xspace", "events_recorded"]
+from ..analysis.runs.time_spent import phase
+
+__all__ = ["ProfilerUnavailable", "ProfilerSession", "export_xspace", "events_recorded", "Probe", "probe_run"]
 
 
 class ProfilerUnavailable(RuntimeError):
@@ -71,3 +78,39 @@ def events_recorded(xspace: bytes) -> int:
     with profile_types_quiet():
         return sum(1 for plane in ProfileData.from_serialized_xspace(xspace).planes for line in plane.lines
                    for _ in line.events)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One run under the profiler: its trace, how many events it holds, its wall clock."""
+
+    xspace: bytes
+    events: int
+    wall: float
+
+
+def probe_run(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: str) -> Probe | None:
+    """Run ``execute(prepare())`` once under the profiler, inside a host annotation ``marker`` (run 0); None (the
+    run made without it) where the profiler cannot be used."""
+    from jax.profiler import TraceAnnotation
+
+    try:
+        session = ProfilerSession()
+    except ProfilerUnavailable:
+        execute(prepare())
+        return None
+    try:
+        args = prepare()
+        with TraceAnnotation(marker, run=0):
+            begun = time.perf_counter()
+            execute(args)
+            wall = time.perf_counter() - begun
+    except BaseException:
+        session.discard()
+        raise
+    try:
+        with phase("profiler"):
+            xspace = session.stop()
+        return Probe(xspace, events_recorded(xspace), wall)
+    except ProfilerUnavailable:
+        return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.runs.program_runs import run_times
 from ..analysis.runs.run_stats import Timing, relative_iqr
@@ -35,6 +35,9 @@ from ..base.progress import PROGRESS_EVERY_S, say
 from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns
 from .options import TimingSettings
 
+if TYPE_CHECKING:
+    from .profiler import Probe
+
 __all__ = ["Timed", "time_program"]
 
 
@@ -52,6 +55,7 @@ class Timed:
     _: KW_ONLY  # fields from the seventh on are given by keyword
     warm_s: tuple[float, ...] = ()  # the warm runs after cold ones that check the eviction (empty: none)
     ops_apart: bool = False  # the trace is of a warm-up run, for the ops alone: the timed runs ran without it
+    reference_slots: tuple[int, ...] = ()  # per reference run: how many kernel runs came before it
 
     @property
     def traced_runs(self) -> int:
@@ -81,8 +85,11 @@ class Beside:
     execute: Callable[[Any], Any]
 
 
-# settled(kernel wall times, reference wall times) -> whether sampling may stop
-Settled = Callable[[Sequence[float], Sequence[float]], bool]
+# settled(kernel wall times, reference wall times, each reference's slot) -> whether sampling may stop
+Settled = Callable[[Sequence[float], Sequence[float], Sequence[int]], bool]
+# A reference runs after a kernel run once this long has passed since the last: after every run of 100 ms or more,
+# every tenth of 10 ms. Speed drifts over seconds (a neighbour starts), not within 100 ms.
+REFERENCE_EVERY_S = 0.1
 # agree(this process's vote: "more", "done" or "out" of budget) -> whether every process stops now: the stopping
 # decision of a measurement that spans processes, taken together (see .peers)
 Agree = Callable[[str], bool]
@@ -110,10 +117,12 @@ class _Runs:
     others: float | None = None  # share of all CPUs other processes used meanwhile (None: not readable)
     _: KW_ONLY  # fields from the seventh on are given by keyword
     warm: list[float] = field(default_factory=list)  # wall clock of the warm check runs
+    slots: list[int] = field(default_factory=list)  # per reference run: how many kernel runs came before it
 
     def add(self, reference: bool, run: _Run) -> None:
         if reference:
             self.refs.append(run.wall)
+            self.slots.append(len(self.walls))
             if run.faults is not None:
                 self.ref_faults.append(run.faults)
             return
@@ -204,13 +213,15 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
           max_runs: int | None, beside: Beside | None, *, settled: Settled | None,
           evict: Callable[[], None] | None = None, agree: Agree | None = None, label: str = "") -> None:
     walls, ref_walls = runs.walls, runs.refs
-    started = said = time.perf_counter()
+    started = said = referenced = time.perf_counter()
     if beside is not None:
         runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, 0))
     while len(walls) < (max_runs or settings.max_runs):
         runs.add(False, _timed(prepare, execute, KERNEL_RUN_MARKER, len(walls), evict))
-        if beside is not None:
+        # A reference once REFERENCE_EVERY_S has passed (after every run where processes decide together)
+        if beside is not None and (agree is not None or time.perf_counter() - referenced >= REFERENCE_EVERY_S):
             runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
+            referenced = time.perf_counter()
         # The budget counts everything the loop spends, fresh donated copies and references included.
         spent = time.perf_counter() - started
         if time.perf_counter() - said >= PROGRESS_EVERY_S:  # a slow kernel: say that it is being timed
@@ -220,7 +231,7 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
         if len(walls) >= settings.min_runs:
             deciding = time.perf_counter()
             if settled is not None:
-                done = settled(walls, ref_walls)
+                done = settled(walls, ref_walls, runs.slots)
             else:
                 done = relative_iqr(walls) <= settings.target_spread
             vote = "out" if spent >= settings.budget_s else "done" if spent >= settings.min_time_s and done else "more"
@@ -228,6 +239,8 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
             spend("between runs", time.perf_counter() - deciding)
             if stop:
                 break
+    if beside is not None and runs.slots[-1] != len(walls):  # the last kernel run is bracketed too
+        runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
 
 
 def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], module_name: str,
@@ -280,58 +293,22 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         return _from_trace(xspace, runs, module_name, platform, settings, beside)
 
 
-@dataclass(frozen=True)
-class _Probe:
-    """The last warm-up run under the profiler: its trace, how many events it holds, its wall clock."""
-
-    xspace: bytes
-    events: int
-    wall: float
-
-
 def _warm_up(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
-             beside: Beside | None, *, probe: bool) -> _Probe | None:
+             beside: Beside | None, *, probe: bool) -> Probe | None:
     """The untimed runs; the last under the profiler where ``probe``, marked as a kernel run (None where not
     probed, or where the profiler cannot start: the timed runs then say why)."""
-    from jax.profiler import TraceAnnotation
-
-    from .profiler import ProfilerSession, ProfilerUnavailable, events_recorded
+    from .profiler import probe_run
 
     found = None
     with phase("warm-up"):
         for k in range(settings.warmup):
-            if not (probe and k == settings.warmup - 1):
-                execute(prepare())
+            if probe and k == settings.warmup - 1:
+                found = probe_run(prepare, execute, KERNEL_RUN_MARKER)
             else:
-                found = _probed(prepare, execute, ProfilerSession, ProfilerUnavailable, events_recorded,
-                                TraceAnnotation)
+                execute(prepare())
             if beside is not None:
                 beside.execute(beside.prepare())
     return found
-
-
-def _probed(prepare: Callable[[], Any], execute: Callable[[Any], Any], *jax_parts: Any) -> _Probe | None:
-    session_type, unavailable, events_recorded, annotation = jax_parts
-    try:
-        session = session_type()
-    except unavailable:
-        execute(prepare())
-        return None
-    try:
-        args = prepare()
-        with annotation(KERNEL_RUN_MARKER, run=0):
-            begun = time.perf_counter()
-            execute(args)
-            wall = time.perf_counter() - begun
-    except BaseException:
-        session.discard()
-        raise
-    try:
-        with phase("profiler"):
-            xspace = session.stop()
-        return _Probe(xspace, events_recorded(xspace), wall)
-    except unavailable:
-        return None
 
 
 def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, settings: TimingSettings,
@@ -368,9 +345,11 @@ def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, set
     try:
         reference = run_times(index.events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER,
                               index=index).per_run_s
-        return Timed(timing, xspace, found, reference, "profiler", runs.reference_faults(), warm_s=warm)
+        return Timed(timing, xspace, found, reference, "profiler", runs.reference_faults(), warm_s=warm,
+                     reference_slots=tuple(runs.slots))
     except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
-        return Timed(timing, xspace, found, tuple(refs), "wallclock", runs.reference_faults(), warm_s=warm)
+        return Timed(timing, xspace, found, tuple(refs), "wallclock", runs.reference_faults(), warm_s=warm,
+                     reference_slots=tuple(runs.slots))
 
 
 def _warm_times(index: TraceIndex, module_name: str, platform: str, walls: Sequence[float]) -> tuple[float, ...]:
@@ -388,4 +367,4 @@ def _wallclock(runs: _Runs, reason: str) -> Timed:
     return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason, faults_per_run=runs.kernel_faults(),
                         waiting_per_run=runs.kernel_waiting(), others_cpu_share=runs.others),
                  reference_s=tuple(refs), reference_timer="wallclock" if refs else "",
-                 reference_faults=runs.reference_faults(), warm_s=tuple(runs.warm))
+                 reference_faults=runs.reference_faults(), warm_s=tuple(runs.warm), reference_slots=tuple(runs.slots))

@@ -68,22 +68,31 @@ def test_a_slow_kernel_says_it_is_being_timed(monkeypatch: pytest.MonkeyPatch) -
     assert len(said) == 4  # at 13, 26, 39 and 52 s: about every 10 s up to the budget
 
 
-def test_reference_runs_alternate_with_the_kernel_and_count_against_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reference_runs_bracket_the_kernel_and_count_against_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake clock: kernel runs of 120 ms each get a reference after every run; runs of 10 ms one after every tenth
+    (once 100 ms have passed since the last), and one after the last run whatever the time."""
+    clock = FakeClock([0.12])
+    monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
+    beside = timing.Beside("jit_reference", lambda: None, clock.run)
+    runs = timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
+                                  beside=beside)
+    assert len(runs.walls) == 5 and runs.slots == [0, 1, 2, 3, 4, 5]  # reference, kernel, reference, ...
     clock = FakeClock([0.01])
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
     beside = timing.Beside("jit_reference", lambda: None, clock.run)
     runs = timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
                                   beside=beside)
-    assert len(runs.refs) == len(runs.walls) + 1  # reference, kernel, reference, ..., reference
-    assert len(runs.walls) == 10  # 0.2 s of minimum time: 10 pairs of 10 ms + 10 ms
+    assert runs.slots[0] == 0 and runs.slots[-1] == len(runs.walls)
+    assert all(0 < b - a <= 11 for a, b in zip(runs.slots, runs.slots[1:], strict=False))  # 100 ms, float sums
+    assert len(runs.refs) <= len(runs.walls) // 5  # 0.2 s of minimum time, a tenth of it references
     # The operating system's page-fault count is kept for every run where it exists (Linux, macOS).
     if minor_page_faults() is not None:
-        assert len(runs.kernel_faults()) == 10
+        assert len(runs.kernel_faults()) == len(runs.walls)
         assert all(f >= 0 for f in runs.faults)
-        assert len(runs.reference_faults()) == 11  # one per reference run: a fresh-output reference is checked
+        assert len(runs.reference_faults()) == len(runs.refs)  # one per reference run: a fresh-output one is checked
     # So is the scheduler's share of waiting for a CPU (Linux).
     if thread_times_ns() is not None:
-        assert len(runs.kernel_waiting()) == 10
+        assert len(runs.kernel_waiting()) == len(runs.walls)
         assert all(0.0 <= w <= 1.0 for w in runs.waiting)
 
 
@@ -150,7 +159,7 @@ def test_sampling_goes_on_while_the_interval_straddles_the_threshold(monkeypatch
     from pytest_roofline.analysis.model.live import settled
 
     def rule(threshold: float) -> timing.Settled:
-        return lambda walls, refs: settled([0.01 / w for w in walls], threshold, 0.02)
+        return lambda walls, refs, slots: settled([0.01 / w for w in walls], threshold, 0.02)
 
     def runs(threshold: float) -> int:
         clock = FakeClock([0.0095, 0.0105])

@@ -82,22 +82,28 @@ BRACKET = 2
 
 
 def bracketing_times(reference_s: Sequence[float], runs: int, width: int = BRACKET,
-                     usable: Sequence[bool] | None = None) -> list[float]:
-    """The reference's time around each kernel run. Runs go reference, kernel, reference, ..., reference
-    (``runs + 1`` references): kernel run ``i`` sits between references ``i`` and ``i + 1``; its reference time
-    is the median of references ``i - width + 1`` .. ``i + width`` (fewer at the ends). ``usable``: which
-    reference runs met their conditions (:func:`usable_references`); the others are left out, and a kernel run
-    with none usable around it takes the median of all usable ones."""
-    if len(reference_s) != runs + 1:
-        raise ValueError(f"expected {runs + 1} reference runs around {runs} kernel runs, got {len(reference_s)}")
+                     usable: Sequence[bool] | None = None, slots: Sequence[int] | None = None) -> list[float]:
+    """The reference's time around each kernel run. ``slots``: per reference run, how many kernel runs came before
+    it (the first 0, the last ``runs``); by default one after every kernel run (``runs + 1`` references: kernel
+    run ``i`` sits between references ``i`` and ``i + 1``). Kernel run ``i``'s reference time is the median of the
+    ``width`` references before it and the ``width`` after it (fewer at the ends). ``usable``: which reference
+    runs met their conditions (:func:`usable_references`); the others are left out, and a kernel run with none
+    usable around it takes the median of all usable ones."""
+    slots = list(slots) if slots is not None else list(range(len(reference_s)))
+    if len(slots) != len(reference_s) or not slots or slots[0] != 0 or slots[-1] != runs:
+        raise ValueError(f"expected reference runs before the first and after the last of {runs} kernel runs, got "
+                         f"{len(reference_s)} at {slots}")
     keep = list(usable) if usable is not None else [True] * len(reference_s)
     if len(keep) != len(reference_s) or not any(keep):
         raise ValueError(f"expected {len(reference_s)} usable flags with at least one set, got {keep}")
     overall = median(t for t, ok in zip(reference_s, keep, strict=True) if ok)
     around = []
+    first_after = 0  # the first reference after kernel run i
     for i in range(runs):
-        lo, hi = max(i - width + 1, 0), i + width + 1
-        near = [t for t, ok in zip(reference_s[lo:hi], keep[lo:hi], strict=True) if ok]
+        while slots[first_after] <= i:
+            first_after += 1
+        window = range(max(first_after - width, 0), min(first_after + width, len(slots)))
+        near = [reference_s[j] for j in window if keep[j]]
         around.append(median(near) if near else overall)
     return around
 

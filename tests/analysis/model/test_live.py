@@ -69,8 +69,20 @@ def test_bracketing_times_take_the_median_of_the_nearest_references() -> None:
     assert bracketing_times([1.0, 1.0, 9.0, 1.0, 1.0, 1.0], 5) == [1.0, 1.0, 1.0, 1.0, 1.0]
     # A step from 1 to 2 is followed within a pair.
     assert bracketing_times([1.0, 1.0, 1.0, 2.0, 2.0, 2.0], 5) == [1.0, 1.0, 1.5, 2.0, 2.0]
-    with pytest.raises(ValueError, match="3 reference runs"):
+    with pytest.raises(ValueError, match="before the first and after the last of 2 kernel runs"):
         bracketing_times([1.0, 2.0], 2)
+
+
+def test_references_after_every_few_short_runs_bracket_each_run_with_the_nearest() -> None:
+    """Short kernel runs share their references: one before the first run, then after runs 3 and 6 (of 6). Each
+    run takes the reference before it and the one after it (width 1), or the two before and after (width 2)."""
+    refs, slots = [1.0, 2.0, 4.0], [0, 3, 6]
+    assert bracketing_times(refs, 6, width=1, slots=slots) == [1.5, 1.5, 1.5, 3.0, 3.0, 3.0]
+    assert bracketing_times(refs, 6, slots=slots) == [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+    # The same as one after every run where the slots are 0..runs.
+    assert bracketing_times([1.0, 1.0, 1.0, 2.0, 2.0, 2.0], 5, slots=range(6)) == [1.0, 1.0, 1.5, 2.0, 2.0]
+    with pytest.raises(ValueError, match="after the last of 6 kernel runs"):
+        bracketing_times(refs, 6, slots=[0, 3, 5])  # the last runs unbracketed
 
 
 def test_reference_runs_that_faulted_no_fresh_pages_are_left_out_of_the_bracket() -> None:
