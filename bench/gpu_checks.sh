@@ -24,6 +24,12 @@
 #              changed: a loop, or a scaled sum; its rounds)
 #   sidebyside DIR/sidebyside.txt: two pytest runs of two example kernels at once on the one GPU, into one history
 #              directory (both runs kept; the second waits for the device lock and says who holds it)
+#   quick      DIR/quick.txt: the quick loop (pytest tests -m "not slow") on this machine's JAX
+#   floor      DIR/cost.txt: bench/measure_cost.py --repeats 2 (the example suite's wall time against its floor)
+#   big        DIR/big.txt: bench/big_programs.py (mctx's MuZero search and a NUTS step: measure() against its
+#              timed runs and compile; mctx and numpyro importable)
+#   control    DIR/control.txt: loops and conditionals counted from a GPU trace and integer work (the control-flow
+#              tests, diffrax, lineax/optimistix, numpyro, mctx; importable where installed, else skipped)
 set -u
 out=${1:?usage: gpu_checks.sh DIR [CHECK ...]}
 shift
@@ -83,6 +89,17 @@ for check in $checks; do
                     wait
                     { echo "\$ two runs at once into $hist"; cat "$out/sidebyside-1.txt" "$out/sidebyside-2.txt"
                       echo "history: $(ls "$hist" | wc -l) runs: $(ls "$hist" | tr '\n' ' ')"; } >>"$out/sidebyside.txt" ;;
+        quick) header >>"$out/quick.txt" 2>&1
+               run "$out/quick.txt" 240 "$py" -m pytest tests -m "not slow" -q -p no:cacheprovider ;;
+        floor) header >>"$out/cost.txt" 2>&1
+               run "$out/cost.txt" 240 "$py" bench/measure_cost.py --repeats 2 ;;
+        big) header >>"$out/big.txt" 2>&1
+             run "$out/big.txt" 240 "$py" bench/big_programs.py ;;
+        control) header >>"$out/control.txt" 2>&1
+                 run "$out/control.txt" 300 "$py" -m pytest -v -p no:cacheprovider tests/measurement/test_control_flow.py \
+                     tests/measurement/test_trace_plan_runs.py tests/frameworks/test_diffrax.py \
+                     tests/frameworks/test_lineax_optimistix.py tests/frameworks/test_numpyro.py \
+                     tests/frameworks/test_mctx.py ;;
         *) echo "unknown check: $check (see the top of $0)" >&2; exit 2 ;;
     esac
 done
