@@ -199,6 +199,7 @@ def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Calla
             return mine
         if (kept := load_provisional(cache_file(key), lambda path: load_cached(key, notice, path))) is not None:
             _once(notice, provisional_file(cache_file(key)), f"using a provisional calibration: {kept[1]}")
+            _RUN_ONLY[cache_file(key)] = kept  # this process's figures, which the others of its program share
             return kept
     if stale is not None:
         notice(f"the cached calibration of {stale.get('date', '?')} was measured while other processes used "

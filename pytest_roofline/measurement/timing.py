@@ -78,18 +78,17 @@ WARM_RUNS = CacheRuns()  # no eviction, no check
 
 @dataclass(frozen=True)
 class Beside:
-    """A reference kernel to alternate with the timed runs (see :mod:`.machine.reference_kernels`)."""
+    """A reference kernel to alternate with the timed runs (see :mod:`.machine.reference_kernels`): after a kernel
+    run once ``every_s`` has passed since the last reference (0: after every run, as a calibration wants)."""
 
     module_name: str
     prepare: Callable[[], Any]
     execute: Callable[[Any], Any]
+    every_s: float = 0.1
 
 
 # settled(kernel wall times, reference wall times, each reference's slot) -> whether sampling may stop
 Settled = Callable[[Sequence[float], Sequence[float], Sequence[int]], bool]
-# A reference runs after a kernel run once this long has passed since the last: after every run of 100 ms or more,
-# every tenth of 10 ms. Speed drifts over seconds (a neighbour starts), not within 100 ms.
-REFERENCE_EVERY_S = 0.1
 # agree(this process's vote: "more", "done" or "out" of budget) -> whether every process stops now: the stopping
 # decision of a measurement that spans processes, taken together (see .peers)
 Agree = Callable[[str], bool]
@@ -218,8 +217,8 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
         runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, 0))
     while len(walls) < (max_runs or settings.max_runs):
         runs.add(False, _timed(prepare, execute, KERNEL_RUN_MARKER, len(walls), evict))
-        # A reference once REFERENCE_EVERY_S has passed (after every run where processes decide together)
-        if beside is not None and (agree is not None or time.perf_counter() - referenced >= REFERENCE_EVERY_S):
+        # A reference once ``every_s`` has passed (after every run where processes decide together)
+        if beside is not None and (agree is not None or time.perf_counter() - referenced >= beside.every_s):
             runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
             referenced = time.perf_counter()
         # The budget counts everything the loop spends, fresh donated copies and references included.
@@ -249,9 +248,10 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     """Warm up, then time ``execute(prepare())`` runs; ``prepare`` (fresh donated inputs) is not timed.
 
     ``execute`` must block until the program's outputs are ready, and return them: they are freed after
-    the clock stops. ``beside``: a reference kernel run before the first and after every run. ``cache``: the
-    eviction before each run and the warm runs that check it. ``agree``: the processes of a multi-process program
-    decide together when the runs stop, so that each runs the same number.
+    the clock stops. ``beside``: a reference kernel run before the first run, after a run once its ``every_s`` has
+    passed, and after the last. ``cache``: the eviction before each run and the warm runs that check it. ``agree``:
+    the processes of a multi-process program decide together when the runs stop, so that each runs the same number.
+    The last warm-up run is profiled to count its events (:mod:`~pytest_roofline.analysis.runs.trace_plan`).
     """
     probe = _warm_up(prepare, execute, settings, beside, probe=settings.timer != "wallclock" and agree is None)
     if settings.timer == "wallclock":

@@ -85,6 +85,10 @@ def test_reference_runs_bracket_the_kernel_and_count_against_the_budget(monkeypa
     assert runs.slots[0] == 0 and runs.slots[-1] == len(runs.walls)
     assert all(0 < b - a <= 11 for a, b in zip(runs.slots, runs.slots[1:], strict=False))  # 100 ms, float sums
     assert len(runs.refs) <= len(runs.walls) // 5  # 0.2 s of minimum time, a tenth of it references
+    calibrating = timing.Beside("jit_reference", lambda: None, clock.run, every_s=0.0)  # a calibration: every run
+    every = timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
+                                   beside=calibrating)
+    assert every.slots == list(range(len(every.walls) + 1))
     # The operating system's page-fault count is kept for every run where it exists (Linux, macOS).
     if minor_page_faults() is not None:
         assert len(runs.kernel_faults()) == len(runs.walls)

@@ -201,7 +201,7 @@ _STEPS = 4
 
 def _time_beside(program: CompiledProgram, platform: str, ref_key: str) -> Timed:
     """One calibration measurement, the reference of ``ref_key`` timed beside it."""
-    return time_compiled(program, _RUNS, beside=reference(platform, ref_key).beside())
+    return time_compiled(program, _RUNS, beside=reference(platform, ref_key).beside(every_s=0.0))
 
 
 def _beside_others(timed: Timed) -> bool:
@@ -278,7 +278,7 @@ def _first_touch(figures: _Figures, stream: int, donated_s: float) -> None:
     fresh = reference(figures.platform, "stream-fresh")
     tries: list[Timed] = []
     while len(tries) < _ATTEMPTS:  # now and then every output of the reference lands in pages left mapped: again
-        timed = time_compiled(program, _RUNS, beside=fresh.beside())
+        timed = time_compiled(program, _RUNS, beside=fresh.beside(every_s=0.0))
         tries.append(timed)
         if any(fresh.usable(timed.reference_faults, len(timed.reference_s))):
             break

@@ -54,6 +54,12 @@ _MIB = 2**20
 _block: Callable[[Any], Any] = jax.block_until_ready
 
 
+# A kernel's reference runs after a kernel run once this long has passed since the last: after every run of 100 ms
+# or more, every tenth of 10 ms. Speed drifts over seconds (a neighbour starts), not within 100 ms; a reference after
+# every run of a short kernel had taken as long as its own runs. A calibration keeps one after every run.
+REFERENCE_EVERY_S = 0.1
+
+
 @dataclass(frozen=True)
 class Reference:
     key: str
@@ -71,9 +77,10 @@ class Reference:
         ``usable_references``)."""
         return usable_references(faults, runs, self.fresh_pages)
 
-    def beside(self) -> Beside:
-        """This reference as the timing loop alternates it with a kernel."""
-        return Beside(self.module_name, self.prepare, self.execute)
+    def beside(self, every_s: float = REFERENCE_EVERY_S) -> Beside:
+        """This reference as the timing loop alternates it with a kernel: after a kernel run once ``every_s`` has
+        passed since the last reference (0: after every run)."""
+        return Beside(self.module_name, self.prepare, self.execute, every_s)
 
 
 def _stream_bytes(platform: str) -> int:
