@@ -3,6 +3,8 @@ per-op times and what ran, the timed runs run without the profiler; a small prog
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import pytest_roofline
@@ -16,7 +18,7 @@ FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 ITERATIONS, N = 6000, 16  # about 96,000 events a run: 16 a trip (a 16x16 matmul, a tanh, a cond, their consumers)
 
 
-def body(i: object, v: object) -> object:
+def body(i: Any, v: Any) -> Any:
     v = jnp.tanh(v @ v) + 1e-6
     return jax.lax.cond(v[0, 0] > 0, lambda w: w * 0.5, lambda w: w + 1.0, v)
 
