@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # fresh interpreters: the quick loop starts no process
+
 # As a user's shell has it: compiled modules kept (a shell with PYTHONDONTWRITEBYTECODE compiles each every time).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 ENTRY = {"pytest_roofline", "pytest_roofline.plugin", "pytest_roofline.plugin.hooks", "pytest_roofline.plugin.options"}
