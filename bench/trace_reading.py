@@ -33,7 +33,7 @@ from pytest_roofline.analysis.runs.trace_events import (  # noqa: E402
     flatten,
 )
 from pytest_roofline.analysis.runs.trace_plan import READ_S_PER_EVENT  # noqa: E402
-from pytest_roofline.measurement.profiler import ProfilerSession, events_recorded  # noqa: E402
+from pytest_roofline.measurement.profiler import ProfilerSession, events_recorded, parsed  # noqa: E402
 
 
 def loop(iterations: int):  # noqa: ANN201 - a jitted function
@@ -71,7 +71,7 @@ def row(iterations: int) -> None:
     begun = time.perf_counter()
     xspace = session.stop()
     stop = time.perf_counter() - begun
-    recorded = events_recorded(xspace)
+    recorded = events_recorded(parsed(xspace))
     for name, skip in (("every event", ()), ("per-op read", (CONSUMER_PREFIX,))):
         kept, times = read(xspace, skip)
         total = stop + sum(times.values())

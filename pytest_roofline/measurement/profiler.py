@@ -15,7 +15,8 @@ from jax._src.lib import _profiler  # private, present since jax 0.4; jax.profil
 
 from ..analysis.runs.time_spent import phase
 
-__all__ = ["ProfilerUnavailable", "ProfilerSession", "export_xspace", "events_recorded", "Probe", "probe_run"]
+__all__ = ["ProfilerUnavailable", "ProfilerSession", "export_xspace", "events_recorded", "parsed", "Probe",
+           "probe_run"]
 
 
 class ProfilerUnavailable(RuntimeError):
@@ -69,22 +70,28 @@ def export_xspace(xspace: bytes, directory: str) -> None:
         session.discard()
 
 
-def events_recorded(xspace: bytes) -> int:
-    """How many events a serialized trace holds (the cost of reading it grows with this number)."""
+def parsed(xspace: bytes) -> Any:
+    """A serialized trace as ``jax.profiler.ProfileData``."""
     from jax.profiler import ProfileData
 
+    return ProfileData.from_serialized_xspace(xspace)
+
+
+def events_recorded(profile: Any) -> int:
+    """How many events a parsed trace holds (the cost of reading it grows with this number)."""
     from ..analysis.runs.trace_events import profile_types_quiet
 
     with profile_types_quiet():
-        return sum(1 for plane in ProfileData.from_serialized_xspace(xspace).planes for line in plane.lines
-                   for _ in line.events)
+        return sum(1 for plane in profile.planes for line in plane.lines for _ in line.events)
 
 
 @dataclass(frozen=True)
 class Probe:
-    """One run under the profiler: its trace, how many events it holds, its wall clock."""
+    """One run under the profiler: its trace (serialized, and parsed once), how many events it holds, its wall
+    clock."""
 
     xspace: bytes
+    profile: Any
     events: int
     wall: float
 
@@ -111,6 +118,7 @@ def probe_run(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker:
     try:
         with phase("profiler"):
             xspace = session.stop()
-        return Probe(xspace, events_recorded(xspace), wall)
+        profile = parsed(xspace)
+        return Probe(xspace, profile, events_recorded(profile), wall)
     except ProfilerUnavailable:
         return None

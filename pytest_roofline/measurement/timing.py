@@ -262,7 +262,7 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     if probe is not None and plan.traced is not None:  # too many events to read every run: the probe's trace
         runs = _run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, label=module_name)
         with phase("trace reading"):
-            return _from_trace(probe.xspace, runs, module_name, platform, settings, beside,
+            return _from_trace(probe.xspace, runs, module_name, platform, settings, beside, profile=probe.profile,
                                plan=replace(plan, walls=(probe.wall,)))
 
     from .profiler import ProfilerSession, ProfilerUnavailable
@@ -312,9 +312,9 @@ def _warm_up(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings
 
 
 def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, settings: TimingSettings,
-                beside: Beside | None, *, plan: TracePlan = EVERY_RUN) -> Timed:
+                beside: Beside | None, *, plan: TracePlan = EVERY_RUN, profile: Any = None) -> Timed:
     """The runs' device times read from the trace (their wall clock, with the reason, where it cannot tell them
-    and the timer is "auto", or where ``plan`` traced only the first runs)."""
+    and the timer is "auto", or where ``plan`` traced only the first runs); ``profile``: the trace already parsed."""
     from .profiler import ProfilerUnavailable
 
     walls, refs = runs.walls, runs.refs
@@ -323,11 +323,11 @@ def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, set
         _progress(f"reading the trace of {module_name}: about {plan.events * traced:,} events in {traced} runs, "
                   f"about {plan.events * traced * READ_S_PER_EVENT:.0f} s")
     try:
-        from jax.profiler import ProfileData
+        from .profiler import parsed
 
         # Where only the per-op times are read (one traced run), the consumers' "end:" events are not needed.
         skip = (CONSUMER_PREFIX,) if plan.traced is not None else ()
-        index = TraceIndex.of(flatten(ProfileData.from_serialized_xspace(xspace), skip=skip), platform)
+        index = TraceIndex.of(flatten(profile if profile is not None else parsed(xspace), skip=skip), platform)
         found: RunTimes = run_times(index.events, module_name, platform, traced, KERNEL_RUN_MARKER, index=index)
     except TraceError as exc:
         if settings.timer == "profiler":

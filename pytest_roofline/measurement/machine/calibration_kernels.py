@@ -98,11 +98,7 @@ def _stream_bytes(platform: str) -> tuple[int, str]:
     return size, f"{size // _MIB} MiB; {told}"
 
 
-def _progress(text: str) -> None:
-    say(text)
-
-
-def measure_ceilings(platform: str, progress: Callable[[str], None] = _progress) -> dict[str, Any]:
+def measure_ceilings(platform: str, progress: Callable[[str], None] = say) -> dict[str, Any]:
     """Run the calibration kernels. Returns {"peaks": {dtype: FLOP/s}, "memory": B/s, "transcendental": 1/s,
     "integer": 1/s, "references": {key: rate}, "details": {figure: how}, "spread": {figure: relative IQR}} and,
     on a CPU, "contention": the share of the CPUs other processes used meanwhile."""
@@ -372,12 +368,12 @@ def _integer_rate() -> tuple[float, float, str]:
 def cpu_spec(device_kind: str = "cpu", refresh: Refresh = "cached") -> HardwareSpec:
     """The CPU's ceilings, measured on this machine (cached)."""
     figures, where = calibration_figures(machine_key("cpu", device_kind), refresh, lambda: measure_ceilings("cpu"),
-                                         _progress)
+                                         say)
     return cpu_spec_from(figures, where, device_kind)
 
 
 def calibrated_spec(base: HardwareSpec, device_kind: str, refresh: Refresh = "cached") -> HardwareSpec:
     """An accelerator's table entry with its bf16 and f32 peaks and memory bandwidth measured on it."""
     figures, where = calibration_figures(machine_key(base.platform, device_kind), refresh,
-                                         lambda: measure_ceilings(base.platform), _progress)
+                                         lambda: measure_ceilings(base.platform), say)
     return calibrated_spec_from(base, figures, where)
