@@ -320,7 +320,8 @@ def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, set
     walls, refs = runs.walls, runs.refs
     traced = plan.traced or len(walls)
     if plan.events is not None and plan.events * traced * READ_S_PER_EVENT > PROGRESS_EVERY_S:
-        _progress(f"reading the trace of {module_name}: about {plan.events * traced:,} events in {traced} runs, "
+        _progress(f"reading the trace of {module_name}: about {plan.events * traced:,} events in {traced} "
+                  f"run{'s' if traced != 1 else ''}, "
                   f"about {plan.events * traced * READ_S_PER_EVENT:.0f} s")
     try:
         from .profiler import parsed
