@@ -98,9 +98,11 @@ class KernelRounds:
 
     @property
     def ratios(self) -> tuple[float, ...]:
-        """head / base utilization in every round that measured both (a base of 0 leaves its round out)."""
+        """head / base utilization in every round that measured both sides uncontended (a base of 0, or a side
+        measured while other processes held the CPUs, leaves its round out: the waiting slowed that side alone)."""
         return tuple(h.utilization / b.utilization for b, h in zip(self.base, self.head, strict=True)
-                     if b is not None and h is not None and b.utilization > 0)
+                     if b is not None and h is not None and b.utilization > 0
+                     and b.waiting is None and h.waiting is None)
 
 
 def collect(rounds: Sequence[tuple[RoundReport, RoundReport]]) -> list[KernelRounds]:
@@ -142,7 +144,7 @@ class PairedKernel:
     error: str = ""
     ops_diff: OpDiff | None = None  # what the head's program does differently, op by op (both sides had op times)
     ops_note: str = ""  # where the op times come from (a second pass), or why there is no op diff
-    contended: str = ""  # a drop measured while contended: why it cannot be judged
+    contended: str = ""  # which measurements were made while contended (their rounds are left out of the ratios)
 
     @property
     def open(self) -> bool:
@@ -223,25 +225,27 @@ def judge_kernel(kernel: KernelRounds, max_drop: float | None = None,
                     time_ratio=_ratio_of(kernel, "device_time_s"), ops_diff=_ops_diff(kernel),
                     ops_note=next((o.ops_note for o in (*kernel.head, *kernel.base) if o is not None and o.ops_note), ""))
     if len(ratios) < MIN_ROUNDS:
-        return blank
+        return _contended(blank, kernel)
     low, high = median_interval(ratios, CONFIDENCE)
     verdict: PairedVerdict = ("regression" if high < 1 - drop else "improvement" if low > 1 + drop
                               else "unchanged")
     # Settled once the interval lies wholly on one side of the gate: below it a regression, above it none (an
     # improvement where it also clears 1 + max_drop).
     judged = replace(blank, verdict=verdict, low=low, high=high, settled=verdict != "unchanged" or low >= 1 - drop)
-    return _contended(judged, kernel) if verdict == "regression" or not judged.settled else judged
+    return _contended(judged, kernel)
 
 
 def _contended(judged: PairedKernel, kernel: KernelRounds) -> PairedKernel:
-    """A drop, or an open verdict, where rounds were measured while contended (their threads waited for a CPU that
-    other processes held): it cannot be judged; more rounds may still settle it."""
+    """Says which measurements were made while contended (their threads waited for a CPU that other processes
+    held). Their rounds are already out of the ratios: the verdict stands on the others, and where too few are
+    left for one the kernel cannot be judged yet; more rounds may still settle it."""
     waited = [o.waiting for o in (*kernel.base, *kernel.head) if o is not None and o.waiting is not None]
     if not waited:
         return judged
     made = sum(o is not None for o in (*kernel.base, *kernel.head))
-    said = f"{len(waited)} of {made} measurements were made while contended (at most, {waited_text(max(waited))})"
-    return replace(judged, verdict="unchanged", settled=False, contended=said)
+    said = (f"{len(waited)} of {made} measurements were made while contended (at most, {waited_text(max(waited))});"
+            f" their rounds are left out")
+    return replace(judged, contended=said)
 
 
 def same_program(nodeid: str, label: str) -> PairedKernel:

@@ -31,7 +31,7 @@ def verdict_cell(k: PairedKernel) -> str:
         return f"REGRESSION (below {1 - k.max_drop:.2f})"
     if k.verdict == "improvement":
         return f"improvement (above {1 + k.max_drop:.2f})"
-    if k.contended:
+    if k.contended and k.undecided:
         return f"cannot judge: contended ({k.contended})"
     if k.undecided and k.low is None:
         return f"undecided (fewer than {MIN_ROUNDS} rounds ran)"
@@ -55,6 +55,8 @@ def _notes(k: PairedKernel) -> list[str]:
     out = []
     if k.error:
         out.append(f"{k.kernel}: cannot be measured: {k.error}")
+    if k.contended and not k.undecided:
+        out.append(f"{k.kernel}: {k.contended}; the verdict stands on the uncontended rounds")
     changed = [f"{name} {ratio:.2f}x" for name, ratio in (("FLOPs", k.flops_ratio), ("bytes", k.bytes_ratio))
                if ratio is not None and abs(ratio - 1) > 0.01]
     if changed:

@@ -76,10 +76,30 @@ def test_a_drop_measured_while_contended_cannot_be_judged() -> None:
     assert found.verdict == "unchanged" and not found.settled and found.undecided
     assert found.contended == ("2 of 12 measurements were made while contended (at most, the kernel's threads "
                                "waited for a CPU held by another process during 41% of the time they were ready to "
-                               "run)")
+                               "run); their rounds are left out")
+    assert found.ratios == pytest.approx(ratios[2:])  # four uncontended rounds: fewer than six, no verdict
     [row] = [line for line in ab_lines(comparison([replace(kernel, head=busy)])) if line.startswith("t.py::test_k")]
     assert "cannot judge: contended (2 of 12 measurements" in row and "REGRESSION" not in row
     assert comparison([replace(kernel, head=busy)]).exit_status == 0
+
+
+def test_rounds_measured_while_contended_are_left_out_and_the_rest_judge() -> None:
+    """Made-up rounds: a clear drop over twelve rounds, one head and one base measurement made while other
+    processes held the CPUs. A contended base would hide a drop (a slower base raises the ratio: 0.95 here), a
+    contended head would feign one; both rounds are left out and the ten others settle the regression."""
+    ratios = [0.49, 0.95, 0.50, 0.51, 0.48, 0.50, 0.52, 0.49, 0.50, 0.51, 0.20, 0.50]
+    kernel = _paired(ratios)
+    waits = (0, 0.3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.11, 0)
+    base, head = (tuple(replace(o, waiting=w) if o is not None and w else o for o, w in zip(side, ws, strict=True))
+                  for side, ws in zip((kernel.base, kernel.head), waits, strict=True))
+    found = judge_kernel(replace(kernel, base=base, head=head))
+    assert found.ratios == pytest.approx([r for i, r in enumerate(ratios) if i not in (1, 10)])
+    assert found.verdict == "regression" and found.settled and found.high is not None and found.high < 0.6
+    assert found.contended.startswith("2 of 24 measurements were made while contended (at most, the kernel's "
+                                      "threads waited for a CPU held by another process during 30%")
+    lines = ab_lines(comparison([replace(kernel, base=base, head=head)]))
+    assert any(line.startswith("t.py::test_k") and "REGRESSION" in line for line in lines)
+    assert any("their rounds are left out; the verdict stands on the uncontended rounds" in line for line in lines)
 
 
 def test_interval_of_nine_rounds_follows_the_binomial_formula() -> None:
