@@ -506,7 +506,8 @@ def test_a_budget_that_runs_out_leaves_the_open_kernels_undecided(tmp_path: Path
                            "tests", "-k", "total", *xdist)
     assert "programs pass" not in err and "round 1/20" in err and "round 2/20" not in err
     (row,) = [line for line in out.splitlines() if line.startswith("tests/")]
-    assert row.endswith("undecided (fewer than 6 rounds ran)"), out
+    # on a runner that is never quiet the one round may also have been measured while contended: still undecided
+    assert row.endswith("undecided (fewer than 6 rounds ran)") or "cannot judge: contended (" in row, out
     assert "the budget of 1 s ran out after 1 rounds" in out and status == 1
 
 
