@@ -320,15 +320,16 @@ def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec, roof: RooflineEstim
     ref = plan.reference
     if ref is None:
         return None, ""
-    slots = timed.reference_slots or tuple(range(len(timed.reference_s)))
-    if len(slots) != len(timed.reference_s) or not slots or slots[-1] != timed.timing.runs:
-        return None, (f"the reference kernel's runs could not be read ({len(timed.reference_s)} for "
-                      f"{timed.timing.runs} kernel runs): calibrated ceilings used")
     usable = ref.usable(timed.reference_faults, len(timed.reference_s))
-    if not any(usable):
+    if timed.reference_s and not any(usable):
         return None, (f"no run of the reference ({ref.name}) faulted the fresh pages it must write (they reused "
                       f"mapped pages): calibrated ceilings used")
-    around = bracketing_times(timed.reference_s, timed.timing.runs, usable=usable, slots=slots)
+    try:  # references not around the kernel's runs (one after each by default, or at the slots the runs recorded)
+        around = bracketing_times(timed.reference_s, timed.timing.runs, usable=usable,
+                                  slots=timed.reference_slots or None)
+    except ValueError:
+        return None, (f"the reference kernel's runs could not be read ({len(timed.reference_s)} for "
+                      f"{timed.timing.runs} kernel runs): calibrated ceilings used")
     name = ref.name + ("" if timed.reference_timer == "profiler" else f" ({timed.reference_timer})")
     live = Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
                 tuple(drifts(around, ref.work, plan.calibrated_rate)), usable.count(False))

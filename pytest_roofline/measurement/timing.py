@@ -263,7 +263,7 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
         runs = _run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, label=module_name)
         with phase("trace reading"):
             return _from_trace(probe.xspace, runs, module_name, platform, settings, beside, profile=probe.profile,
-                               plan=replace(plan, walls=(probe.wall,)))
+                               plan=replace(plan, traced_wall_s=probe.wall))
 
     from .profiler import ProfilerSession, ProfilerUnavailable
 

@@ -15,66 +15,79 @@ MARKER_LINE = "roofline(min=None, **settings): measure this test's kernels again
 
 @dataclass(frozen=True)
 class Option:
+    """One setting: its flag, ini key and environment variable are named after it (``min``: ``--roofline-min``,
+    ``roofline_min``, ``PYTEST_ROOFLINE_MIN``)."""
+
     name: str  # attribute of Settings
-    flag: str  # command-line flag
-    ini: str
-    env: str
     kind: str  # "float", "bool", "path", "str"
     help: str
-    _: KW_ONLY  # fields from the seventh on are given by keyword
+    _: KW_ONLY
     metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag."""
+        return "--roofline-" + self.name.replace("_", "-")
+
+    @property
+    def ini(self) -> str:
+        return "roofline_" + self.name
+
+    @property
+    def env(self) -> str:
+        return "PYTEST_ROOFLINE_" + self.name.upper()
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("min", "--roofline-min", "roofline_min", "PYTEST_ROOFLINE_MIN", "float",
+    Option("min", "float",
            "fail roofline kernels whose utilization (roofline time / measured time) is below this fraction, "
            "in (0, 1]; without a threshold anywhere kernels are measured and reported, never failed", metavar="FLOAT"),
-    Option("hardware", "--roofline-hardware", "roofline_hardware", "PYTEST_ROOFLINE_HARDWARE", "str",
+    Option("hardware", "str",
            "measure against this hardware table entry (e.g. 'H100 SXM') instead of the detected device", metavar="NAME"),
-    Option("config", "--roofline-config", "roofline_config", "PYTEST_ROOFLINE_CONFIG", "path",
+    Option("config", "path",
            "YAML file with a suite threshold (min), per-test thresholds by test-id pattern (thresholds) "
            "and hardware overrides (devices)", metavar="PATH"),
-    Option("calibrate", "--roofline-calibrate", "roofline_calibrate", "PYTEST_ROOFLINE_CALIBRATE", "bool",
+    Option("calibrate", "bool",
            "re-measure the calibrated ceilings (CPU) once in this session instead of using the cache"),
-    Option("report", "--roofline-report", "roofline_report", "PYTEST_ROOFLINE_REPORT", "path",
+    Option("report", "path",
            "write every measured kernel to this JSON file (atomically)", metavar="PATH"),
-    Option("warn_only", "--roofline-warn-only", "roofline_warn_only", "PYTEST_ROOFLINE_WARN_ONLY", "bool",
+    Option("warn_only", "bool",
            "report kernels below their threshold as warnings instead of failing the test"),
-    Option("ceilings", "--roofline-ceilings", "roofline_ceilings", "PYTEST_ROOFLINE_CEILINGS", "str",
+    Option("ceilings", "str",
            "which ceilings to measure against: auto (live on CPU, datasheet on accelerators), datasheet, "
            "calibrated, or live (calibrated, scaled by a reference kernel run beside each timed run)", metavar="KIND"),
-    Option("model", "--roofline-model", "roofline_model", "PYTEST_ROOFLINE_MODEL", "str",
+    Option("model", "str",
            "which roofline the threshold is checked against: program (one max() over the whole program, "
            "default) or ops (the sum of per-op roofline times, tighter for ops that run one after another)", metavar="MODEL"),
-    Option("first_touch", "--roofline-first-touch", "roofline_first_touch", "PYTEST_ROOFLINE_FIRST_TOUCH", "str",
+    Option("first_touch", "str",
            "whether the roofline includes the first touch of each kernel's fresh pages (a CPU's page faults on "
            "new output buffers, calibrated on the machine): include (default) or exclude (main memory and "
            "compute alone); both utilizations are reported", metavar="MODE"),
-    Option("cache", "--roofline-cache", "roofline_cache", "PYTEST_ROOFLINE_CACHE", "str",
+    Option("cache", "str",
            "the cache state kernels are measured in: cold (the last-level cache is evicted before every timed "
            "run, outside the timing), warm (runs back to back) or auto (default: cold where a kernel's working "
            "set fits the last-level cache, warm where it does not, and on a TPU)", metavar="STATE"),
-    Option("counts", "--roofline-counts", "roofline_counts", "PYTEST_ROOFLINE_COUNTS", "str",
+    Option("counts", "str",
            "whose FLOPs kernels are judged on: compiled (the compiled program's, default) or source (the work the "
            "program as written asks for, model-FLOPs utilization: a ragged dot XLA runs dense is judged on its "
            "useful work)", metavar="WHOSE"),
-    Option("trace_dir", "--roofline-trace-dir", "roofline_trace_dir", "PYTEST_ROOFLINE_TRACE_DIR", "path",
+    Option("trace_dir", "path",
            "where to save the trace (Perfetto, TensorBoard/XProf) and optimized HLO of failing kernels "
            "(default: .pytest_cache/d/roofline-traces, or a temporary directory)", metavar="PATH"),
-    Option("history", "--roofline-history", "roofline_history", "PYTEST_ROOFLINE_HISTORY", "path",
+    Option("history", "path",
            "add this run's JSON report to this directory (named by time and commit): the history that "
            "'pytest-roofline history' reads and --roofline-baseline can compare with",
            metavar="DIR"),
-    Option("baseline", "--roofline-baseline", "roofline_baseline", "PYTEST_ROOFLINE_BASELINE", "path",
+    Option("baseline", "path",
            "a report, or a history directory whose recent complete runs form the baseline: fail a kernel "
            "whose utilization dropped from it beyond a noise-aware gate", metavar="PATH"),
-    Option("max_drop", "--roofline-max-drop", "roofline_max_drop", "PYTEST_ROOFLINE_MAX_DROP", "float",
+    Option("max_drop", "float",
            "the smallest drop from the baseline that fails, a fraction in (0, 1) (default 0.05 against a "
            "history, 0.10 against one report; the history's noise can widen it)",
            metavar="FRACTION"),
-    Option("html", "--roofline-html", "roofline_html", "PYTEST_ROOFLINE_HTML", "path",
+    Option("html", "path",
            "write a self-contained HTML report with roofline charts at the end of the run (needs "
            "pip install 'pytest-roofline[html]')", metavar="PATH"),
-    Option("trace_all", "--roofline-trace-all", "roofline_trace_all", "PYTEST_ROOFLINE_TRACE_ALL", "bool",
+    Option("trace_all", "bool",
            "save traces of every measured kernel, not only failing ones"),
 )

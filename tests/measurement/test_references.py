@@ -52,3 +52,21 @@ def test_reference_runs_without_fresh_pages_leave_the_live_ceiling_and_are_count
     # Faults not counted (an OS without the count): every run counts.
     live, _ = _live(_LivePlan(fresh, rate), made_up_timed([0.016, 0.004, 0.016], []), FAKE_CPU, ROOF, None)
     assert live is not None and live.left_out == 0
+
+
+def test_reference_runs_that_do_not_bracket_the_kernel_runs_leave_the_live_ceiling() -> None:
+    """Made-up runs: too few references for the kernel's runs, and slots whose first reference came after a kernel
+    run: no live ceiling, said so, never an exception out of the measurement."""
+    fresh = reference("cpu", "stream-fresh")
+    rate = fresh.work / 0.016
+    short = Timed(Timing((0.04,) * 5, (0.04,) * 5, "profiler"), reference_s=(0.016, 0.016),
+                  reference_timer="profiler")
+    late = Timed(Timing((0.04,) * 3, (0.04,) * 3, "profiler"), reference_s=(0.016, 0.016),
+                 reference_timer="profiler", reference_slots=(1, 3))
+    for timed, count in ((short, "2 for 5"), (late, "2 for 3")):
+        live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU, ROOF, None)
+        assert live is None and why == (f"the reference kernel's runs could not be read ({count} kernel runs): "
+                                        "calibrated ceilings used")
+    good = Timed(Timing((0.04,) * 3, (0.04,) * 3, "profiler"), reference_s=(0.016, 0.016),
+                 reference_timer="profiler", reference_slots=(0, 3))
+    assert _live(_LivePlan(fresh, rate), good, FAKE_CPU, ROOF, None)[0] is not None

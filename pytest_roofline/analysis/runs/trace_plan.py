@@ -33,7 +33,7 @@ class TracePlan:
     traced: int | None = None
     events: int | None = None
     reading_s: float = 0.0
-    walls: tuple[float, ...] = ()  # the wall clock of the traced run (the last warm-up run, under the profiler)
+    traced_wall_s: float | None = None  # the wall clock of the traced run (the last warm-up run, under the profiler)
 
     def reason(self, device_s: float, timed_walls: Sequence[float]) -> str:
         """Why the runs are timed by the wall clock: the traced run's device time, and how much the profiler slowed
@@ -41,8 +41,8 @@ class TracePlan:
         if self.traced is None:
             return ""
         slowed = ""
-        if self.walls and timed_walls and median(timed_walls) > 0:
-            slowed = f"; the profiler slowed that run {self.walls[0] / median(timed_walls):.2g}x"
+        if self.traced_wall_s is not None and timed_walls and median(timed_walls) > 0:
+            slowed = f"; the profiler slowed that run {self.traced_wall_s / median(timed_walls):.2g}x"
         return (f"this program records {self.events:,} trace events a run, whose reading would take about "
                 f"{format_seconds(self.reading_s)} a run: the last warm-up run was profiled for the per-op times and "
                 f"what ran (device time {format_seconds(device_s)}{slowed}), and the timed runs ran without the "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pytest_roofline.analysis.runs.trace_plan import EVERY_RUN, READ_FLOOR_S, READ_S_PER_EVENT, trace_plan
@@ -27,7 +29,7 @@ def test_a_program_of_many_events_a_run_is_read_once() -> None:
     text = plan.reason(0.054, [0.020, 0.019, 0.021])
     assert "137,000 trace events a run" in text and "2.74 s a run" in text
     assert "device time 54 ms; the profiler slowed that run" not in text  # no traced wall given yet
-    slowed = type(plan)(1, 137_000, plan.reading_s, (0.055,)).reason(0.054, [0.020, 0.019, 0.021])
+    slowed = replace(plan, traced_wall_s=0.055).reason(0.054, [0.020, 0.019, 0.021])
     assert "the profiler slowed that run 2.8x" in slowed and "wall clock" in slowed
 
 
