@@ -108,8 +108,11 @@ def main() -> int:
         after.append(n)
         drop_seconds.append(c.seconds)
         drop_rounds.append(c.rounds)
-        print(f"20% drop {i + 1}/{drop_runs}: neighbour in rounds {[r + 1 for r in busy]}; ratio {k.median:.2f} "
-              f"[{k.low}, {k.high}]; {k.verdict} after {n} {UNITS} ({c.rounds} rounds run, {c.seconds:.0f} s)", flush=True)
+        print(
+            f"20% drop {i + 1}/{drop_runs}: neighbour in rounds {[r + 1 for r in busy]}; ratio {k.median:.2f} "
+            f"[{k.low}, {k.high}]; {k.verdict} after {n} {UNITS} ({c.rounds} rounds run, {c.seconds:.0f} s)",
+            flush=True,
+        )
     max_drop = f"{k.max_drop:g}" if drop_runs else "as ab's default"  # no drop run: no kernel of its own to ask
     print(f"\nmachine: {os.uname().nodename}; {time.strftime('%Y-%m-%d')}; max_drop {max_drop}; "
           f"rounds at most {DEFAULT_ROUNDS}, verdicts from the {MIN_ROUNDS}th of the {UNITS}; "

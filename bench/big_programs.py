@@ -80,9 +80,11 @@ def row(name: str, make: Any) -> str:
     ratio = (total - compile_s) / timed if timed > 0 else float("inf")
     how = "wall clock (first run traced)" if result.timer == "wallclock" and "trace events" in \
         result.timer_fallback_reason else result.timer
-    return (f"{name:10} {total:7.2f} {compile_s:7.2f} {timed:7.2f} {spent.get('profiler'):7.2f} "
-            f"{spent.get('trace reading'):7.2f} {result.runs:5d} {result.device_time_s * 1e3:8.2f} {ratio:6.1f}  {how}\n"
-            f"{'':10} " + ", ".join(f"{k} {v:.2f}" for k, v in spent.to_dict().items()))
+    return (
+        f"{name:10} {total:7.2f} {compile_s:7.2f} {timed:7.2f} {spent.get('profiler'):7.2f} "
+        f"{spent.get('trace reading'):7.2f} {result.runs:5d} {result.device_time_s * 1e3:8.2f} {ratio:6.1f}  {how}\n"
+        f"{'':10} " + ", ".join(f"{k} {v:.2f}" for k, v in spent.to_dict().items())
+    )
 
 
 def main() -> None:

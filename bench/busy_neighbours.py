@@ -128,8 +128,11 @@ def main() -> None:
         for p in procs:
             p.join(timeout=10)
     lines, pass_then_fail, unflagged = table(runs)
-    print(f"targets: {' '.join(t for group in targets for t in group)}; neighbours: {count} ({count // 2} spinning, {count - count // 2} streaming "
-          f"{STREAM_MIB} MiB)")
+    print(
+        f"targets: {' '.join(t for group in targets for t in group)}; neighbours: {count} ({count // 2} spinning, "
+        f"{count - count // 2} streaming "
+        f"{STREAM_MIB} MiB)"
+    )
     print(f"quiet run {quiet_s:.0f} s; beside the neighbours {busy_s:.0f} s; beside them, calibrating there "
           f"{cal_s:.0f} s")
     print(f"quiet calibration: {quiet_said}")

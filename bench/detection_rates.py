@@ -27,8 +27,8 @@ def rate(make: Callable[[random.Random], list[float]], n: int, seed: int) -> flo
 
 
 def table(n: int) -> list[str]:
-    """The table docs/ci.md shows ("Regression detection"), one line per case; tests/analysis/verdict/test_detect.py checks that
-    the guide's copy is exactly what this prints with 1000 series per cell."""
+    """The table docs/ci.md shows ("Regression detection"), one line per case; tests/analysis/verdict/test_detect.py
+    checks that the guide's copy is exactly what this prints with 1000 series per cell."""
     lines = [f"{'case':<34}{'noise 2%':>10}{'noise 5%':>10}   ({n} series each)"]
     rows: list[tuple[str, Callable[[float], Callable[[random.Random], list[float]]]]] = [
         ("pure noise, 7 nights", lambda s: lambda r: series(r, 7, 0, 0, s)),

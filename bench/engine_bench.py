@@ -74,7 +74,10 @@ def main() -> int:
     print("\nstability: ten back-to-back measurements of the f32 matmul 2048")
     name, fn, args = kernels()[0]
     results_10 = [measure(fn, *args) for _ in range(10)]
-    for label, values in (("median", [r.device_time_s for r in results_10]), ("minimum", [r.min_s for r in results_10])):
+    for label, values in (
+        ("median", [r.device_time_s for r in results_10]),
+        ("minimum", [r.min_s for r in results_10]),
+    ):
         mid = statistics.median(values)
         print(f"  device time {label:7} (ms): " + " ".join(f"{t * 1e3:.2f}" for t in values)
               + f"   (max - min) / median = {(max(values) - min(values)) / mid:.1%}")

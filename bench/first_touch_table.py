@@ -37,7 +37,11 @@ def kernels() -> list[tuple[str, Any, tuple[Any, ...]]]:
         ("scale 128 MiB, fresh output", lambda a: a * 1.5 + 0.25, (x,)),
         ("scale 128 MiB, donated", jax.jit(lambda a: a * 1.5 + 0.25, donate_argnums=0), (x,)),
         ("a*x+y 32M f32, fresh output", lambda a, b: 1.5 * a + b, (flat, other)),
-        ("layer norm 8192x4096", lambda a: (a - a.mean(-1, keepdims=True)) * jax.lax.rsqrt(a.var(-1, keepdims=True) + 1e-5), (x,)),
+        (
+            "layer norm 8192x4096",
+            lambda a: (a - a.mean(-1, keepdims=True)) * jax.lax.rsqrt(a.var(-1, keepdims=True) + 1e-5),
+            (x,),
+        ),
         ("softmax 8192x4096", lambda a: jax.nn.softmax(a, axis=-1), (x,)),
         ("row sum 8192x4096", lambda a: a.sum(axis=-1), (x,)),
         ("bf16 dense 1x4096x8192", lambda a, b: a @ b, (v, w)),

@@ -116,8 +116,11 @@ def _tokamax(which: str) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str,
         return tokamax.ragged_dot, (jax.random.normal(KEY, (2048, 512)), jax.random.normal(KEY, (8, 512, 512)),
                                     jnp.full((8,), 256, jnp.int32)), {"implementation": "xla"}
     if which == "glu":
-        return tokamax.gated_linear_unit, (jax.random.normal(KEY, (2048, 1024)), jax.random.normal(KEY, (1024, 2, 2048))), \
-            {"activation": jax.nn.silu, "implementation": "xla"}
+        return (
+            tokamax.gated_linear_unit,
+            (jax.random.normal(KEY, (2048, 1024)), jax.random.normal(KEY, (1024, 2, 2048))),
+            {"activation": jax.nn.silu, "implementation": "xla"},
+        )
     return tokamax.layer_norm, (jax.random.normal(KEY, (4096, 2048)), jnp.ones(2048), jnp.zeros(2048)), \
         {"implementation": "xla"}
 
@@ -255,26 +258,67 @@ def _is(value: float) -> Callable[[], float]:
 
 
 CASES = [
-    Case("flax.nnx", "block forward (nnx.jit)", "512 x 512 -> 2048", _is(2 * 2 * 512 * 512 * 2048), lambda: _nnx(False)),
-    Case("flax.nnx + optax", "AdamW training step", "same block", _is(3 * 2 * 2 * 512 * 512 * 2048), lambda: _nnx(True)),
-    Case("equinox + optax", "filter_jit MLP step", "1024 x 256, width 512, depth 2",
-         _is(3 * 2 * 1024 * (256 * 512 + 512 * 512 + 512 * 256)), _eqx),
+    Case(
+        "flax.nnx", "block forward (nnx.jit)", "512 x 512 -> 2048", _is(2 * 2 * 512 * 512 * 2048), lambda: _nnx(False)
+    ),
+    Case(
+        "flax.nnx + optax", "AdamW training step", "same block", _is(3 * 2 * 2 * 512 * 512 * 2048), lambda: _nnx(True)
+    ),
+    Case(
+        "equinox + optax",
+        "filter_jit MLP step",
+        "1024 x 256, width 512, depth 2",
+        _is(3 * 2 * 1024 * (256 * 512 + 512 * 512 + 512 * 256)),
+        _eqx,
+    ),
     Case("diffrax", "Tsit5 adaptive solve", "512 x 256, tanh(y @ W)", _diffrax_flops, _diffrax),
-    Case("tokamax", "dot_product_attention (xla)", "2 x 1024 x 8 heads x 64", _is(2 * 2 * (2 * 8 * 1024 * 1024 * 64)),
-         lambda: _tokamax("attention")),
-    Case("tokamax", "ragged_dot (xla)", "2048 x 512 x 512, 8 groups", _is(2 * 2048 * 512 * 512),
-         lambda: _tokamax("ragged")),
-    Case("tokamax", "gated_linear_unit (xla)", "2048 x 1024 -> 2 x 2048", _is(2 * 2048 * 1024 * 4096),
-         lambda: _tokamax("glu")),
-    Case("tokamax", "layer_norm (xla)", "4096 x 2048", _is(float("nan")), lambda: _tokamax("layer_norm"),
-         analytic_bytes=2 * 4096 * 2048 * 4),  # x read once and written once
+    Case(
+        "tokamax",
+        "dot_product_attention (xla)",
+        "2 x 1024 x 8 heads x 64",
+        _is(2 * 2 * (2 * 8 * 1024 * 1024 * 64)),
+        lambda: _tokamax("attention"),
+    ),
+    Case(
+        "tokamax",
+        "ragged_dot (xla)",
+        "2048 x 512 x 512, 8 groups",
+        _is(2 * 2048 * 512 * 512),
+        lambda: _tokamax("ragged"),
+    ),
+    Case(
+        "tokamax",
+        "gated_linear_unit (xla)",
+        "2048 x 1024 -> 2 x 2048",
+        _is(2 * 2048 * 1024 * 4096),
+        lambda: _tokamax("glu"),
+    ),
+    Case(
+        "tokamax",
+        "layer_norm (xla)",
+        "4096 x 2048",
+        _is(float("nan")),
+        lambda: _tokamax("layer_norm"),
+        analytic_bytes=2 * 4096 * 2048 * 4,
+    ),  # x read once and written once
     Case("keras 3 (jax)", "Dense MLP, stateless_call", "512 x 512 -> 2048", _is(2 * 2 * 512 * 512 * 2048), _keras),
-    Case("dm-haiku", "transformed MLP (hk.remat)", "128 x 256, 512, 512, 256", _is(HAIKU_LAYERS),
-         lambda: _haiku(False)),
-    Case("dm-haiku", "its gradient", "same MLP", _is(2 * HAIKU_LAYERS + 2 * 128 * (512 * 512 + 512 * 256)),
-         lambda: _haiku(True)),
-    Case("numpyro", "one NUTS step, warmed up", "logistic regression 2048 x 64",
-         lambda: _NUTS_STEPS * 2 * 2 * 2048 * 64, _nuts),
+    Case(
+        "dm-haiku", "transformed MLP (hk.remat)", "128 x 256, 512, 512, 256", _is(HAIKU_LAYERS), lambda: _haiku(False)
+    ),
+    Case(
+        "dm-haiku",
+        "its gradient",
+        "same MLP",
+        _is(2 * HAIKU_LAYERS + 2 * 128 * (512 * 512 + 512 * 256)),
+        lambda: _haiku(True),
+    ),
+    Case(
+        "numpyro",
+        "one NUTS step, warmed up",
+        "logistic regression 2048 x 64",
+        lambda: _NUTS_STEPS * 2 * 2 * 2048 * 64,
+        _nuts,
+    ),
     Case("jax-md", "neighbor update, no rebuild", "1024 LJ particles", _is(float("nan")), lambda: _jax_md(False)),
     Case("jax-md", "fori_loop of 20 NVE steps", "same", _is(float("nan")), lambda: _jax_md(True)),
     Case("lineax", "CG, 20 steps", "1024 x 1024", _is(22 * 2 * 1024 * 1024), _cg),

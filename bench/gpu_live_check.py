@@ -99,8 +99,10 @@ def main() -> None:
     if args.save:
         now = datetime.datetime.now(datetime.UTC)
         device = jax.devices()[0].device_kind
-        head = (f"date: {now:%Y-%m-%d %H:%M} UTC\nhardware: {device} x{jax.device_count()} ({jax.devices()[0].platform})"
-                f"\ncommand: python {' '.join(sys.argv)}\n\n")
+        head = (
+            f"date: {now:%Y-%m-%d %H:%M} UTC\nhardware: {device} x{jax.device_count()} ({jax.devices()[0].platform})"
+            f"\ncommand: python {' '.join(sys.argv)}\n\n"
+        )
         args.save.mkdir(parents=True, exist_ok=True)
         path = args.save / f"gpu_live_check-{now:%Y-%m-%d}-{re.sub(r'[^A-Za-z0-9]+', '-', device).strip('-')}.txt"
         path.write_text(head + text + "\n")

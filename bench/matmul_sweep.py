@@ -25,7 +25,10 @@ def main() -> None:
     options = parser.parse_args()
     key = jax.random.key(0)
     print(f"jax {jax.__version__}; ceilings={options.ceilings}")
-    print(f"{'dtype':6} {'m x k x n':>16} {'GFLOP/s':>9} {'ceiling':>9} {'util':>7} {'95% interval':>15} {'above 100%?':>12}")
+    print(
+        f"{'dtype':6} {'m x k x n':>16} {'GFLOP/s':>9} {'ceiling':>9} {'util':>7} {'95% interval':>15} "
+        f"{'above 100%?':>12}"
+    )
     for dtype in (jnp.float32, jnp.bfloat16):
         for m, k, n in SHAPES:
             a = jax.random.normal(key, (m, k), dtype)

@@ -36,9 +36,23 @@ from pytest_roofline.analysis.runs.time_spent import PHASES  # noqa: E402
 
 # As a user's shell has it: compiled modules kept (a shell with PYTHONDONTWRITEBYTECODE compiles each every run).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-SHORT = {"compile": "compile", "inputs": "inputs", "hardware": "hw", "warm-up": "warm", "timed runs": "timed", "between runs": "loop",
-         "references": "refs", "profiler": "prof", "trace reading": "trace", "cache state": "cache", "model": "model",
-         "second measurement": "2nd", "second pass": "2ndpas", "artifacts": "artif", "everything else": "else"}
+SHORT = {
+    "compile": "compile",
+    "inputs": "inputs",
+    "hardware": "hw",
+    "warm-up": "warm",
+    "timed runs": "timed",
+    "between runs": "loop",
+    "references": "refs",
+    "profiler": "prof",
+    "trace reading": "trace",
+    "cache state": "cache",
+    "model": "model",
+    "second measurement": "2nd",
+    "second pass": "2ndpas",
+    "artifacts": "artif",
+    "everything else": "else",
+}
 
 
 def one_run(suite: str, extra: list[str]) -> tuple[float, list[dict], str]:
@@ -111,7 +125,9 @@ def print_floor(totals: dict[str, float], collect: float) -> float:
 
 def _slowest(records: list[dict]) -> None:
     # A kernel of about 10 ms (a run of 15 ms or less) whose whole measurement took over 1 s.
-    slow = [r for r in records if r["result"]["device_time_s"] <= 0.015 and sum((r.get("time_spent") or {}).values()) > 1.0]
+    slow = [
+        r for r in records if r["result"]["device_time_s"] <= 0.015 and sum((r.get("time_spent") or {}).values()) > 1.0
+    ]
     for r in slow:
         print(f"  over 1 s for a kernel of {r['result']['device_time_s'] * 1e3:.1f} ms: {r['nodeid']} [{r['label']}]")
 

@@ -95,8 +95,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--kernel", default="attention")
     parser.add_argument("--redraw", choices=("none", "inputs", "heap", "compile"), default="inputs")
-    parser.add_argument("--paired", action="store_true",
-                        help="two processes alive at once, measured in turn (ABBA): the ratio of the second to the first")
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="two processes alive at once, measured in turn (ABBA): the ratio of the second to the first",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.child:

@@ -79,10 +79,12 @@ def main() -> None:
     for name, values in sorted(series.items()):
         threshold = thresholds[name]
         mid = statistics.median(values)
-        print(f"{name[:58]:58} {min(values):6.1%} {mid:6.1%} {max(values):6.1%} "
-              f"{span(by_condition.get((name, 'quiet'), [])):>17} {span(by_condition.get((name, 'neighbour'), [])):>17} "
-              f"{'-' if threshold is None else format(threshold, '.0%'):>5} "
-              f"{'-' if threshold is None else format(threshold / mid, '.2f'):>7} {failed[name]:5d}")
+        print(
+            f"{name[:58]:58} {min(values):6.1%} {mid:6.1%} {max(values):6.1%} "
+            f"{span(by_condition.get((name, 'quiet'), [])):>17} {span(by_condition.get((name, 'neighbour'), [])):>17} "
+            f"{'-' if threshold is None else format(threshold, '.0%'):>5} "
+            f"{'-' if threshold is None else format(threshold / mid, '.2f'):>7} {failed[name]:5d}"
+        )
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@
 Run: python bench/trace_reading.py [--iterations 2000 8000]   (prints a table)
 
 A jitted ``fori_loop`` of a small matmul and a ``lax.cond`` records a dozen trace events an iteration on a CPU (each
-op and its "end:" consumer), so its trip count sets the trace's size. For each size the bench runs the program once under the
-profiler and times each step of reading its trace: stopping the profiler (XLA turns its buffers into an XSpace),
-parsing it (``jax.profiler.ProfileData``), flattening the events, indexing them and matching the program's run.
+op and its "end:" consumer), so its trip count sets the trace's size. For each size the bench runs the program once
+under the profiler and times each step of reading its trace: stopping the profiler (XLA turns its buffers into an
+XSpace), parsing it (``jax.profiler.ProfileData``), flattening the events, indexing them and matching the program's run.
 Two reads: every event, as each timed run is read (the run's time needs the consumers' ends), and the per-op
 read of a program whose events are too many to read every run, which leaves the consumers out. The last column
 is the cost per event that ``pytest_roofline.analysis.runs.trace_plan.READ_S_PER_EVENT`` assumes. Nothing is

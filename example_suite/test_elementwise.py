@@ -28,7 +28,8 @@ def gelu_chain(x):
 # (under 1 FLOP/B). On a CPU each call page-faults a fresh 128 MiB output inside the op (see test_donation.py):
 # with that first touch in the roofline (the default) a single pass reaches it (medians 90% RMS norm, 87% layer
 # norm on Zen 4; 13-15% of the roofline without first touch on both CPUs). An H100 streams both at 86-88% of its
-# datasheet bandwidth, an H200 at 79% (RMS) and 75% (layer norm). Thresholds: half the lower median (see test_matmul.py).
+# datasheet bandwidth, an H200 at 79% (RMS) and 75% (layer norm). Thresholds: half the lower median (see
+# test_matmul.py).
 @pytest.mark.roofline(min={"cpu": 0.45, "gpu": 0.39}, bound="memory")
 def test_rms_norm(roofline, key):
     roofline(rms_norm, normal(key, (ROWS, COLS)), jnp.ones((COLS,)))

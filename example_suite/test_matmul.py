@@ -24,8 +24,8 @@ def dense(x, w):
 # single fused pass or a GEMM can reach its roofline, first touch of fresh pages included; extra passes a compiler
 # makes cost what they cost), and the threshold is half the lower of the medians measured: on the two CPU families
 # seen so far (a 2-core Intel Xeon VM and a 2-core AMD EPYC Zen 4 VM, live ceilings) and on an H100 SXM and an
-# H200 (datasheet ceilings): a 2x margin for other machines. A platform a threshold mapping does not name (TPUs: not yet run on
-# one) is measured and reported, not judged; its bound, where declared, is still checked. The figures are in
+# H200 (datasheet ceilings): a 2x margin for other machines. A platform a threshold mapping does not name (TPUs: not yet
+# run on one) is measured and reported, not judged; its bound, where declared, is still checked. The figures are in
 # docs/measurements.md and docs/gpu.md.
 
 # Batch 1 reads each weight once and does 2 FLOPs with it: pure weight streaming on every device (intensity 0.5
@@ -65,7 +65,8 @@ def test_large_batch_is_compute_bound(roofline, key, dtype, threshold):
 # Four independent n x n products in one call: compute-bound like one large matmul where n is at least 1.5 x 2 x
 # the critical intensity x 4 bytes (a square f32 matmul has intensity n/6): 1792 on an H100, 512 (the floor: below
 # it XLA:CPU's batched GEMM is not at its best) on a CPU. Sixteen 512³ products were memory-bound on an H100
-# (intensity 85 vs 148); 4 x 1280³ reached 38% of an H200's TF32 peak. On a CPU: 74-77% at 4 x 512³ on Zen 4 (65% quiet Xeon, 72% Zen 4 at 16 x 512³).
+# (intensity 85 vs 148); 4 x 1280³ reached 38% of an H200's TF32 peak. On a CPU: 74-77% at 4 x 512³ on Zen 4 (65% quiet
+# Xeon, 72% Zen 4 at 16 x 512³).
 @pytest.mark.roofline(min={"cpu": 0.32, "gpu": 0.18}, bound="compute")
 def test_batched_matmul(roofline, key):
     n = max(512, roofline.hardware.compute_bound_size(jnp.float32, margin=2, multiple=128))

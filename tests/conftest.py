@@ -59,8 +59,8 @@ def _quick_loop_compiles_cached(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _charts_kept_across_inline_runs() -> None:
     """pytester's in-process runs drop every module first imported inside them, so each run that writes an HTML
-    report would load plotly's figure classes anew (0.1-0.2 s a run): one report of fake results (tests/support/fakes.py),
-    with its roofline chart and sparklines, loads them once for the session."""
+    report would load plotly's figure classes anew (0.1-0.2 s a run): one report of fake results
+    (tests/support/fakes.py), with its roofline chart and sparklines, loads them once for the session."""
     try:
         import plotly  # noqa: F401
     except ImportError:  # plotly is an extra: the HTML tests say so themselves

@@ -1,1 +1,2 @@
-"""Shared by every layer: the typed kinds, errors, files, units, quantiles, labels, call checks and dependency floors."""
+"""Shared by every layer: the typed kinds, errors, files, units, quantiles, labels, call checks and dependency
+floors."""

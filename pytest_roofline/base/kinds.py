@@ -82,9 +82,10 @@ CeilingsUsed = Literal["datasheet", "calibrated", "live", "given"]
 Verdict = Literal["measured", "pass", "fail", "wrong-bound", "impossible", "regression", "over-memory", "over-ops",
                   "exposed", "contended", "no-work", "lower-bound", "unjudged"]
 """regression: utilization dropped from the --roofline-baseline beyond its gate; over-memory: the program needs
-more device memory than its max_memory=; over-ops: one run executes more device ops than its max_ops=; exposed: its collectives leave more of a run
-exposed (overlapped by no compute) than its max_exposed=; no-work: the compiled program computes nothing (the kernel returns None
-or a constant), so there is no roofline to judge it against; lower-bound: below its threshold, but its counts are a
+more device memory than its max_memory=; over-ops: one run executes more device ops than its max_ops=; exposed: its
+collectives leave more of a run exposed (overlapped by no compute) than its max_exposed=; no-work: the compiled program
+computes nothing (the kernel returns None or a constant), so there is no roofline to judge it against; lower-bound:
+below its threshold, but its counts are a
 lower bound (a loop whose iterations no trace showed, work nobody counted), so it is not judged (a warning); unjudged:
 above its roofline, but against figures known to be unsure (ceilings calibrated beside other work, a conditional
 counted at its dearest branch), so neither impossible nor passed (a warning)."""

@@ -39,7 +39,16 @@ from ..history.paired import (
 from ..records.kernel_record import KernelRecord, Unmeasured
 from .analyze import CliError
 
-__all__ = ["Server", "served_kernels", "round_line", "OUT_OF_MEMORY", "ServedOutcome", "EXIT_NAMES", "problem_line", "PAIR_ROUNDS"]
+__all__ = [
+    "Server",
+    "served_kernels",
+    "round_line",
+    "OUT_OF_MEMORY",
+    "ServedOutcome",
+    "EXIT_NAMES",
+    "problem_line",
+    "PAIR_ROUNDS",
+]
 
 EXIT_NAMES = {2: "interrupted or errors during collection", 3: "internal error", 4: "usage error",
               5: "no tests collected"}

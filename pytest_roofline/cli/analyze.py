@@ -230,7 +230,8 @@ def analyze_hlo(arg: str, hardware: str | None, hardware_file: str | None, as_js
              f"counts    {format_quantity(c.flops, 'FLOP')}{f' ({matrix})' if matrix else ''}, "
              f"{format_quantity(c.bytes_accessed, 'B')}, {format_quantity(c.transcendentals, 'transcendentals')}"]
     if summary.roofline_time_s is not None:
-        lines.append(f"roofline  {format_seconds(summary.roofline_time_s)} ({summary.bound}-bound) on {spec.name if spec else ''}")
+        on = spec.name if spec else ""
+        lines.append(f"roofline  {format_seconds(summary.roofline_time_s)} ({summary.bound}-bound) on {on}")
     ops = sorted(summary.ops, key=lambda r: -(r.roofline_time_s if spec else r.bytes + r.flops))
     lines.append(f"  ops (of {len(ops)} executed):")
     for r in ops[:top]:

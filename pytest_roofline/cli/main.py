@@ -109,9 +109,14 @@ def _add_ab(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     "kernels' intervals lie wholly on one side of that gate. Exit status 1 on a regression, 0 "
                     "otherwise, 2 for a usage error.")
     ab.add_argument("--base", required=True, metavar="REV", help="the revision to compare with (e.g. origin/main)")
-    ab.add_argument("--rounds", type=_positive, default=DEFAULT_ROUNDS, metavar="N",
-                    help=f"the most rounds (two processes each) to run (default {DEFAULT_ROUNDS}, at least {MIN_ROUNDS}; "
-                         f"{2 * MIN_ROUNDS} with --long-lived)")
+    ab.add_argument(
+        "--rounds",
+        type=_positive,
+        default=DEFAULT_ROUNDS,
+        metavar="N",
+        help=f"the most rounds (two processes each) to run (default {DEFAULT_ROUNDS}, at least {MIN_ROUNDS}; "
+        f"{2 * MIN_ROUNDS} with --long-lived)",
+    )
     ab.add_argument("--max-drop", type=_fraction, metavar="F",
                     help="the floor for every kernel (default: its max_drop setting - marker, YAML, "
                          f"--roofline-max-drop - else {DEFAULT_MAX_DROP})")

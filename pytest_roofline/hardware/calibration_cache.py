@@ -2,8 +2,8 @@
 
 A calibration is a robust high quantile of what this machine did on a large matmul per dtype, a donated stream
 and transcendental chains, plus the median rates of the reference kernels of live ceilings (the kernels run in
-:mod:`pytest_roofline.measurement.machine.calibration_kernels`). It is never raised by a later measurement: the maximum of noisy
-re-measurements is no calibration. Figures are cached per machine key (CPU model,
+:mod:`pytest_roofline.measurement.machine.calibration_kernels`). It is never raised by a later measurement: the maximum
+of noisy re-measurements is no calibration. Figures are cached per machine key (CPU model,
 core count, device kind, jax and jaxlib versions) as JSON in the user cache directory
 (``$PYTEST_ROOFLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-roofline``, else ``~/.cache/pytest-roofline``).
 Reads and writes that cache; no JAX.

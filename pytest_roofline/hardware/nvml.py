@@ -34,7 +34,10 @@ class ClockReading:
     power_w: float | None = None
 
     def text(self) -> str:
-        parts = [f"SM {self.sm_mhz:.0f}/{self.max_sm_mhz:.0f} MHz", f"memory {self.mem_mhz:.0f}/{self.max_mem_mhz:.0f} MHz"]
+        parts = [
+            f"SM {self.sm_mhz:.0f}/{self.max_sm_mhz:.0f} MHz",
+            f"memory {self.mem_mhz:.0f}/{self.max_mem_mhz:.0f} MHz",
+        ]
         if self.temperature_c is not None:
             parts.append(f"{self.temperature_c:.0f} C")
         if self.power_w is not None:

@@ -2,9 +2,10 @@
 
 A baseline is a report (one value per kernel) or a history directory (per kernel, the complete runs'
 values). A kernel's current utilization regresses when it lies below the baseline by more than the gate
-of :mod:`pytest_roofline.analysis.verdict.regressions`: with three or more earlier runs the history's own noise widens it, over a floor of
-:data:`~..analysis.verdict.regressions.FLOOR`; with one report the noise is what the two measurements' 95% intervals show, over a
-floor of :data:`SINGLE_RUN_FLOOR` (one run says nothing of how much nights differ). ``max_drop`` (marker,
+of :mod:`pytest_roofline.analysis.verdict.regressions`: with three or more earlier runs the history's own noise widens
+it, over a floor of
+:data:`~..analysis.verdict.regressions.FLOOR`; with one report the noise is what the two measurements' 95% intervals
+show, over a floor of :data:`SINGLE_RUN_FLOOR` (one run says nothing of how much nights differ). ``max_drop`` (marker,
 YAML thresholds block, ``--roofline-max-drop``) replaces the floor. Pure but for reading files."""
 
 from __future__ import annotations

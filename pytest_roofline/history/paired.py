@@ -22,9 +22,25 @@ from ..analysis.verdict.op_diff import OpDiff, diff_ops
 from ..records.kernel_record import KernelRecord, Unmeasured
 from ..records.recorded_result import ops_note
 
-__all__ = ["Side", "schedule", "PairedVerdict", "Observation", "KernelRounds", "PairedKernel", "collect",
-           "judge_kernel", "judge_pairs", "settled", "settled_tests", "same_program", "one_side", "MIN_ROUNDS", "DEFAULT_ROUNDS",
-           "DEFAULT_MAX_DROP", "CONFIDENCE"]
+__all__ = [
+    "Side",
+    "schedule",
+    "PairedVerdict",
+    "Observation",
+    "KernelRounds",
+    "PairedKernel",
+    "collect",
+    "judge_kernel",
+    "judge_pairs",
+    "settled",
+    "settled_tests",
+    "same_program",
+    "one_side",
+    "MIN_ROUNDS",
+    "DEFAULT_ROUNDS",
+    "DEFAULT_MAX_DROP",
+    "CONFIDENCE",
+]
 
 Side = Literal["base", "head"]
 # "same": the same compiled program on both sides (history/programs.py), not timed
@@ -220,10 +236,16 @@ def judge_kernel(kernel: KernelRounds, max_drop: float | None = None,
         return replace(blank, verdict="error", ratios=ratios, error=error)
     if base_u is None or head_u is None:
         return replace(blank, verdict="added" if base_u is None else "removed")
-    blank = replace(blank, ratios=ratios, median=median(ratios) if ratios else None,
-                    flops_ratio=_ratio_of(kernel, "flops"), bytes_ratio=_ratio_of(kernel, "bytes_accessed"),
-                    time_ratio=_ratio_of(kernel, "device_time_s"), ops_diff=_ops_diff(kernel),
-                    ops_note=next((o.ops_note for o in (*kernel.head, *kernel.base) if o is not None and o.ops_note), ""))
+    blank = replace(
+        blank,
+        ratios=ratios,
+        median=median(ratios) if ratios else None,
+        flops_ratio=_ratio_of(kernel, "flops"),
+        bytes_ratio=_ratio_of(kernel, "bytes_accessed"),
+        time_ratio=_ratio_of(kernel, "device_time_s"),
+        ops_diff=_ops_diff(kernel),
+        ops_note=next((o.ops_note for o in (*kernel.head, *kernel.base) if o is not None and o.ops_note), ""),
+    )
     if len(ratios) < MIN_ROUNDS:
         return _contended(blank, kernel)
     low, high = median_interval(ratios, CONFIDENCE)

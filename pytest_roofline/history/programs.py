@@ -14,7 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["PROGRAMS_PASS_VARIABLE", "ProgramsOfTest", "ProgramsPass", "ProgramDiff", "KernelChange", "compare_programs", "deselect_args"]
+__all__ = [
+    "PROGRAMS_PASS_VARIABLE",
+    "ProgramsOfTest",
+    "ProgramsPass",
+    "ProgramDiff",
+    "KernelChange",
+    "compare_programs",
+    "deselect_args",
+]
 
 KernelChange = Literal["same", "changed", "added", "removed"]
 # Set by ``pytest-roofline ab`` for a side's programs pass: the JSON file the plugin writes the pass to.

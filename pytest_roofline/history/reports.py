@@ -83,7 +83,9 @@ def load_report(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReportError(f"{where}: not a pytest-roofline report (not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}))") from None
+        raise ReportError(
+            f"{where}: not a pytest-roofline report (not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}))"
+        ) from None
     if not isinstance(data, dict) or "schema_version" not in data or not isinstance(data.get("results"), list):
         raise ReportError(f"{where}: not a pytest-roofline report (no schema_version and results)")
     if data["schema_version"] != 1:

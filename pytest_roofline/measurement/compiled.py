@@ -18,7 +18,15 @@ from .options import TimingSettings
 from .pallas_calls import TracedProgram, source_work, traced_program
 from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_program
 
-__all__ = ["CompiledProgram", "compile_program", "without_command_buffers", "NO_COMMAND_BUFFERS", "time_compiled", "allocator_stats", "block_until_ready"]
+__all__ = [
+    "CompiledProgram",
+    "compile_program",
+    "without_command_buffers",
+    "NO_COMMAND_BUFFERS",
+    "time_compiled",
+    "allocator_stats",
+    "block_until_ready",
+]
 
 # jax.block_until_ready has no annotations: typed once here.
 block_until_ready: Callable[[Any], Any] = jax.block_until_ready
@@ -61,7 +69,9 @@ class CompiledProgram:
         return str(self.device.device_kind)
 
 
-def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> CompiledProgram:
+def compile_program(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str
+) -> CompiledProgram:
     """Jit (if needed), lower and compile ``fn`` for the example inputs, and put the inputs on the device."""
     if not callable(fn):
         raise MeasureError(f"{name}: expected a function to measure, got {describe_type(fn)} ({fn!r:.60})")
@@ -171,7 +181,10 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
     def prepare() -> list[Any]:
         if not any(program.donated):
             return program.leaves
-        fresh = [x.copy() if d and isinstance(x, jax.Array) else x for x, d in zip(program.leaves, program.donated, strict=True)]
+        fresh = [
+            x.copy() if d and isinstance(x, jax.Array) else x
+            for x, d in zip(program.leaves, program.donated, strict=True)
+        ]
         block_until_ready(fresh)
         return fresh
 

@@ -1,7 +1,8 @@
 """Turning a serialized HloModuleProto (as a profile embeds it) into HLO text (imports JAX's XLA client).
 
 No Python schema for HLO protos ships with jax or jaxlib; XLA's own ``XlaComputation`` reads the bytes and
-prints the module as text (without '%' and with signature-free headers, which :mod:`~..analysis.program.hlo_reader` reads).
+prints the module as text (without '%' and with signature-free headers, which :mod:`~..analysis.program.hlo_reader`
+reads).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Counting a jaxpr's work (a traced program as its source wrote it, :func:`count_body`), and a Pallas kernel from its body, for kernels that state no ``cost_estimate``: the FLOPs and
-transcendentals of the body's jaxpr (per grid step, loops multiplied) times the grid, and the blocks the grid
-maps in and out as bytes. Reads jaxprs duck-typed (no private imports).
+"""Counting a jaxpr's work (a traced program as its source wrote it, :func:`count_body`), and a Pallas kernel from its
+body, for kernels that state no ``cost_estimate``: the FLOPs and transcendentals of the body's jaxpr (per grid step,
+loops multiplied) times the grid, and the blocks the grid maps in and out as bytes. Reads jaxprs duck-typed (no private
+imports).
 
 ``jax.experimental.pallas.estimate_cost`` counts a function's jaxpr with per-primitive rules, but it counts only
 the top level of a jaxpr: the ``scan`` or ``while`` a flash-attention body runs over its key blocks (where both
@@ -26,18 +27,82 @@ _TRANSCENDENTAL = frozenset({"exp", "exp2", "log", "log1p", "expm1", "tanh", "lo
 _REDUCE = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum",
                      "cummax", "cumlogsumexp"})
 # Moving data, comparing, or building indices: no arithmetic counted.
-_FREE = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "transpose", "convert_element_type",
-                   "iota", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "xor", "get", "swap",
-                   "masked_load", "masked_swap", "load", "store", "program_id", "num_programs", "slice",
-                   "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "copy", "copy_p", "select_and_scatter",
-                   "multiple_of", "max_contiguous", "shift_left", "shift_right_logical", "shift_right_arithmetic", "bitcast_convert_type",
-                   "stop_gradient", "debug_callback", "debug_print", "random_bits", "random_wrap", "random_unwrap",
-                   "random_seed", "sort", "gather", "scatter", "scatter_add", "atomic_rmw", "semaphore_signal",
-                   "semaphore_wait", "dma_start", "dma_wait", "delay", "split", "rev", "reduce_precision",
-                   "sharding_constraint", "optimization_barrier", "device_put", "pvary", "reduce_and", "reduce_or",
-                   "pure_callback", "io_callback",  # the host's work, not the device's
-                   # equinox's own primitives: predicates over a batch, and a conditional store
-                   "unvmap_any", "unvmap_all", "unvmap_max", "maybe_set"})
+_FREE = frozenset(
+    {
+        "broadcast_in_dim",
+        "reshape",
+        "squeeze",
+        "expand_dims",
+        "transpose",
+        "convert_element_type",
+        "iota",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "eq",
+        "ne",
+        "and",
+        "or",
+        "not",
+        "xor",
+        "get",
+        "swap",
+        "masked_load",
+        "masked_swap",
+        "load",
+        "store",
+        "program_id",
+        "num_programs",
+        "slice",
+        "dynamic_slice",
+        "dynamic_update_slice",
+        "concatenate",
+        "pad",
+        "copy",
+        "copy_p",
+        "select_and_scatter",
+        "multiple_of",
+        "max_contiguous",
+        "shift_left",
+        "shift_right_logical",
+        "shift_right_arithmetic",
+        "bitcast_convert_type",
+        "stop_gradient",
+        "debug_callback",
+        "debug_print",
+        "random_bits",
+        "random_wrap",
+        "random_unwrap",
+        "random_seed",
+        "sort",
+        "gather",
+        "scatter",
+        "scatter_add",
+        "atomic_rmw",
+        "semaphore_signal",
+        "semaphore_wait",
+        "dma_start",
+        "dma_wait",
+        "delay",
+        "split",
+        "rev",
+        "reduce_precision",
+        "sharding_constraint",
+        "optimization_barrier",
+        "device_put",
+        "pvary",
+        "reduce_and",
+        "reduce_or",
+        "pure_callback",
+        "io_callback",  # the host's work, not the device's
+        # equinox's own primitives: predicates over a batch, and a conditional store
+        "unvmap_any",
+        "unvmap_all",
+        "unvmap_max",
+        "maybe_set",
+    }
+)
 
 
 @dataclass

@@ -179,14 +179,14 @@ def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Resul
     return Result(
         name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
         roofline=charged_roof, timing=timed.timing, program=_program_info(program, options), ops_model=ops_model,
-        notes=(*call.readings, *(empty_inputs_note(module) if no_work else ()), *result_notes(model, ops_model, program, timed, spec, plan.why, memory=memory,
-                                             counts_from=options.counts_from, constants=constant_bytes(module))),
+        notes=(*call.readings, *(empty_inputs_note(module) if no_work else ()),
+               *result_notes(model, ops_model, program, timed, spec, plan.why, memory=memory,
+                             counts_from=options.counts_from, constants=constant_bytes(module))),
         hints=() if no_work else tuple(result_hints(ops_model.rows, module, program, model, timed, idle,
                                               cache_known=spec.cache_bandwidth is not None or cache.state == "cold")),
         hlo_text=program.hlo_text, xspace=timed.xspace, live=live, threshold=aim, picked=picked, memory=memory,
         first_touch=touch, first_touch_mode=touch_mode, no_work=no_work, cache=cache, clocks=clocks,
-        processes=processes, idle=idle, exposure=exposed, source=program.source,
-    )
+        processes=processes, idle=idle, exposure=exposed, source=program.source)
 
 
 def _hardware(program: CompiledProgram, choice: HardwareChoice) -> tuple[HardwareSpec, CeilingsUsed]:

@@ -355,16 +355,29 @@ class RooflineFixture:
         # A bound mapping that does not name this device checks no bound here; only a threshold's is "not judged".
         unnamed = threshold.unnamed("min", hw.name, hw.platform) if threshold and threshold.value is None else ""
         value = threshold.value if threshold else None
-        record = KernelRecord(nodeid=self._nodeid, label=label, result=recorded, verdict=decision.verdict,
-                              threshold=value, threshold_origin=threshold.where if value is not None and threshold else "",
-                              model=model,
-                              expected_bound=bound.value if bound else None, first_utilization=first_utilization,
-                              warn_only=settings.warn_only, baseline=check, max_memory=memory,
-                              artifacts=saved, max_drop=drop.value if drop else None,
-                              max_drop_origin=drop.origin if drop else "",
-                              threshold_key=threshold.key if threshold else "", bound_key=bound.key if bound else "",
-                              not_judged=unnamed,
-                              time_spent=self._watch.spent(rest="everything else"), max_ops=ops, max_exposed=exposed)
+        record = KernelRecord(
+            nodeid=self._nodeid,
+            label=label,
+            result=recorded,
+            verdict=decision.verdict,
+            threshold=value,
+            threshold_origin=threshold.where if value is not None and threshold else "",
+            model=model,
+            expected_bound=bound.value if bound else None,
+            first_utilization=first_utilization,
+            warn_only=settings.warn_only,
+            baseline=check,
+            max_memory=memory,
+            artifacts=saved,
+            max_drop=drop.value if drop else None,
+            max_drop_origin=drop.origin if drop else "",
+            threshold_key=threshold.key if threshold else "",
+            bound_key=bound.key if bound else "",
+            not_judged=unnamed,
+            time_spent=self._watch.spent(rest="everything else"),
+            max_ops=ops,
+            max_exposed=exposed,
+        )
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"

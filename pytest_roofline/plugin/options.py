@@ -43,7 +43,8 @@ OPTIONS: tuple[Option, ...] = (
            "fail roofline kernels whose utilization (roofline time / measured time) is below this fraction, "
            "in (0, 1]; without a threshold anywhere kernels are measured and reported, never failed", metavar="FLOAT"),
     Option("hardware", "str",
-           "measure against this hardware table entry (e.g. 'H100 SXM') instead of the detected device", metavar="NAME"),
+           "measure against this hardware table entry (e.g. 'H100 SXM') instead of the detected device",
+           metavar="NAME"),
     Option("config", "path",
            "YAML file with a suite threshold (min), per-test thresholds by test-id pattern (thresholds) "
            "and hardware overrides (devices)", metavar="PATH"),
@@ -58,7 +59,8 @@ OPTIONS: tuple[Option, ...] = (
            "calibrated, or live (calibrated, scaled by a reference kernel run beside each timed run)", metavar="KIND"),
     Option("model", "str",
            "which roofline the threshold is checked against: program (one max() over the whole program, "
-           "default) or ops (the sum of per-op roofline times, tighter for ops that run one after another)", metavar="MODEL"),
+           "default) or ops (the sum of per-op roofline times, tighter for ops that run one after another)",
+           metavar="MODEL"),
     Option("first_touch", "str",
            "whether the roofline includes the first touch of each kernel's fresh pages (a CPU's page faults on "
            "new output buffers, calibrated on the machine): include (default) or exclude (main memory and "

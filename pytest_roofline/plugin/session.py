@@ -269,9 +269,9 @@ class RooflineSession:
         return bool(records or unmeasured)
 
     def report(self, end: Mapping[str, Any], rootdir: str, used: bool) -> dict[str, Any] | None:
-        """The JSON report of this session (``end``: how the run ended, :func:`~pytest_roofline.report.document.session_block`), or None where
-        nothing is to be written: no output asked for, nothing measured, or a process other than the first of a
-        program that spans processes."""
+        """The JSON report of this session (``end``: how the run ended,
+        :func:`~pytest_roofline.report.document.session_block`), or None where nothing is to be written: no output asked
+        for, nothing measured, or a process other than the first of a program that spans processes."""
         chosen = self.settings
         if not (chosen.report or chosen.history or chosen.html) or not (self.records or used) or self.follower_line():
             return None

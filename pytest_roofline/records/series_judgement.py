@@ -72,8 +72,9 @@ class BaselineCheck:
 
     @property
     def state(self) -> CheckState:
-        """Regression, too noisy to judge, undecided, improved or ok (:meth:`~pytest_roofline.analysis.verdict.regressions.Gate.state`);
-        contended where a run was measured while contended and the gate does not say ok or improved."""
+        """Regression, too noisy to judge, undecided, improved or ok
+        (:meth:`~pytest_roofline.analysis.verdict.regressions.Gate.state`); contended where a run was measured while
+        contended and the gate does not say ok or improved."""
         state = self.gate.state(self.current)
         return "contended" if self.contended and state in ("regression", "too noisy", "undecided") else state
 

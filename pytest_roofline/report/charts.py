@@ -16,10 +16,20 @@ from ..records.kernel_record import KernelRecord
 
 __all__ = ["VERDICT_COLOURS", "roofline_figure", "ops_figure", "sparkline_figure"]
 
-VERDICT_COLOURS = {"pass": "#2ca02c", "measured": "#1f77b4", "fail": "#d62728", "regression": "#e377c2",
-                   "wrong-bound": "#ff7f0e", "impossible": "#9467bd", "over-memory": "#8c564b", "over-ops": "#bcbd22", "exposed": "#17becf",
-                   "contended": "#bcbd22", "lower-bound": "#bcbd22",
-                   "unjudged": "#bcbd22"}
+VERDICT_COLOURS = {
+    "pass": "#2ca02c",
+    "measured": "#1f77b4",
+    "fail": "#d62728",
+    "regression": "#e377c2",
+    "wrong-bound": "#ff7f0e",
+    "impossible": "#9467bd",
+    "over-memory": "#8c564b",
+    "over-ops": "#bcbd22",
+    "exposed": "#17becf",
+    "contended": "#bcbd22",
+    "lower-bound": "#bcbd22",
+    "unjudged": "#bcbd22",
+}
 CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -67,12 +77,21 @@ def roofline_figure(go: Any, hardware: HardwareSpec, records: Sequence[KernelRec
     _roofs(go, fig, hardware, _span([r.result.intensity for r in plotted], hardware), interconnect)
     for verdict in sorted({r.verdict for r in plotted}):
         group = [r for r in plotted if r.verdict == verdict]
-        fig.add_trace(go.Scatter(
-            x=[r.result.intensity for r in group],
-            y=[r.result.flops / r.result.device_time_s for r in group],
-            mode="markers", name=f"kernels: {verdict}",
-            marker={"size": 12, "color": VERDICT_COLOURS.get(verdict, "#7f7f7f"), "line": {"width": 1, "color": "#222"}},
-            text=[_hover(r) for r in group], hovertemplate="%{text}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=[r.result.intensity for r in group],
+                y=[r.result.flops / r.result.device_time_s for r in group],
+                mode="markers",
+                name=f"kernels: {verdict}",
+                marker={
+                    "size": 12,
+                    "color": VERDICT_COLOURS.get(verdict, "#7f7f7f"),
+                    "line": {"width": 1, "color": "#222"},
+                },
+                text=[_hover(r) for r in group],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
     _layout(fig, f"{hardware.name}: kernels on the roofline")
     return fig
 

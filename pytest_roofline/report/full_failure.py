@@ -89,7 +89,9 @@ def _judgement_lines(record: KernelRecord, reason: str) -> list[str]:
     interval = r.utilization_interval
     within = f", 95% interval {interval[0]:.1%}-{interval[1]:.1%}" if interval and program else ""
     marginal = " MARGINAL: the threshold is inside the interval" if r.marginal and program else ""
-    if f"{util:.1%}" in reason and threshold is not None:  # the verdict's line gave the figures: where the threshold came from
+    if (
+        f"{util:.1%}" in reason and threshold is not None
+    ):  # the verdict's line gave the figures: where the threshold came from
         lines = [f"  threshold     {format_fraction(threshold)} ({record.threshold_origin}){marginal}"]
     else:
         lines = [f"  utilization   {util:.1%}{'' if program else ' (per-op model)'}{within}{versus}{marginal}"]
@@ -195,4 +197,6 @@ def _artifact_lines(saved: Artifacts) -> list[str]:
         views.append(f"TensorBoard/XProf: tensorboard --logdir {saved.trace_dir}")
     if saved.hlo:
         views.append(f"HLO: {saved.hlo}")
-    return [f"  trace         {saved.trace_dir}{untraced}"] + (["                " + " ; ".join(views)] if views else [])
+    return [f"  trace         {saved.trace_dir}{untraced}"] + (
+        ["                " + " ; ".join(views)] if views else []
+    )

@@ -57,8 +57,10 @@ def op_diff_lines(before: RecordedResult, after: RecordedResult, indent: str = "
         return [f"{indent}op by op: {hidden}"] if hidden else []
     diff = diff_ops(before.ops, after.ops, before.device_time_s, after.device_time_s)
     source = ops_note(after) or ops_note(before)
-    return [f"{indent}op by op{f' ({source})' if source else ''}:", *(f"{indent}  {line}".replace("the head's program", "the current program")
-                                    for line in diff.lines())]
+    return [
+        f"{indent}op by op{f' ({source})' if source else ''}:",
+        *(f"{indent}  {line}".replace("the head's program", "the current program") for line in diff.lines()),
+    ]
 
 
 def compare_op_lines(key: SeriesKey, before: RecordedResult, after: RecordedResult, regressed: bool) -> list[str]:

@@ -40,7 +40,8 @@ table { border-collapse: collapse; font-size: 0.85em; }
 th, td { padding: 3px 6px; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
 th.sortable { cursor: pointer; background: #f4f4f4; } th.sortable:hover { background: #e8e8e8; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.wide { overflow-x: auto; } td.name { min-width: 18em; max-width: 30em; overflow-wrap: anywhere; } td.num.bad { font-weight: 600; }
+.wide { overflow-x: auto; } td.name { min-width: 18em; max-width: 30em; overflow-wrap: anywhere; }
+td.num.bad { font-weight: 600; }
 .verdict { font-weight: 600; } .meta { color: #555; font-size: 0.9em; } .bad { color: #d62728; }
 .spark { display: flex; align-items: center; gap: 1em; } .spark .name { width: 32em; font-size: 0.85em; }
 """
@@ -150,10 +151,23 @@ def _row(rec: KernelRecord, several: bool) -> str:
 
 def _summary(records: Sequence[KernelRecord]) -> str:
     several = len({r.result.hardware_context for r in records}) > 1
-    head = ["test [kernel]", "bound", "intensity (FLOP/B)", "device time", "cache", "roofline time", "utilization [95% interval]",
-            "first touch", "threshold", "peak memory", "compile time", "verdict", "vs baseline",
-            *(["hardware"] if several else []),
-            "trace"]
+    head = [
+        "test [kernel]",
+        "bound",
+        "intensity (FLOP/B)",
+        "device time",
+        "cache",
+        "roofline time",
+        "utilization [95% interval]",
+        "first touch",
+        "threshold",
+        "peak memory",
+        "compile time",
+        "verdict",
+        "vs baseline",
+        *(["hardware"] if several else []),
+        "trace",
+    ]
     rows = [_row(rec, several) for rec in sorted(records, key=lambda rec: rec.utilization)]
     header = "".join(f'<th class="sortable" title="click to sort">{_e(h)}</th>' for h in head)
     return (f'<div class=wide><table class="sortable"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}'

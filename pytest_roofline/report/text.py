@@ -24,7 +24,16 @@ from ..records.kernel_record import KernelRecord, Unmeasured
 from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck
 
-__all__ = ["most_lost", "summary_lines", "wrap_lines", "header_line", "top_ops_lines", "compile_cell", "cache_cell", "bound_cells"]
+__all__ = [
+    "most_lost",
+    "summary_lines",
+    "wrap_lines",
+    "header_line",
+    "top_ops_lines",
+    "compile_cell",
+    "cache_cell",
+    "bound_cells",
+]
 
 
 def most_lost(ops: Sequence[OpRow]) -> list[OpRow]:
@@ -255,7 +264,9 @@ def _footnotes(records: Sequence[KernelRecord], wide: bool) -> list[str]:
     if checked and not any(isinstance(c, BaselineCheck) for c in checked):
         out.append(f"baseline: nothing compared: no kernel of this run is in the baseline ({len(checked)} new or "
                    f"in another series; each one's line in the JSON says why)")
-    contended = [rec.result.cpu_waiting for rec in records if rec.result.contended and rec.result.cpu_waiting is not None]
+    contended = [
+        rec.result.cpu_waiting for rec in records if rec.result.contended and rec.result.cpu_waiting is not None
+    ]
     if contended:
         low, high = f"{min(contended):.0%}", f"{max(contended):.0%}"
         out.append(f"contended: {len(contended)} kernel(s) measured while other processes held the CPUs (their threads "
@@ -293,7 +304,9 @@ def header_line(hardware: HardwareSpec, ceilings: str = "") -> str:
     """The hardware and its ceilings; ``ceilings``: the mode in use ("live", "calibrated", "datasheet")."""
     peaks = ", ".join(f"{k} {format_quantity(c.value, 'FLOP/s')}" for k, c in hardware.peaks.items())
     mem = hardware.memory_bandwidth
-    rate = f"; transcendentals {format_quantity(hardware.transcendental.value, '/s')}" if hardware.transcendental else ""
+    rate = (
+        f"; transcendentals {format_quantity(hardware.transcendental.value, '/s')}" if hardware.transcendental else ""
+    )
     capacity = hardware.memory_capacity
     holds = f"; holds {format_quantity(capacity.value, 'B')}" if capacity else ""
     origins = sorted({c.origin for c in hardware.peaks.values()} | {mem.origin})

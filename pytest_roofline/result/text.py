@@ -58,8 +58,9 @@ def describe(result: Measured) -> str:
         text += (f"; live ceilings: {result.live.describe()}; against the calibration alone "
                  f"{result.utilization_calibrated:.1%}")
     if result.contended and result.cpu_waiting is not None:
-        text += "; " + contention.describe(result.cpu_waiting, result.utilization_on_cpu, result.timing.others_cpu_share,
-                                           result.on_cpu_rejected)
+        text += "; " + contention.describe(
+            result.cpu_waiting, result.utilization_on_cpu, result.timing.others_cpu_share, result.on_cpu_rejected
+        )
     if result.marginal and result.threshold is not None:
         text += f" MARGINAL: the threshold {format_fraction(result.threshold)} is inside the interval"
     if result.counts_lower_bound:
@@ -68,7 +69,9 @@ def describe(result: Measured) -> str:
     if factor is not None and compiled is not None and result.source_flops and factor > MORE_THAN_SOURCE:
         text += f" [{more_than_source_text(compiled, result.source_flops)}]"
     if result.no_work:
-        text += " NO WORK: the compiled program computes nothing (it returns None or a constant, or its inputs are empty)"
+        text += (
+            " NO WORK: the compiled program computes nothing (it returns None or a constant, or its inputs are empty)"
+        )
     if result.impossible:
         text += f" IMPOSSIBLE ({impossible_text(result.suspect)})"
     elif result.suspect:

@@ -68,7 +68,10 @@ def test_history_flags_the_slower_kernel_and_no_other(tmp_path: Path, capsys: py
     assert status == 1
     lines = out.splitlines()
     assert lines[0] == f"history {directory}: 8 runs, 7 complete"
-    assert "left out (incomplete)" in lines[1] and "partial.json: interrupted (exit status 2); 1 of 2 tests ran" in lines[1]
+    assert (
+        "left out (incomplete)" in lines[1]
+        and "partial.json: interrupted (exit status 2); 1 of 2 tests ran" in lines[1]
+    )
     (a_row,) = [line for line in lines if line.startswith("test_k.py::test_a [kernel]") and "7" in line]
     (b_row,) = [line for line in lines if line.startswith("test_k.py::test_b [kernel]")]
     assert a_row.endswith("regression") and "30.0%" in a_row
@@ -162,7 +165,9 @@ def test_a_gate_that_cannot_fire_is_too_noisy_to_judge_not_ok(tmp_path: Path,
         (row,) = [line for line in out.splitlines() if line.startswith("test_k.py::test_a [kernel]") and "%" in line]
         assert row.endswith("too noisy"), row
         assert "too noisy to judge (gate " in out and "4 x noise " in out
-        assert out.splitlines()[-1] == "0 regressed, 1 too noisy to judge (neither passed nor failed; --strict fails them)"
+        assert (
+            out.splitlines()[-1] == "0 regressed, 1 too noisy to judge (neither passed nor failed; --strict fails them)"
+        )
         assert _cli(capsys, *command[:1], "--strict", *command[1:])[0] == 1
 
 
@@ -177,8 +182,14 @@ def test_a_drop_the_noise_hides_is_undecided_with_both_figures(tmp_path: Path,
     (detail,) = [line for line in out.splitlines() if line.startswith("  test_k.py::test_a [kernel]: undecided")]
     assert "undecided: dropped 31.1%, beyond the 5% floor, inside its gate " in detail
     assert out.splitlines()[-1].startswith("0 regressed, 1 undecided")
-    status, out, _ = _cli(capsys, "history", str(_history(_made(tmp_path / "h"), [*NOISY, {"test_a": 0.42, "test_b": 0.4}])))
-    assert status == 0 and "undecided: dropped 31.1%" in out and out.splitlines()[-1].startswith("0 regressed, 1 undecided")
+    status, out, _ = _cli(
+        capsys, "history", str(_history(_made(tmp_path / "h"), [*NOISY, {"test_a": 0.42, "test_b": 0.4}]))
+    )
+    assert (
+        status == 0
+        and "undecided: dropped 31.1%" in out
+        and out.splitlines()[-1].startswith("0 regressed, 1 undecided")
+    )
     assert _cli(capsys, "compare", "--strict", str(directory), str(drop))[0] == 1
 
 

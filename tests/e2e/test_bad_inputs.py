@@ -35,9 +35,14 @@ def test_a_kernel_that_cannot_be_measured_is_in_the_summary_the_json_and_the_htm
     pytester.makepyfile(test_k=BROKEN)
     result = pytester.runpytest("-p", "no:cacheprovider", "--roofline-report=r.json", "--roofline-html=r.html")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*roofline summary*", "*test_k.py::test_fine [[]fine[]]*", "could not be measured (1):",
-                                 "  test_k.py::test_broken [[]broken[]]: broken: running it failed: RuntimeError: "
-                                 "made up for the test"])
+    result.stdout.fnmatch_lines(
+        [
+            "*roofline summary*",
+            "*test_k.py::test_fine [[]fine[]]*",
+            "could not be measured (1):",
+            "  test_k.py::test_broken [[]broken[]]: broken: running it failed: RuntimeError: made up for the test",
+        ]
+    )
     data = json.loads((pytester.path / "r.json").read_text())
     assert [r["label"] for r in data["results"]] == ["fine"]
     assert data["unmeasured"] == [{"nodeid": "test_k.py::test_broken", "label": "broken",
@@ -94,7 +99,9 @@ def test_bad_kernels_and_a_marker_typo_under_xdist(pytester: pytest.Pytester) ->
     line = next(x for x in out.splitlines() if x.startswith("roofline: kernel 'fails_when_run'"))
     assert line.endswith("cannot be measured: fails_when_run: running it failed: JaxRuntimeError: INTERNAL: "
                          "CpuCallback error calling callback: RuntimeError: boom at run time"), line
-    result.stdout.fnmatch_lines(["could not be measured (1):", "  test_k.py::test_raises_when_run [[]fails_when_run[]]*"])
+    result.stdout.fnmatch_lines(
+        ["could not be measured (1):", "  test_k.py::test_raises_when_run [[]fails_when_run[]]*"]
+    )
 
 
 def test_the_html_summary_flags_an_impossible_result_as_the_terminal_does(pytester: pytest.Pytester) -> None:

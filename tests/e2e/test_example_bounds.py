@@ -33,9 +33,29 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     out = tmp_path_factory.mktemp("bounds") / "rows.jsonl"
     env = {**os.environ, "BOUND_CHECK_OUT": str(out), "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join(p for p in (str(SUPPORT), os.environ.get("PYTHONPATH", "")) if p)}
-    run = subprocess.run([sys.executable, "-m", "pytest", "example_suite", "-p", "no:roofline", "-p", "bound_check_plugin",
-                          "-p", "no:cacheprovider", "-q", "-x", "-p", "no:randomly"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "example_suite",
+            "-p",
+            "no:roofline",
+            "-p",
+            "bound_check_plugin",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-x",
+            "-p",
+            "no:randomly",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     return [json.loads(line) for line in out.read_text().splitlines()]
 

@@ -125,9 +125,13 @@ def test_baseline_from_one_report_and_a_new_kernel(pytester: pytest.Pytester) ->
     # test_a 0.55: -8.3%, under the one-report floor of 10%; test_b 0.5: -16.7%, fails twice
     result = _run(pytester, "0.55, 0.5, 0.5, 0.6", body, "--roofline-baseline=base.json", "--roofline-report=r.json")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*test_b: utilization 50.0% dropped 16.7% from the baseline's 60.0% (report "
-                                 "base.json, *), beyond its gate 10.0% (floor 10%; noise 0.0% from the 95% intervals); floor from the "
-                                 "default for a one-run baseline*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_b: utilization 50.0% dropped 16.7% from the baseline's 60.0% (report "
+            "base.json, *), beyond its gate 10.0% (floor 10%; noise 0.0% from the 95% intervals); floor from the "
+            "default for a one-run baseline*"
+        ]
+    )
     records = json.loads((pytester.path / "r.json").read_text())["results"]
     assert records[2]["baseline"] == {"missing": "no baseline for this kernel in base.json (a new kernel)"}
 
@@ -248,4 +252,7 @@ def test_two_runs_ending_in_the_same_second_keep_both_runs(pytester: pytest.Pyte
     assert [run.returncode for run in runs] == [0, 0], outputs
     names = sorted(p.name for p in (pytester.path / "hist").iterdir())
     assert names == ["roofline-20261126T072050Z-nogit-2.json", "roofline-20261126T072050Z-nogit.json"]
-    assert sorted(name for out in outputs for name in names if f"hist/{name}" in out or f"hist{os.sep}{name}" in out) == names
+    assert (
+        sorted(name for out in outputs for name in names if f"hist/{name}" in out or f"hist{os.sep}{name}" in out)
+        == names
+    )

@@ -73,11 +73,18 @@ def test_bad_env_threshold(pytester: pytest.Pytester, monkeypatch: pytest.Monkey
     result.stderr.fnmatch_lines(["*PYTEST_ROOFLINE_MIN=two in the environment: must be a number in (0, 1]*"])
 
 
-@pytest.mark.parametrize("ini_line,fragment", [
-    ("roofline_warn_only = maybe", "roofline_warn_only = maybe in tox.ini: must be true or false"),
-    ("roofline_calibrate = 2", "roofline_calibrate = 2 in tox.ini: must be true or false"),
-    ("roofline_ceilings = guessed", "roofline_ceilings = guessed in tox.ini: must be one of 'auto', 'datasheet', 'calibrated', 'live', got 'guessed'"),
-])
+@pytest.mark.parametrize(
+    "ini_line,fragment",
+    [
+        ("roofline_warn_only = maybe", "roofline_warn_only = maybe in tox.ini: must be true or false"),
+        ("roofline_calibrate = 2", "roofline_calibrate = 2 in tox.ini: must be true or false"),
+        (
+            "roofline_ceilings = guessed",
+            "roofline_ceilings = guessed in tox.ini: must be one of 'auto', 'datasheet', 'calibrated', 'live', "
+            "got 'guessed'",
+        ),
+    ],
+)
 def test_bad_ini_values(pytester: pytest.Pytester, ini_line: str, fragment: str) -> None:
     pytester.makefile(".ini", tox=f"[pytest]\n{ini_line}\n")
     pytester.makepyfile(PLAIN)
@@ -109,17 +116,26 @@ def test_missing_config_file(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(PLAIN)
     result = pytester.runpytest("--roofline-config=absent.yaml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*roofline config absent.yaml (--roofline-config=absent.yaml on the command line): cannot read it*"])
+    result.stderr.fnmatch_lines(
+        ["*roofline config absent.yaml (--roofline-config=absent.yaml on the command line): cannot read it*"]
+    )
 
 
-@pytest.mark.parametrize("content,fragment", [
-    ("min: [0.5", "not valid YAML"),
-    ("min: 3\n", "min: 3 in *roofline.yaml: must be in (0, 1]"),
-    ("thresholds:\n  '*::test_a': 1.7\n", "thresholds: '*::test_a': 1.7 in *roofline.yaml: must be in (0, 1]"),
-    ("thresholds: [1, 2]\n", "'thresholds' must map test-id patterns"),
-    ("colour: red\n", "unknown key(s) ?'colour'?"),
-    ("devices:\n  H100 SXM:\n    memory_gbps: -1\n", "*roofline.yaml (from --roofline-config=roofline.yaml on the command line): H100 SXM.memory_gbps: must be a positive number*"),
-])
+@pytest.mark.parametrize(
+    "content,fragment",
+    [
+        ("min: [0.5", "not valid YAML"),
+        ("min: 3\n", "min: 3 in *roofline.yaml: must be in (0, 1]"),
+        ("thresholds:\n  '*::test_a': 1.7\n", "thresholds: '*::test_a': 1.7 in *roofline.yaml: must be in (0, 1]"),
+        ("thresholds: [1, 2]\n", "'thresholds' must map test-id patterns"),
+        ("colour: red\n", "unknown key(s) ?'colour'?"),
+        (
+            "devices:\n  H100 SXM:\n    memory_gbps: -1\n",
+            "*roofline.yaml (from --roofline-config=roofline.yaml on the command line): H100 SXM.memory_gbps: "
+            "must be a positive number*",
+        ),
+    ],
+)
 def test_malformed_config_file(pytester: pytest.Pytester, content: str, fragment: str) -> None:
     pytester.makefile(".yaml", roofline=content)
     pytester.makepyfile(PLAIN)
@@ -199,10 +215,14 @@ def test_bad_model_values(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(PLAIN)
     result = pytester.runpytest("--roofline-model=sum")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--roofline-model=sum on the command line: must be one of 'program', 'ops', got 'sum'*"])
+    result.stderr.fnmatch_lines(
+        ["*--roofline-model=sum on the command line: must be one of 'program', 'ops', got 'sum'*"]
+    )
     pytester.makepyfile(test_bad_marker=MARKED.format(args="model='guess'"))
     result = pytester.runpytest("test_bad_marker.py")
-    result.stderr.fnmatch_lines(["*roofline marker of test_bad_marker.py::test_a: model='guess': must be one of 'program', 'ops', got 'guess'*"])
+    result.stderr.fnmatch_lines(
+        ["*roofline marker of test_bad_marker.py::test_a: model='guess': must be one of 'program', 'ops', got 'guess'*"]
+    )
 
 
 def test_unknown_hardware_name_stops_the_run_once(pytester: pytest.Pytester) -> None:
@@ -316,9 +336,13 @@ def test_hooks_in_process_with_a_fake_measure(pytester: pytest.Pytester) -> None
     result = pytester.runpytest("--roofline-report=r.json", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     # The failure as a CI log shows it by default: the short block, at most 12 lines of at most 120 characters.
-    result.stdout.fnmatch_lines(["roofline: kernel 'len': utilization 40.0%, 95% interval 40.0%-40.0% is below its "
-                                 "threshold 80% (measured*", "  why       memory-bound: 1 ms per run against a roofline "
-                                 "of 400 us, 600 us lost per run", "  more      pytest -vv: the full block*"])
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: kernel 'len': utilization 40.0%, 95% interval 40.0%-40.0% is below its threshold 80% (measured*",
+            "  why       memory-bound: 1 ms per run against a roofline of 400 us, 600 us lost per run",
+            "  more      pytest -vv: the full block*",
+        ]
+    )
     out = result.stdout.lines
     block = out[next(i for i, line in enumerate(out) if line.startswith("roofline: kernel 'len'")):]
     block = block[:next(i for i, line in enumerate(block) if line.startswith("====="))]

@@ -75,17 +75,20 @@ def test_tiny(roofline):
     roofline(tiny_scale, TINY)
 """, "-vv")  # the full block
     assert result.ret == 1
-    result.stdout.fnmatch_lines([
-        "*roofline: kernel 'tiny_scale' of test_kernels.py::test_tiny: utilization *%, 95% interval *% is below its threshold 90% (measured *)*",
-        "*hardware      CPU * (cpu, * ceilings, device_kind 'cpu')",
-        "*f32 peak *GFLOP/s*calibration: *matmul*",
-        "*memory *GB/s*calibration: *donated f32 scale*",
-        "*counts        * (compiler), * (compiler), *",
-        "*intensity     * FLOP/B vs critical * FLOP/B -> memory-bound",
-        "*roofline      * (compute *, memory *)",
-        "*measured      * median, min *, spread *, * runs (profiler)*",
-        "*threshold     90% (marker of test_kernels.py::test_tiny)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*roofline: kernel 'tiny_scale' of test_kernels.py::test_tiny: utilization *%, 95% interval *% is below "
+            "its threshold 90% (measured *)*",
+            "*hardware      CPU * (cpu, * ceilings, device_kind 'cpu')",
+            "*f32 peak *GFLOP/s*calibration: *matmul*",
+            "*memory *GB/s*calibration: *donated f32 scale*",
+            "*counts        * (compiler), * (compiler), *",
+            "*intensity     * FLOP/B vs critical * FLOP/B -> memory-bound",
+            "*roofline      * (compute *, memory *)",
+            "*measured      * median, min *, spread *, * runs (profiler)*",
+            "*threshold     90% (marker of test_kernels.py::test_tiny)",
+        ]
+    )
     out = result.stdout.str()
     # Measured again where a second measurement could reach the threshold, once where it is under half of it.
     assert ("(measured twice: " in out) == ("re-measured   first run " in out)
@@ -226,7 +229,10 @@ def test_threshold_precedence(pytester: pytest.Pytester, monkeypatch: pytest.Mon
     assert result.ret == 0, result.stdout.str()
     got = _thresholds(pytester)
     assert got[("test_plain", "tiny_scale")] == (None, "")  # roofline.measure never asserts
-    assert got[("test_plain", "tiny_scale#2")] == (0.00001, "min= in the roofline() call of test_kernels.py::test_plain")
+    assert got[("test_plain", "tiny_scale#2")] == (
+        0.00001,
+        "min= in the roofline() call of test_kernels.py::test_plain",
+    )
     assert got[("test_marked", "tiny_scale")] == (0.00002, "marker of test_kernels.py::test_marked")
     assert got[("test_pattern", "tiny_scale")][0] == 0.000003
     assert "roofline.yaml" in got[("test_pattern", "tiny_scale")][1]
@@ -447,7 +453,9 @@ def test_default(roofline):
 
 
 def test_collect_only_does_not_detect_hardware(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest("import sys\ndef pytest_sessionfinish(session):\n    print('JAX=%s' % ('jax' in sys.modules))\n")
+    pytester.makeconftest(
+        "import sys\ndef pytest_sessionfinish(session):\n    print('JAX=%s' % ('jax' in sys.modules))\n"
+    )
     pytester.makepyfile(test_k="import pytest\n\n@pytest.mark.roofline(min=0.5)\ndef test_a(roofline):\n    pass\n")
     result = pytester.runpytest_subprocess("--collect-only", "-s", "-p", "no:cacheprovider")
     assert result.ret == 0

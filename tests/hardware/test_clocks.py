@@ -121,7 +121,9 @@ def test_a_regression_with_a_clock_drop_says_so() -> None:
 
 def test_where_nothing_can_be_read_the_record_says_why_in_one_line() -> None:
     cpu = SimpleNamespace(platform="cpu", device_kind="cpu", id=0)
-    assert ClockWatch(cpu).around(lambda: 1)[1].text() == "no reading: clocks are read on NVIDIA GPUs only (this is a CPU)"
+    assert (
+        ClockWatch(cpu).around(lambda: 1)[1].text() == "no reading: clocks are read on NVIDIA GPUs only (this is a CPU)"
+    )
     tpu = SimpleNamespace(platform="tpu", device_kind="TPU v6 lite", id=0)
     assert ClockWatch(tpu).unavailable == "clocks are read on NVIDIA GPUs only (this is a TPU)"
     missing = nvml_clocks("gpu", "NVIDIA H100 80GB HBM3", 0)  # this machine has no pynvml installed

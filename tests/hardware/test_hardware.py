@@ -145,7 +145,9 @@ def test_memory_capacity_has_its_source_and_unit() -> None:
 
 def test_memory_capacity_override_and_its_errors(tmp_path: Path) -> None:
     good = tmp_path / "hw.yaml"
-    good.write_text("devices:\n  H100 SXM:\n    memory_capacity_gib: {value: 79.1, source: nvidia-smi, read: 2026-11-23}\n")
+    good.write_text(
+        "devices:\n  H100 SXM:\n    memory_capacity_gib: {value: 79.1, source: nvidia-smi, read: 2026-11-23}\n"
+    )
     spec = merge_overrides(load_shipped_table(), good)["H100 SXM"]
     assert spec.memory_capacity is not None and spec.memory_capacity.value == pytest.approx(79.1 * 2**30)
     assert spec.memory_capacity.origin == "override" and spec.memory_capacity.source == "nvidia-smi"

@@ -278,7 +278,9 @@ def test_a_regression_names_the_op_the_head_added_with_its_share() -> None:
     assert lines[start + 1].startswith("  the head's program: 1 op added, 1 the same; device time 4.1 ms -> 8.25 ms")
     assert lines[start + 2] == "    census: device ops per run 1 -> 2: +1 copy"
     start += 1
-    assert lines[start + 2].startswith("    added copy.3, copy f32[1024,1024] -> f32[1024,1024]: 3.95 ms, 48% of the run")
+    assert lines[start + 2].startswith(
+        "    added copy.3, copy f32[1024,1024] -> f32[1024,1024]: 3.95 ms, 48% of the run"
+    )
     assert lines[start + 2].endswith("; 95% of the change")
     assert lines[start + 3] == "    between ops (gaps, launches): +200 us; 5% of the change"
     entry = ab_document(c)["kernels"][0]

@@ -108,7 +108,7 @@ ENTRY main {
   a = f32[256,128]{1,0} custom-call(x, y), custom_call_target="__gpu$xla.gpu.triton", backend_config={"name":"add_kernel","ir":"","num_stages":3,"num_warps":4,"grid_x":1,"grid_y":1,"grid_z":1,"debug":false}
   ROOT b = f32[256,128]{1,0} custom-call(a, y), custom_call_target="mosaic_gpu_v2", backend_config={"kernel_hash":"","module":""}
 }
-"""
+"""  # noqa: E501 (HLO text as XLA prints it)
 EST = KernelEstimate(FLOPS, TRANS, BYTES, matrix=False)
 
 
@@ -148,7 +148,10 @@ def test_interpret_mode_counts_are_the_estimates_times_their_runs() -> None:
     counts = interpret_counts(traced.kernels, traced.outside)
     assert counts is not None and counts.source == "cost_estimate"
     assert counts.flops == 3 * 2.0 * N**3 and counts.matrix_flops == {"f32": 3 * 2.0 * N**3}
-    assert counts.lower_bound and "outside the interpret-mode Pallas kernels (add) is not counted" in counts.lower_bound_why[0]
+    assert (
+        counts.lower_bound
+        and "outside the interpret-mode Pallas kernels (add) is not counted" in counts.lower_bound_why[0]
+    )
     elementwise = traced_program(jax.jit(lambda x, y: add(x, y, interpret=True)).trace(X, X))
     assert elementwise.kernels[0].estimate == EST and elementwise.outside == ()
 
@@ -166,8 +169,8 @@ def test_measure_reports_the_estimate_not_the_interpreters_work() -> None:
                for n in r.notes)
     bare = measure(lambda x, y: add(x, y, estimate=False, interpret=True), X, X, hardware=FAKE_CPU, min_runs=3,
                    max_runs=3, warmup=1)
-    # Without a cost_estimate the kernel is counted from its body: a multiply and an add per element, its blocks (the whole
-    # arrays, one grid step) as bytes; the bytes are said to be a lower bound.
+    # Without a cost_estimate the kernel is counted from its body: a multiply and an add per element, its blocks (the
+    # whole arrays, one grid step) as bytes; the bytes are said to be a lower bound.
     assert bare.flops == 2 * M * N and bare.transcendentals == 0 and bare.bytes_accessed == 3 * M * N * 4
     assert bare.flops_source == "kernel_body" and bare.counts_lower_bound
     assert "Pallas kernel 'add_kernel' counted from its body: bytes: the blocks the grid maps in and out" in \

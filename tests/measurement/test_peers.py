@@ -1,5 +1,5 @@
-"""Waiting for the other processes of a program (measurement/processes/peers.py), on a fake of JAX's distributed key-value
-store and a fake clock: a busy process is waited for as long as it keeps saying what it does, a silent one
+"""Waiting for the other processes of a program (measurement/processes/peers.py), on a fake of JAX's distributed
+key-value store and a fake clock: a busy process is waited for as long as it keeps saying what it does, a silent one
 until the timeout, a failed one not at all."""
 
 from __future__ import annotations

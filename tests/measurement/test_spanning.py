@@ -22,8 +22,12 @@ DATA = DATA / "spanning"
 _JAX = tuple(int(x) for x in version("jax").split(".")[:2])
 # jax 0.9.0 refuses the suite's replicated host arrays on other processes' devices ("Cannot copy array to
 # non-addressable device"): the two-process CPU form is checked from jax 0.10.
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(_JAX < (0, 10), reason="two-process CPU suite checked from jax 0.10 (see docs/spanning-hosts.md)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        _JAX < (0, 10), reason="two-process CPU suite checked from jax 0.10 (see docs/spanning-hosts.md)"
+    ),
+]
 
 
 def _project(tmp_path: Path) -> Path:

@@ -170,7 +170,9 @@ def test_a_kernel_that_cannot_be_measured_fails_naming_test_and_kernel() -> None
     h = _measuring(broken)
     with pytest.raises(Failed) as info:
         h.fixture(kernel, 1)
-    assert str(info.value) == f"roofline: kernel 'kernel' of {NODE} cannot be measured: kernel: compilation failed: boom"
+    assert (
+        str(info.value) == f"roofline: kernel 'kernel' of {NODE} cannot be measured: kernel: compilation failed: boom"
+    )
     assert info.value.__context__ is None  # raised outside the except block: no chained traceback
 
 

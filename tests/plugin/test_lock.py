@@ -71,7 +71,9 @@ def test_a_wait_names_the_holder_and_ends_when_it_lets_go() -> None:
 
     with device_lock("cpu", say=say):
         pass
-    assert said[0].startswith(f"waiting for the device lock {lock_path('cpu')}, held by process {holder.pid} (-c) since ")
+    assert said[0].startswith(
+        f"waiting for the device lock {lock_path('cpu')}, held by process {holder.pid} (-c) since "
+    )
     assert said[-1].startswith("got the device lock after ")
 
 

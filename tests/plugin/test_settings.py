@@ -21,7 +21,10 @@ def resolve(cli: dict[str, object] = NONE, env: dict[str, str] | None = None, in
 
 def test_precedence_cli_env_ini_and_origins() -> None:
     s = resolve({"min": "0.7"}, {"PYTEST_ROOFLINE_MIN": "0.6"}, {"min": "0.5"})
-    assert isinstance(s.min, Threshold) and (s.min.value, s.min.origin) == (0.7, "--roofline-min=0.7 on the command line")
+    assert isinstance(s.min, Threshold) and (s.min.value, s.min.origin) == (
+        0.7,
+        "--roofline-min=0.7 on the command line",
+    )
     s = resolve({}, {"PYTEST_ROOFLINE_MIN": "0.6"}, {"min": "0.5"})
     assert isinstance(s.min, Threshold) and s.min.origin == "PYTEST_ROOFLINE_MIN=0.6 in the environment"
     s = resolve({}, {}, {"min": "0.5", "model": "OPS ", "ceilings": "datasheet", "warn_only": "yes"})
@@ -42,7 +45,9 @@ def test_yaml_config_supplies_min_thresholds_model_and_devices(tmp_path: Path) -
     s = resolve({"config": str(config), "hardware": "box"})
     assert isinstance(s.min, Threshold) and s.min.value == 0.3 and s.model == "ops" and s.hardware == "box"
     pattern, suite = s.threshold_for("a.py::test_x"), s.threshold_for("a.py::test_y")
-    assert isinstance(pattern, Threshold) and isinstance(suite, Threshold) and (pattern.value, suite.value) == (0.9, 0.3)
+    assert (
+        isinstance(pattern, Threshold) and isinstance(suite, Threshold) and (pattern.value, suite.value) == (0.9, 0.3)
+    )
 
 
 @pytest.mark.parametrize("cli,fragment", [
@@ -143,7 +148,10 @@ def test_the_marker_and_measure_check_a_setting_alike(key: str, value: object) -
     with pytest.raises(ValueError) as call:
         MeasureOptions.from_keywords({key: value})
     problem = str(call.value).removeprefix(f"{key}= ")
-    assert problem.startswith("must be ") and str(marker.value) == f"roofline marker of t.py::test_a: {key}={value!r}: {problem}"
+    assert (
+        problem.startswith("must be ")
+        and str(marker.value) == f"roofline marker of t.py::test_a: {key}={value!r}: {problem}"
+    )
 
 
 def test_counts_from_the_command_line_the_yaml_config_the_marker_and_the_call(tmp_path: Path) -> None:

@@ -98,7 +98,8 @@ def pytest_configure(config):
     old = activate(config)
     config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=measure,
                                                 hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
-                                                save=lambda *a: {"trace_dir": "", "perfetto": "", "hlo": "", "xplane": ""})
+                                                save=lambda *a: {"trace_dir": "", "perfetto": "", "hlo": "",
+                                                                 "xplane": ""})
 """
 
 ALONE_TESTS = """

@@ -10,10 +10,11 @@ function or dataclass taking more than six arguments by position.
     records/      the current run's records (a kernel's record, a recorded result, its baseline check)
                                                                          base, hardware, analysis, result
     history/      reports over time, regressions, paired revisions       base, hardware, analysis, records
-    report/       text, JSON and HTML                                    base, hardware, analysis, result, records, history
-    measurement/  the only JAX                                           base, hardware, analysis, result
+    report/       text, JSON and HTML                                    base, hardware, analysis, result, records,
+    history measurement/  the only JAX                                           base, hardware, analysis, result
     plugin/       the only pytest                                        anything but JAX itself and cli
-    cli/          the pytest-roofline command                            anything but pytest (JAX only through measurement)
+    cli/          the pytest-roofline command                            anything but pytest (JAX only through
+    measurement)
 
 No module lies loose at the package root but ``__init__`` and ``__main__``, and no folder holds more than 13 modules.
 """
@@ -39,7 +40,16 @@ ALLOWED = {
     "result": {"base", "hardware", "analysis", "result"},
     "records": {"base", "hardware", "analysis", "result", "records"},
     "history": {"base", "hardware", "analysis", "records", "history"},
-    "report": {"base", "hardware", "analysis", "result", "records", "history", "report", "package"},  # package: __version__
+    "report": {
+        "base",
+        "hardware",
+        "analysis",
+        "result",
+        "records",
+        "history",
+        "report",
+        "package",
+    },  # package: __version__
     "measurement": {"base", "hardware", "analysis", "result", "measurement"},
     "plugin": {"base", "hardware", "analysis", "result", "records", "history", "report", "measurement", "plugin"},
     "package": {"base", "hardware", "analysis", "result", "measurement"},
@@ -113,9 +123,20 @@ def test_every_module_is_in_a_known_layer() -> None:
     assert {_layer(_name(p)) for p in _modules()} <= set(ALLOWED)
 
 
+def test_each_layer_has_its_tests() -> None:
+    """Each layer's folder has a folder of tests of the same name with tests in it (the other direction:
+    test_the_tests_mirror_the_package)."""
+    tests = PACKAGE.parent / "tests"
+    layers = [d.name for d in PACKAGE.iterdir() if (d / "__init__.py").exists()]
+    missing = sorted(name for name in layers if not any((tests / name).rglob("test_*.py")))
+    assert not missing, f"layers without tests/ of their own: {missing}"
+
+
 def test_no_module_lies_loose_at_the_root_and_no_folder_is_crowded() -> None:
     loose = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert loose == ["__init__.py", "__main__.py"], f"modules at the package root: {loose}: put each in its layer's folder"
+    assert loose == ["__init__.py", "__main__.py"], (
+        f"modules at the package root: {loose}: put each in its layer's folder"
+    )
     crowded = {str(d.relative_to(PACKAGE)): n for d in [PACKAGE, *PACKAGE.rglob("*/")]
                if d.is_dir() and (n := len([p for p in d.glob("*.py") if p.name != "__init__.py"])) > 13}
     assert not crowded, f"folders over 13 modules: {crowded}: split them by what they hold"
@@ -182,8 +203,15 @@ def test_the_rules_catch_a_violation() -> None:
     assert _internal_layers(imported) - ALLOWED["analysis"] == {"plugin"}
 
 
-ENTRY_MODULES = ["pytest_roofline", "pytest_roofline.plugin.hooks", "pytest_roofline.result.result", "pytest_roofline.cli.main",
-                 "pytest_roofline.report.text", "pytest_roofline.plugin.fixture", "pytest_roofline.plugin.abort_watch"]
+ENTRY_MODULES = [
+    "pytest_roofline",
+    "pytest_roofline.plugin.hooks",
+    "pytest_roofline.result.result",
+    "pytest_roofline.cli.main",
+    "pytest_roofline.report.text",
+    "pytest_roofline.plugin.fixture",
+    "pytest_roofline.plugin.abort_watch",
+]
 
 
 @pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's

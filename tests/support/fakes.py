@@ -97,8 +97,8 @@ def pytest_configure(config):
     old = activate(config)
     config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure({utils}),
                                                 hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
-                                                save=lambda result, root, nodeid, label: {{"trace_dir": "t", "perfetto": "p",
-                                                                                              "hlo": "h", "xplane": "x"}},
+                                                save=lambda result, root, nodeid, label: {{
+                                                    "trace_dir": "t", "perfetto": "p", "hlo": "h", "xplane": "x"}},
                                                 baseline=old.baseline)
 """
 

@@ -127,7 +127,10 @@ def plan_cache(mode: CacheMode, platform: str, working_set: float | None, cache_
         elif fits is None:
             state, why = "warm", f"auto: working set {size} or cache size unknown"
         else:
-            state, why = "warm", f"auto: the working set {size} is larger than the cache, so each run evicts its own data"
+            state, why = (
+                "warm",
+                f"auto: the working set {size} is larger than the cache, so each run evicts its own data",
+            )
     else:
         state, why = mode, f"cache={mode!r} asked for (working set {size})"
     evicted = _evict_bytes(platform, cache_bytes) if state == "cold" else 0

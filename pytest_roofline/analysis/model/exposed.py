@@ -1,5 +1,6 @@
 """Exposed communication: how much of each collective's time no compute on the same device overlaps, from the
-trace. Pure: reads a program's runs (:class:`~..runs.trace_events.RunTimes`) and its op rows (:class:`~..model.per_op.OpRow`).
+trace. Pure: reads a program's runs (:class:`~..runs.trace_events.RunTimes`) and its op rows
+(:class:`~..model.per_op.OpRow`).
 
 A collective's time is its span on one device: from its ``-start`` event's start to its ``-done`` event's end where
 XLA emits an async pair (paired in order per device and run; a ``-start`` without a ``-done`` event, as a GPU's NCCL
@@ -7,8 +8,8 @@ kernel may be, is its own event), else its own event. The compute that may hide 
 every other op event of that device in that run, except collectives and async ``-start``/``-done`` markers. What
 no compute overlaps is exposed. Per collective: its time and exposed time per run (its instances in a run added,
 the device that exposed most, median over runs), and its roofline time on the link (the ring model of
-:mod:`..program.collectives`, from its row). On a CPU with forced host devices a collective runs on the host's own threads,
-with no link to overlap: everything is exposed, and the result says so.
+:mod:`..program.collectives`, from its row). On a CPU with forced host devices a collective runs on the host's own
+threads, with no link to overlap: everything is exposed, and the result says so.
 """
 
 from __future__ import annotations

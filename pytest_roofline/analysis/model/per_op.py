@@ -2,8 +2,8 @@
 
 Rows are the ops a run executes (:mod:`~..program.walk`): a fusion is one row with the work of its fused computation,
 ops in a loop body count ``known_trip_count`` times. Each row's FLOPs, transcendentals and bytes come from
-:func:`~..program.xla_costs.instruction_cost`, its collective bytes from :mod:`~..program.collectives`, and its measured time is
-the sum of its trace events (matched by the ``hlo_op`` stat) per run, slowest device, median over runs. Pure.
+:func:`~..program.xla_costs.instruction_cost`, its collective bytes from :mod:`~..program.collectives`, and its measured
+time is the sum of its trace events (matched by the ``hlo_op`` stat) per run, slowest device, median over runs. Pure.
 """
 
 from __future__ import annotations

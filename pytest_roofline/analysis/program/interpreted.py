@@ -28,9 +28,11 @@ def estimated_note(estimated: Sequence[str]) -> str:
                      f"times the grid, its blocks as bytes): {', '.join(counted)}")
     return "; ".join(parts)
 
-INTERPRET_NOTE = ("Pallas kernel(s) {names} ran in interpret mode: these timings measure the Pallas interpreter on "
-                  "this {platform}, and say nothing about the kernel's speed on an accelerator; the per-op rows and the "
-                  "peak memory are the interpreter's program")
+INTERPRET_NOTE = (
+    "Pallas kernel(s) {names} ran in interpret mode: these timings measure the Pallas interpreter on "
+    "this {platform}, and say nothing about the kernel's speed on an accelerator; the per-op rows and the "
+    "peak memory are the interpreter's program"
+)
 
 
 def interpret_counts(kernels: Sequence[TracedKernel], outside: Sequence[str]) -> Counts | None:

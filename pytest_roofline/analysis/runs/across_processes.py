@@ -120,9 +120,15 @@ class Processes:
         line = (f"{self.topology}; slowest device {self.decided_by} in {self.decided_share:.0%} of the runs "
                 f"(medians: {times})")
         if self.hosts is not None:
-            line += (f"; collectives {format_quantity(self.hosts.local_bytes, 'B')} within a host, "
-                     f"{format_quantity(self.hosts.host_bytes, 'B')} across hosts" + (" (a link without a known bandwidth: the interconnect term is a lower bound)"
-                                        if self.hosts.lower_bound else ""))
+            line += (
+                f"; collectives {format_quantity(self.hosts.local_bytes, 'B')} within a host, "
+                f"{format_quantity(self.hosts.host_bytes, 'B')} across hosts"
+                + (
+                    " (a link without a known bandwidth: the interconnect term is a lower bound)"
+                    if self.hosts.lower_bound
+                    else ""
+                )
+            )
         return line
 
     def to_dict(self) -> dict[str, Any]:

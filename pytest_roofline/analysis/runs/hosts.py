@@ -4,8 +4,8 @@ cross from one host to another, and the time its bytes take on each kind of link
 A multi-controller JAX program runs one process per host; every device belongs to one process. A collective's
 ``replica_groups`` name the devices it joins, as indices into the program's device assignment (explicit
 ``{{0,1},{2,3}}``, the iota form ``[2,2]<=[4]`` / ``[2,2]<=[2,2]T(1,0)``, or ``{}`` for all devices). In the ring
-model (:mod:`..program.collectives`) each device of a group sends the group's per-device bytes to the next one, the group
-ordered by process: a hop between devices of one process uses the local interconnect (ICI, NVLink), a hop from
+model (:mod:`..program.collectives`) each device of a group sends the group's per-device bytes to the next one, the
+group ordered by process: a hop between devices of one process uses the local interconnect (ICI, NVLink), a hop from
 one process to the next the link between hosts (DCN on TPU slices, the network on GPU nodes). The ring moves at
 the pace of its slowest hop, so a collective takes the longer of: its per-device bytes over the local
 interconnect (where any hop is local) and the busiest host's outgoing bytes over its host link.
@@ -22,8 +22,17 @@ from ..program.collectives import collective_bytes
 from ..program.hlo_reader import HloModule
 from ..program.walk import executed
 
-__all__ = ["CollectiveSplit", "GroupsError", "HostTraffic", "Topology", "collective_time", "expand_groups", "host_traffic", "permute_pairs",
-           "split_collective"]
+__all__ = [
+    "CollectiveSplit",
+    "GroupsError",
+    "HostTraffic",
+    "Topology",
+    "collective_time",
+    "expand_groups",
+    "host_traffic",
+    "permute_pairs",
+    "split_collective",
+]
 
 
 class GroupsError(ValueError):

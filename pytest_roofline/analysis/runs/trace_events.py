@@ -94,7 +94,9 @@ def device_of(event: TraceEvent) -> Any:
 
 
 def device_plane_prefix(platform: str) -> str:
-    return {"cpu": "/host:CPU", "gpu": "/device:GPU:", "tpu": "/device:TPU:"}.get(platform, f"/device:{platform.upper()}:")
+    return {"cpu": "/host:CPU", "gpu": "/device:GPU:", "tpu": "/device:TPU:"}.get(
+        platform, f"/device:{platform.upper()}:"
+    )
 
 
 def _as_int(value: Any) -> int | None:

@@ -1,6 +1,7 @@
 """The kernel census of a program: how many device ops one run executes and of which family (XLA fusions, library
 calls such as cuBLAS and cuDNN, Triton, Pallas, copies, collectives), the ``max_ops=`` limit it is held to, and
-what changed between two censuses. Pure: reads :class:`~..model.per_op.OpRow` rows (each with its family, :mod:`..model.op_family`).
+what changed between two censuses. Pure: reads :class:`~..model.per_op.OpRow` rows (each with its family,
+:mod:`..model.op_family`).
 
 An op's count per run is its events per run in the trace where the trace has them (a GPU kernel per launch, a
 CPU thunk per execution), else how often the HLO runs it (loop bodies times their trip count).

@@ -14,7 +14,8 @@ _LAYOUT_OPS = frozenset({"copy", "transpose", "copy-start"})
 
 
 def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: str, donated: bool,
-          output_bytes: float, working_set_bytes: float, has_loops: bool, idle: IdleTime | None, loops_ran: Sequence[str] = (),
+          output_bytes: float, working_set_bytes: float, has_loops: bool, idle: IdleTime | None,
+          loops_ran: Sequence[str] = (),
           cache_bytes: int | None = None, cache_modelled: bool = False) -> list[str]:
     """Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show.
 
@@ -24,7 +25,8 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
     out: list[str] = []
     measured = [r for r in rows if r.measured_s]
     total = sum(r.measured_s or 0.0 for r in measured) or device_time_s
-    layout = [r for r in measured if r.opcode in _LAYOUT_OPS or r.family == "copy" or (r.fusion_kind and "transpose" in r.name)]
+    layout = [r for r in measured
+              if r.opcode in _LAYOUT_OPS or r.family == "copy" or (r.fusion_kind and "transpose" in r.name)]
     layout_time = sum(r.measured_s or 0.0 for r in layout)
     if layout and layout_time > 0.1 * total:
         names = ", ".join(r.name for r in sorted(layout, key=lambda r: -(r.measured_s or 0))[:3])

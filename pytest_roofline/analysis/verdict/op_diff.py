@@ -38,7 +38,8 @@ SAME_TIME = 0.02
 
 def op_label(row: OpRow) -> str:
     """What an op is: opcode, fusion kind, operands and result, e.g. ``fusion (kLoop) f32[1024,1024] ->
-    f32[1024]``, ``fusion (kCustom) matmul f32[768,768], f32[768,768] -> f32[768,768]`` or ``copy f32[4096,4096] -> f32[4096,4096]``."""
+    f32[1024]``, ``fusion (kCustom) matmul f32[768,768], f32[768,768] -> f32[768,768]`` or ``copy f32[4096,4096] ->
+    f32[4096,4096]``."""
     kind = f" ({row.fusion_kind})" if row.fusion_kind else ""
     if row.kind.startswith(f"{row.family}: "):
         kind += f" {row.family}"

@@ -1,1 +1,2 @@
-"""The machine under the measurement (imports JAX): device detection, calibration and reference kernels, cache eviction, clocks."""
+"""The machine under the measurement (imports JAX): device detection, calibration and reference kernels, cache eviction,
+clocks."""

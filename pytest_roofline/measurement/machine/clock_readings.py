@@ -15,8 +15,11 @@ __all__ = ["ClockWatch", "nvml_index"]
 def nvml_index(device: Any, visible: str | None = None) -> int:
     """The NVML index of a CUDA device: its ordinal, through ``CUDA_VISIBLE_DEVICES`` where that lists indices."""
     ordinal = int(getattr(device, "local_hardware_id", None) or getattr(device, "id", 0) or 0)
-    listed = [v.strip() for v in (visible if visible is not None else os.environ.get("CUDA_VISIBLE_DEVICES", "")).split(",")
-              if v.strip()]
+    listed = [
+        v.strip()
+        for v in (visible if visible is not None else os.environ.get("CUDA_VISIBLE_DEVICES", "")).split(",")
+        if v.strip()
+    ]
     if ordinal < len(listed) and listed[ordinal].isdigit():
         return int(listed[ordinal])
     return ordinal

@@ -3,7 +3,8 @@ compiled program that writes a buffer twice its size, run under its own host ann
 it outside every timed run.
 
 The cache's size: on a CPU as the system reports it (``/sys``); on an NVIDIA GPU from the CUDA runtime
-(``cudaDevAttrL2CacheSize``) where its library loads, else assumed (:data:`~...analysis.model.cache_state.GPU_CACHE_ASSUMED`).
+(``cudaDevAttrL2CacheSize``) where its library loads, else assumed
+(:data:`~...analysis.model.cache_state.GPU_CACHE_ASSUMED`).
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ in-cache stream where its working set fits the last-level cache, the donated str
 
 On a CPU they take 5-10 ms each: short enough that a pair (reference, kernel) sees the same moment of the
 machine, long enough to span several scheduler time slices (shorter references, 1-3 ms, scattered more
-from pair to pair beside a busy neighbour). The stream's working set is capped at 128 MiB to stay that short: on a VM the system reports the
-host's last-level cache (480 MiB on a 2-core Intel Xeon VM, shared with other tenants); there a 128 MiB stream
-slowed under a memory-copy neighbour by the same factor as a 1 GiB one (docs/measurements.md, "Live ceilings").
+from pair to pair beside a busy neighbour). The stream's working set is capped at 128 MiB to stay that short: on a VM
+the system reports the host's last-level cache (480 MiB on a 2-core Intel Xeon VM, shared with other tenants); there a
+128 MiB stream slowed under a memory-copy neighbour by the same factor as a 1 GiB one (docs/measurements.md, "Live
+ceilings").
 """
 
 from __future__ import annotations
@@ -140,7 +141,9 @@ def reference(platform: str, key: str) -> Reference:
         n = 4096 if big else 1024
         dtype = jnp.float32 if dtype_name == "f32" else jnp.bfloat16
         a = jnp.full((n, n), 0.5, dtype)
-        return _plain(key, f"{dtype_name} matmul {n}x{n}x{n}", "compute", 2.0 * n**3, _roofline_reference_matmul, (a, a))
+        return _plain(
+            key, f"{dtype_name} matmul {n}x{n}x{n}", "compute", 2.0 * n**3, _roofline_reference_matmul, (a, a)
+        )
     if key == "vector":
         n = (64 if big else 4) * _MIB
         x = jnp.full((n,), 0.5, jnp.float32)

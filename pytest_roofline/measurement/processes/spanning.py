@@ -1,6 +1,7 @@
 """One measurement of a program that spans processes: its topology, the stopping decision taken together, and
 every process's device times gathered and matched run by run (the slowest device of all decides each run).
-The pure parts are :mod:`pytest_roofline.analysis.runs.hosts` and :mod:`pytest_roofline.analysis.runs.across_processes`; the messages go through
+The pure parts are :mod:`pytest_roofline.analysis.runs.hosts` and :mod:`pytest_roofline.analysis.runs.across_processes`;
+the messages go through
 :mod:`.peers`."""
 
 from __future__ import annotations

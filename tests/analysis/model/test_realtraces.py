@@ -124,7 +124,9 @@ def test_six_jit_dot_programs_are_told_apart_and_timed(program_id: int) -> None:
 def test_a_module_name_alone_is_ambiguous() -> None:
     from pytest_roofline.analysis.runs.trace_events import TraceError
 
-    with pytest.raises(TraceError, match=r"6 different programs named 'jit_dot' ran \(program ids 5, 21, 34, 49, 64, 79\)"):
+    with pytest.raises(
+        TraceError, match=r"6 different programs named 'jit_dot' ran \(program ids 5, 21, 34, 49, 64, 79\)"
+    ):
         run_times(real_events(GEMM), "jit_dot", "gpu")
 
 

@@ -22,7 +22,8 @@ from pytest_roofline.analysis.program.counts import hlo_counts, program_counts
 from pytest_roofline.analysis.program.hlo_reader import HloModule, Instruction, parse_hlo
 from pytest_roofline.analysis.program.walk import executed
 
-# (Names are unique in a module, as XLA writes them.) A known loop of 2 trips around an unknown loop, around another unknown loop; each body doubles an f32[1024].
+# (Names are unique in a module, as XLA writes them.) A known loop of 2 trips around an unknown loop, around another
+# unknown loop; each body doubles an f32[1024].
 HLO = """HloModule nested
 
 inner_body {
@@ -62,7 +63,7 @@ ENTRY main {
   x = f32[1024]{0} parameter(0)
   ROOT w_outer = f32[1024]{0} while(x), condition=outer_cond, body=outer_body, backend_config={"known_trip_count":{"n":"2"}}
 }
-"""
+"""  # noqa: E501 (HLO text as XLA prints it)
 
 
 def test_nested_loops_are_read_outermost_first_and_charged_as_they_ran() -> None:

@@ -42,7 +42,7 @@ ENTRY main.2076_spmd {
   flash = bf16[8,32,32,128]{3,2,1,0} custom-call(conv), custom_call_target="__cudnn$fmhaSoftmax"
   ROOT t = (bf16[8,32,32,128]{3,2,1,0}, f32[64,256]{1,0}) tuple(flash, sliced)
 }
-"""
+"""  # noqa: E501 (HLO text as XLA prints it)
 
 
 def test_constructed_dump_spelling_is_read() -> None:

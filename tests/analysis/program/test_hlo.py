@@ -75,7 +75,10 @@ GOOD_HEADER = "HloModule jit_f, entry_computation_layout={(f32[4]{0})->f32[4]{0}
 
 
 def test_malformed_instruction_names_its_line() -> None:
-    text = GOOD_HEADER + "ENTRY %main (x: f32[4]) -> f32[4] {\n  %x = f32[4]{0} parameter(0)\n  ROOT %y = f32[4 add(%x, %x)\n}\n"
+    text = (
+        GOOD_HEADER
+        + "ENTRY %main (x: f32[4]) -> f32[4] {\n  %x = f32[4]{0} parameter(0)\n  ROOT %y = f32[4 add(%x, %x)\n}\n"
+    )
     with pytest.raises(HloParseError) as info:
         parse_hlo(text)
     assert info.value.line_no == 5
@@ -127,9 +130,11 @@ def test_comments_inside_quoted_strings_are_kept() -> None:
 
 def test_an_instruction_over_several_lines_is_read_and_an_unclosed_one_is_an_error() -> None:
     # Constructed: a backend_config JSON printed with newlines, as Mosaic TPU custom calls print theirs.
-    text = ("HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n"
-            '  ROOT c = f32[4]{0} custom-call(p), custom_call_target="x", backend_config={"a": {\n"b":1,\n"s":"}{"\n}}\n'
-            "}\n")
+    text = (
+        "HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+        '  ROOT c = f32[4]{0} custom-call(p), custom_call_target="x", backend_config={"a": {\n"b":1,\n"s":"}{"\n}}\n'
+        "}\n"
+    )
     call = parse_hlo(text).entry.root
     assert call.backend_config == {"a": {"b": 1, "s": "}{"}} and call.line_no == 5
     broken = text.replace('"s":"}{"\n}}\n}\n', '"s":"}{"\n')

@@ -124,7 +124,7 @@ ENTRY %main (x: f32[256,1024]) -> f32[256,1024] {
   %all = f32[256,1024]{1,0} all-reduce(f32[256,1024]{1,0} %x), channel_id=1, replica_groups=[1,4]<=[4], use_global_device_ids=true, to_apply=%add
   ROOT %pairs = f32[256,1024]{1,0} all-reduce(f32[256,1024]{1,0} %all), channel_id=2, replica_groups=[2,2]<=[2,2]T(1,0), use_global_device_ids=true, to_apply=%add
 }
-"""
+"""  # noqa: E501 (HLO text as XLA prints it)
 
 
 def test_the_model_splits_collectives_between_ici_and_dcn() -> None:
@@ -148,7 +148,10 @@ def test_the_model_splits_collectives_between_ici_and_dcn() -> None:
     assert hosts.time_s == pytest.approx(expected) and not hosts.lower_bound
     assert model.estimate.comms_time_s == pytest.approx(expected)
     uses = {u.work: u.key for u in model.uses}
-    assert uses["collective bytes within a host"] == "interconnect" and uses["collective bytes across hosts"] == "host link"
+    assert (
+        uses["collective bytes within a host"] == "interconnect"
+        and uses["collective bytes across hosts"] == "host link"
+    )
     # one process: the old single-interconnect model
     one = program_model(spec, hlo_counts(module), module, 4)
     assert one.hosts is None and one.estimate.comms_time_s == pytest.approx((ring4 + ring2) / ici)

@@ -267,8 +267,10 @@ def test_constructed_command_buffer_hides_per_op_kernels_and_says_how_to_see_the
     # Constructed: XLA ran the program as a CUDA graph: one cuGraphLaunch, kernels without hlo_op.
     host = [FakeEvent(KERNEL_RUN_MARKER, 0, 100_000, {"run": 0}),
             FakeEvent("cuGraphLaunch", 10_000, 5_000, {"correlation_id": 9})]
-    kernels = [FakeEvent("fusion_kernel", 50_000, 40_000, {"hlo_module": "jit_f", "program_id": 1, "correlation_id": 9}),
-               FakeEvent("gemm_kernel", 95_000, 60_000, {"hlo_module": "jit_f", "program_id": 1, "correlation_id": 9})]
+    kernels = [
+        FakeEvent("fusion_kernel", 50_000, 40_000, {"hlo_module": "jit_f", "program_id": 1, "correlation_id": 9}),
+        FakeEvent("gemm_kernel", 95_000, 60_000, {"hlo_module": "jit_f", "program_id": 1, "correlation_id": 9}),
+    ]
     found = run_times(flatten(_gpu_profile(host, {"/device:GPU:0": kernels})), "jit_f", "gpu", 1, KERNEL_RUN_MARKER)
     assert found.per_run_s == pytest.approx((105e-6,))  # the program-level time is kept
     (note,) = found.notes

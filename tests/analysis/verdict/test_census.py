@@ -35,7 +35,7 @@ ENTRY main {
   f = f32[8,8]{1,0} fusion(p0), kind=kLoop, calls=fused
   ROOT add = f32[8,8]{1,0} add(f, cp)
 }
-"""
+"""  # noqa: E501 (HLO text as XLA prints it)
 
 
 def test_each_op_is_of_its_family() -> None:

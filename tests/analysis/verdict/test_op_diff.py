@@ -57,8 +57,10 @@ def test_an_added_copy_is_named_with_its_share_of_the_change() -> None:
     lines = diff.lines()
     assert lines[0].startswith("the head's program: 1 op added, 2 the same; device time 5.2 ms -> 10 ms per run")
     assert lines[1] == "  census: device ops per run 2 -> 3: +1 copy"
-    assert lines[2] == ("  added copy.9, copy f32[1024,1024] -> f32[1024,1024]: 4.8 ms, 48% of the run, 8 MiB moved, roofline "
-                        "fraction 17%; 100% of the change")
+    assert lines[2] == (
+        "  added copy.9, copy f32[1024,1024] -> f32[1024,1024]: 4.8 ms, 48% of the run, 8 MiB moved, roofline "
+        "fraction 17%; 100% of the change"
+    )
     assert len(lines) == 3  # the renumbered fusion and the reduce took the same time: not listed
 
 
@@ -97,7 +99,10 @@ def test_a_program_change_that_costs_no_time_is_said_to_be_one() -> None:
     assert diff.program_changed
     assert diff.moved == () and [c.kind for c in diff.free] == ["same time"]
     lines = diff.lines()
-    assert lines[1] == "  the compiled program changed at no cost in time (under 40.2 us each): rebuilt fusion.1 -> fusion.8"
+    assert (
+        lines[1]
+        == "  the compiled program changed at no cost in time (under 40.2 us each): rebuilt fusion.1 -> fusion.8"
+    )
     assert "regress" not in " ".join(lines)
 
 
