@@ -33,7 +33,7 @@ from ab_demo import TESTS, build, git
 from neighbours import neighbour
 
 from pytest_roofline.analysis.model.live import median_interval
-from pytest_roofline.cli.ab_rounds import AbOptions, run_ab
+from pytest_roofline.cli.ab.driver import AbOptions, run_ab
 from pytest_roofline.history.paired import CONFIDENCE, DEFAULT_ROUNDS, MIN_ROUNDS, Comparison
 
 

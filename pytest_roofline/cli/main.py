@@ -228,7 +228,7 @@ def plugin_turned_off(pytest_args: Sequence[str]) -> str | None:
 
 def _ab(args: argparse.Namespace, passed: list[str]) -> tuple[str, int]:
     """``ab``, with SIGTERM (a cancelled CI job) handled as Ctrl-C so that its worktree is removed."""
-    from .ab_rounds import AbOptions, ab_command
+    from .ab.driver import AbOptions, ab_command
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt

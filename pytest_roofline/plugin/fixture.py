@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NoReturn, TypeVar, cast
 
@@ -27,32 +27,16 @@ from ..records.series_judgement import BaselineCheck, NoBaseline
 from ..report.failure import failure_message
 from ..result.result import Result
 from .marker import BoundSetting, MarkerSpec, parse_bound_setting, pick_bound
+from .mode import CallSite
 from .session import RooflineSession
 from .settings import ConfigError, parse_model, parse_threshold_setting
 
-__all__ = ["RooflineFixture", "FIXTURE_SETTINGS", "NotMeasured"]
+__all__ = ["RooflineFixture", "FIXTURE_SETTINGS"]
 
 # The keywords roofline(...) takes for itself; any other goes to the kernel.
 LimitT = TypeVar("LimitT")
 
 FIXTURE_SETTINGS = ("min", "bound", "model", "max_memory", "max_ops", "max_exposed", *MEASURE_OPTIONS)
-
-
-class NotMeasured:
-    """What ``roofline(...)`` returns in ab's programs pass, where nothing is measured: reading anything of it
-    stops the test (the pass then times that test's kernels in its rounds instead of trusting what it saw)."""
-
-    def __init__(self, label: str, stop: Callable[[], NoReturn]) -> None:
-        self._label = label
-        self._stop = stop
-
-    def __getattr__(self, name: str) -> NoReturn:
-        if name.startswith("__"):  # a protocol probe (numpy's __array__, copy's hooks), not a read of the result
-            raise AttributeError(name)
-        self._stop()
-
-    def __repr__(self) -> str:
-        return f"<{self._label}: not measured (programs pass)>"
 
 
 class RooflineFixture:
@@ -70,7 +54,7 @@ class RooflineFixture:
         self._fail = fail
         self._warn = warn
         self._add_property = add_property
-        self._skip = skip or fail  # how a test stops that reads a result the programs pass did not measure
+        self._skip = skip or fail  # how a test stops where a mode that stands in for measurements stops it
         self._labels: dict[str, int] = {}
         self._bound_from = ""  # where the current call's bound came from, when the call gave one
         self._watch = Stopwatch()  # where the current call's wall time goes
@@ -80,8 +64,8 @@ class RooflineFixture:
         """Measure and record, never fail (a kernel that cannot be measured still fails the test); a kernel over
         ``max_memory`` is recorded with the check and warned about. Keywords as for ``roofline(...)``, but for
         ``min``, ``bound`` and ``model``, which only a call that judges takes."""
-        if self._session.programs is not None:
-            return self._program_only(fn, args, keywords, "roofline.measure(...)")
+        if self._session.mode.stands_in:
+            return self._stand_in(fn, args, keywords, "roofline.measure(...)")
         with Stopwatch() as self._watch:
             return self._measure_only(fn, args, keywords)
 
@@ -114,45 +98,23 @@ class RooflineFixture:
         """Measure, record, and fail the test when the kernel is below its threshold, of the wrong bound, or
         needs more memory than ``max_memory``. ``roofline(fn, *args, min=..., **kernel_kwargs)``, or
         ``roofline(fn, args=(...), kwargs={...}, min=...)`` where a kernel parameter shares a setting's name."""
-        if self._session.programs is not None:
-            return self._program_only(fn, args, keywords, "roofline(...)")
+        if self._session.mode.stands_in:
+            return self._stand_in(fn, args, keywords, "roofline(...)")
         with Stopwatch() as self._watch:
             return self._judge(fn, args, keywords)
 
-    def _program_only(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any],
-                      where: str) -> Result:
-        """The programs pass of ``pytest-roofline ab``: compile the kernel, log its fingerprint, time nothing. The
-        value returned stops the test (a skip) where the test reads it: nothing was measured."""
-        log = self._session.programs
-        assert log is not None
-        if log.defer:  # made again by replay(), the same call with the same inputs
-            again = self.measure if where == "roofline.measure(...)" else self
-            log.later(self._nodeid, self, functools.partial(again, fn, *args, **dict(keywords)))
+    def _stand_in(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any],
+                  where: str) -> Result:
+        """The session's mode answers the call in place of a measurement (:meth:`.mode.Mode.stand_in`)."""
+        again = functools.partial(self.measure if where == "roofline.measure(...)" else self, fn, *args,
+                                  **dict(keywords))
         call, kwargs = self._split(fn, args, keywords, where)
         label = self._label(fn, kwargs.pop("name", None))
         for setting in ("min", "bound", "model", "max_memory", "max_ops", "max_exposed"):
             kwargs.pop(setting, None)
-        options = self._options(label, self._given(kwargs))
-        found = ""
-        try:
-            found = self._session.fingerprint(call, options)
-        except Exception as exc:  # noqa: BLE001 - the timed rounds measure it and show its error
-            log.stop(self._nodeid, f"{label} did not compile: {exception_text(exc)}")
-        log.add(self._nodeid, label, found)
-
-        def stop() -> NoReturn:
-            why = f"it reads the result of {label}, which the programs pass does not measure"
-            log.stop(self._nodeid, why)
-            self._skip(f"roofline: programs pass: {why}")
-
-        return cast(Result, NotMeasured(label, stop))
-
-    def replay(self, calls: Sequence[Callable[[], Any]]) -> None:
-        """Make the calls a prepared test deferred (:class:`.session.ProgramLog`), in its order and under
-        its labels, until one stops the test as it would have stopped there (a failure below a threshold)."""
-        self._labels.clear()
-        for call in calls:
-            call()
+        site = CallSite(self._nodeid, label, call, self._options(label, self._given(kwargs)), again=again,
+                        restart=self._labels.clear, stop=self._skip)
+        return cast(Result, self._session.mode.stand_in(site))
 
     def _judge(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any]) -> Result:
         call, kwargs = self._split(fn, args, keywords, "roofline(...)")
@@ -164,7 +126,7 @@ class RooflineFixture:
         exposed_limit = self._limit("max_exposed", kwargs.pop("max_exposed", None), parse_max_exposed)
         # The threshold goes to the measurement, which picks it once on the hardware it measures on: the runs go
         # on while the interval of the program-level utilization straddles it, and the result carries the pick.
-        aim = chosen == "program" and not self._session.once
+        aim = chosen == "program" and not self._session.mode.measure_once
         options = self._options(label, self._given(kwargs), threshold=min_setting, aim=aim)
         result = self._measure(label, call, options)
         threshold = result.picked
@@ -177,7 +139,7 @@ class RooflineFixture:
         decision = decide(result.figures, value, expected_bound=expected, model=chosen)
         first: float | None = None
         measure_again = decision.confirm or (check is not None and check.regressed)
-        if measure_again and not self._session.once:  # measure again before failing
+        if measure_again and not self._session.mode.measure_once:  # measure again before failing
             first = result.utilization_for(chosen)
             # The second compile comes from JAX's cache: the first measurement's compile time is the program's.
             with Stopwatch() as again:
@@ -348,7 +310,7 @@ class RooflineFixture:
                 exposed: ExposedCheck | None = None) -> KernelRecord:
         settings = self._session.settings
         saved = None
-        if (decision.fails and not self._session.once) or settings.trace_all:
+        if (decision.fails and not self._session.mode.measure_once) or settings.trace_all:
             saved = self._saved(result, label)
         drop = settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
         hw = result.hardware

@@ -80,13 +80,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _configured(config: pytest.Config) -> bool:
-    """Whether anything asks for the plugin at start-up: an option, an ini value, an environment variable, or the
-    programs pass of ``pytest-roofline ab``."""
-    from ..history.programs import PROGRAMS_PASS_VARIABLE
-
+    """Whether anything asks for the plugin at start-up: an option, an ini value, an environment variable, or a
+    plugin that installs a mode (``pytest_roofline_mode``: ``pytest-roofline ab``'s processes)."""
     return (any(config.getoption(f"roofline_{opt.name}") is not None or config.getini(opt.ini)
                 or os.environ.get(opt.env) for opt in OPTIONS)
-            or bool(os.environ.get(PROGRAMS_PASS_VARIABLE)))
+            or bool(config.hook.pytest_roofline_mode.get_hookimpls()))
 
 
 def activate(config: pytest.Config) -> RooflineSession:
@@ -96,16 +94,17 @@ def activate(config: pytest.Config) -> RooflineSession:
     if (session := config.stash.get(SESSION_KEY, None)) is not None:
         return session
     from ..base.signals import cancel_as_interrupt
-    from ..history.programs import PROGRAMS_PASS_VARIABLE
     from .lock import share_the_host
-    from .session import ProgramLog, ProgramsPassWriter, RooflineSession
+    from .mode import PLAIN
+    from .session import RooflineSession
     from .settings import ConfigError
 
     config.add_cleanup(cancel_as_interrupt())
     _prepare_process(config)
     try:
         session = RooflineSession.start(_resolve_settings(config), _trace_root(config), lambda text: (
-            config.issue_config_time_warning(RooflineWarning(text), stacklevel=2)))
+            config.issue_config_time_warning(RooflineWarning(text), stacklevel=2)),
+            config.hook.pytest_roofline_mode(config=config) or PLAIN)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     # The option reads the effective value, whichever of option, ini, env or YAML set it, so that a test's
@@ -113,10 +112,6 @@ def activate(config: pytest.Config) -> RooflineSession:
     config.option.roofline_warn_only = session.settings.warn_only
     config.stash[SESSION_KEY] = session
     config.stash[USED_KEY] = False
-    if path := os.environ.get(PROGRAMS_PASS_VARIABLE):
-        session.programs = ProgramLog()
-        config.pluginmanager.register(ProgramsPassWriter(path, session.programs, uses_roofline),
-                                      "roofline-programs-pass")
     # An xdist worker itself (it has ``workerinput``), not a pytest its test starts, which inherits the worker's
     # PYTEST_XDIST_WORKER: that one sharing the host would wait for the share its own test holds.
     if hasattr(config, "workerinput") and _cpu_workers(config) == "alone":
@@ -239,8 +234,8 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 
     if config.option.collectonly:
         return ["roofline: hardware not detected under --collect-only (detection may calibrate a CPU)"]
-    if config.stash[SESSION_KEY].programs is not None:
-        return ["roofline: programs pass: each kernel compiled and fingerprinted, nothing timed"]
+    if stands_in := config.stash[SESSION_KEY].mode.stands_in:
+        return [f"roofline: {stands_in}"]
     try:
         return wrap_lines([header_line(*config.stash[SESSION_KEY].hardware())])
     except Exception as exc:  # noqa: BLE001 - the header must not hide the error the tests will show
@@ -347,7 +342,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if call.when == "call" and report.passed and MARKER_KEY in item.stash:
         state = item.config.stash[SESSION_KEY]
-        if state.programs is None and not any(r.nodeid == item.nodeid for r in state.records) and \
+        if not state.mode.stands_in and not any(r.nodeid == item.nodeid for r in state.records) and \
                 not any(u.nodeid == item.nodeid for u in state.unmeasured):
             report.user_properties.append((_NOTHING, "its roofline marker judged nothing: the test measured no kernel "
                                                      "(call the roofline fixture)"))

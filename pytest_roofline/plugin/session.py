@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, Protocol
@@ -17,7 +17,6 @@ from ..base.files import json_text, write_text_atomic
 from ..hardware.per_device import Threshold
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline, build_series
-from ..history.programs import ProgramsOfTest, ProgramsPass
 from ..history.reports import ReportError, add_to_history, load_history, run_of
 from ..measurement.options import GivenSettings, MeasureOptions
 from ..records.kernel_record import KernelRecord, Unmeasured
@@ -25,14 +24,10 @@ from ..report.document import build_report
 from ..report.html import HtmlUnavailable, html_report, plotly_missing
 from ..result.result import Result
 from .lock import device_lock
+from .mode import PLAIN, Mode
 from .settings import ConfigError, Settings
 
-__all__ = ["RooflineSession", "Measure", "ProgramLog", "ProgramsPassWriter", "programs_found", "default_trace_root",
-           "ONCE_TIMING"]
-
-# The timing of a measurement made once (a round of `pytest-roofline ab`), where the test sets none: one warm-up run
-# and a shorter least sampling time and budget; the rounds, each pairing the two sides seconds apart, are the sample.
-ONCE_TIMING = GivenSettings(warmup=1, min_time_s=0.05, budget_s=0.25)
+__all__ = ["RooflineSession", "Measure", "default_trace_root"]
 
 
 class Measure(Protocol):
@@ -73,80 +68,6 @@ def _jax_save(result: Result, root: str, nodeid: str, label: str) -> dict[str, s
     return save_artifacts(result, root, nodeid, label)
 
 
-def _jax_fingerprint(call: KernelCall, options: MeasureOptions) -> str:
-    from ..measurement.fingerprint import compile_fingerprint
-
-    return compile_fingerprint(call, options)
-
-
-class Replayer(Protocol):
-    """The fixture that deferred a prepared test's calls and makes them (``RooflineFixture.replay``)."""
-
-    def replay(self, calls: Sequence[Callable[[], Any]]) -> None: ...
-
-
-class ProgramLog:
-    """The programs pass of ``pytest-roofline ab`` in this process: each test's kernels' fingerprints by label,
-    and why a test stopped before its end, where one did. With ``defer`` (a side's process preparing a round:
-    ``plugin/ab_server.py``) each call is also kept, to be made later with nothing else running."""
-
-    def __init__(self, defer: bool = False) -> None:
-        self.kernels: dict[str, dict[str, str]] = {}
-        self.stopped: dict[str, str] = {}
-        self.defer = defer
-        self.deferred: dict[str, tuple[Replayer, list[Callable[[], Any]]]] = {}  # per test: its fixture, its calls
-
-    def later(self, nodeid: str, fixture: Replayer, call: Callable[[], Any]) -> None:
-        self.deferred.setdefault(nodeid, (fixture, []))[1].append(call)
-
-    def add(self, nodeid: str, label: str, fingerprint: str) -> None:
-        self.kernels.setdefault(nodeid, {})[label] = fingerprint
-
-    def stop(self, nodeid: str, why: str) -> None:
-        self.stopped.setdefault(nodeid, why)
-
-
-class ProgramsPassWriter:
-    """The pytest plugin of a programs pass: the tests that use roofline (``uses``), which of them failed, and at
-    the end the JSON file of every such test's kernels' fingerprints (:class:`~..history.programs.ProgramsPass`)."""
-
-    def __init__(self, path: str, log: ProgramLog, uses: Callable[[Any], bool]) -> None:
-        self._path = path
-        self._log = log
-        self._uses = uses
-        self._tests: list[str] = []
-        self._failed: dict[str, str] = {}
-        self._ran: set[str] = set()  # tests pytest reported on (-x, --maxfail or a Ctrl-C leave others unrun)
-
-    def pytest_collection_finish(self, session: Any) -> None:
-        self._tests = [item.nodeid for item in session.items if self._uses(item)]
-
-    def pytest_runtest_logreport(self, report: Any) -> None:
-        self._ran.add(report.nodeid)
-        if report.failed:
-            self._failed.setdefault(report.nodeid, f"it failed in its {report.when}")
-
-    def pytest_sessionfinish(self, session: Any) -> None:
-        found = programs_found(self._tests, self._log, self._failed, self._ran)
-        worker = os.environ.get("PYTEST_XDIST_WORKER")  # each xdist worker its own file, merged by ab
-        path = f"{self._path}.{worker}" if worker else self._path
-        write_text_atomic(path, json.dumps(found.to_dict(), indent=1) + "\n")
-
-
-def programs_found(tests: Sequence[str], log: ProgramLog, failed: Mapping[str, str],
-                   ran: Container[str]) -> ProgramsPass:
-    """What a programs pass found: each of ``tests`` (those that use roofline) with its kernels' fingerprints and
-    why it stopped before its end (it read a result, it ``failed``, or it never ``ran``); the device."""
-    found = {}
-    for nodeid in tests:
-        stopped = (log.stopped.get(nodeid) or failed.get(nodeid, "")
-                   or ("" if nodeid in ran else "it did not run (the session stopped before it)"))
-        found[nodeid] = ProgramsOfTest(nodeid, log.kernels.get(nodeid, {}), not stopped, stopped)
-    jax = sys.modules.get("jax")  # imported where a kernel was compiled
-    device = str(jax.devices()[0].device_kind) if jax is not None and log.kernels else ""
-    return ProgramsPass(found, device)
-
-
 def default_trace_root() -> str:
     """Where traces go without --roofline-trace-dir and without pytest's cache: one fixed directory per user,
     in which each test's kernel replaces its previous trace, so nothing piles up from run to run."""
@@ -164,8 +85,7 @@ class RooflineSession:
                  measure: Measure = _jax_measure,
                  hardware: Callable[[Settings, bool], tuple[HardwareSpec, str]] = _jax_hardware,
                  save: Callable[[Result, str, str, str], dict[str, str]] = _jax_save,
-                 baseline: Baseline | None = None,
-                 *, fingerprint: Callable[[KernelCall, MeasureOptions], str] = _jax_fingerprint) -> None:
+                 baseline: Baseline | None = None, *, mode: Mode = PLAIN) -> None:
         self.settings = settings
         self.baseline = baseline  # --roofline-baseline, loaded at start-up
         # Where trace artifacts go; a callable so that the directory is made only when something is saved.
@@ -177,16 +97,7 @@ class RooflineSession:
         self._hardware = hardware
         self._save = save
         self._recalibrate = settings.calibrate  # --roofline-calibrate: once per process
-        # Measure each kernel once, with no threshold to sample for: no second measurement of a shortfall and no
-        # trace saved for a failure (a side of `pytest-roofline ab`, which judges ratios, not verdicts).
-        self.once = False
-        # In that mode each kernel's call and settings, by "nodeid::label", to measure it again (remeasure) on the
-        # compiled program and inputs its first measurement kept.
-        self.kept: dict[str, tuple[KernelCall, MeasureOptions]] = {}
-        self._once_mode: str | None = None  # the ceilings mode the session's hardware uses, once asked
-        # ab's programs pass: each kernel compiled and fingerprinted, nothing timed (None: kernels are measured)
-        self.programs: ProgramLog | None = None
-        self._fingerprint = fingerprint
+        self.mode = mode  # how calls are served: measured and judged, unless a tool installed another mode
 
     def options(self, given: GivenSettings) -> MeasureOptions:
         """One measurement's options: the session's hardware, ceilings, first-touch and cache settings, then
@@ -194,44 +105,20 @@ class RooflineSession:
         s = self.settings
         base = GivenSettings(hardware=s.hardware, hardware_file=s.hardware_file, ceilings=s.ceilings,
                              first_touch=s.first_touch, cache=s.cache, counts=s.counts)
-        if self.once:
-            base = ONCE_TIMING.over(base)
-            base = base if given.ceilings is not None else self._once_ceilings().over(base)
+        base = self.mode.settings(base, given, lambda: self.hardware()[1])
         return MeasureOptions().overridden(given.over(base))
 
     def measure(self, call: KernelCall, options: MeasureOptions, key: str = "") -> Result:
         """Measure ``call`` with ``options`` (:meth:`options`), re-calibrating on the process's first measurement
-        when asked. ``key`` ("nodeid::label"): in the measure-once mode, keep the compiled program for
-        :meth:`remeasure`."""
+        when asked. ``key`` ("nodeid::label"): the compiled program is kept under it where the mode asks
+        (:meth:`.mode.Mode.keep`)."""
         recalibrate, self._recalibrate = self._recalibrate, False
         options = replace(options, hardware=replace(options.hardware, recalibrate=recalibrate))
-        keep = key if self.once else ""
-        if keep:
-            self.kept[key] = (call, options)
+        keep = key if key and self.mode.keep(key, call, options) else ""
         # The processes of one multi-controller program own different devices and measure in lockstep: one
         # waiting for another's lock would never reach the step the other waits for.
         with nullcontext() if _spans_processes() else device_lock():
             return self._measure(call, options, keep)
-
-    def fingerprint(self, call: KernelCall, options: MeasureOptions) -> str:
-        """Compile ``call`` and return its program's fingerprint (the programs pass: no lock, nothing timed)."""
-        return self._fingerprint(call, options)
-
-    def _once_ceilings(self) -> GivenSettings:
-        """Calibrated ceilings where live ones would be used and the test sets none: a live reference kernel
-        keeps its buffers' placement in a long-lived process, an offset that would tilt every round of one side;
-        the two sides measured seconds apart cancel the machine's drift instead."""
-        if self.settings.ceilings not in ("auto", "live"):
-            return GivenSettings()
-        if self._once_mode is None:
-            self._once_mode = self.hardware()[1]
-        return GivenSettings(ceilings="calibrated") if self._once_mode == "live" else GivenSettings()
-
-    def remeasure(self, key: str) -> Result:
-        """Measure a kernel of this process again (the measure-once mode): its compiled program, on the inputs its
-        first measurement kept, with the same settings."""
-        call, options = self.kept[key]
-        return self.measure(call, options, key)
 
     def agree(self, label: str, verdict: str) -> str:
         """Every process's verdict for ``label`` (a program that spans processes): "" when they agree, else the
@@ -241,7 +128,8 @@ class RooflineSession:
         return agree_verdict(label, verdict)
 
     @classmethod
-    def start(cls, settings: Settings, trace_root: Callable[[], str], warn: Callable[[str], None]) -> RooflineSession:
+    def start(cls, settings: Settings, trace_root: Callable[[], str], warn: Callable[[str], None],
+              mode: Mode = PLAIN) -> RooflineSession:
         """The session of a pytest process from its resolved settings: the HTML report's dependency checked and the
         baseline loaded before any test runs (a ConfigError naming the setting where either cannot be)."""
         if settings.html is not None and (missing := plotly_missing()):
@@ -253,7 +141,7 @@ class RooflineSession:
                 baseline = Baseline.load(settings.baseline, lambda message: warn(f"{origin}: {message}"))
             except ReportError as exc:
                 raise ConfigError(f"{origin}: {exc}") from None
-        return cls(settings, trace_root, baseline=baseline)
+        return cls(settings, trace_root, baseline=baseline, mode=mode)
 
     def worker_output(self) -> dict[str, str]:
         """What an xdist worker hands its controller: its records and unmeasured kernels, as JSON."""

@@ -1,5 +1,5 @@
 """``pytest-roofline ab``: usage errors (exit 2, one line, the worktree gone), the temporary worktree, and the
-base importing its own tree (plugin/ab_child.py) through the two ways an editable install points into the
+base importing its own tree (plugin/ab/child.py) through the two ways an editable install points into the
 head's tree: a path on sys.path (setuptools' .pth for a src layout, PYTHONPATH here) and an import finder
 (setuptools' editable finder, imitated by a small finder named as such). The slow test compares two real
 revisions of a JAX kernel end to end."""
@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from paths import ROOT
 
-from pytest_roofline.cli.ab_long_lived import Server
-from pytest_roofline.cli.ab_rounds import CHILD, _xdist
+from pytest_roofline.cli.ab.job import uses_xdist
+from pytest_roofline.cli.ab.served import Server, ServeUnavailable
+from pytest_roofline.cli.ab.sides import CHILD
+from pytest_roofline.cli.ab.worktree import worktree
 from pytest_roofline.cli.analyze import CliError
 from pytest_roofline.cli.main import main
-from pytest_roofline.cli.worktree import worktree
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed on this machine")
 
@@ -117,7 +118,7 @@ def test_no_kernel_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_ctrl_c_is_exit_status_2_with_one_line(capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import pytest_roofline.cli.ab_rounds as ab
+    import pytest_roofline.cli.ab.driver as ab
 
     def interrupted(*args: object) -> tuple[str, int]:
         raise KeyboardInterrupt  # as Ctrl-C (or SIGTERM, turned into it) during a round
@@ -157,11 +158,11 @@ def test_a_killed_runs_worktree_is_removed_by_the_next_run(tmp_path: Path) -> No
     run's clean-up removes its folder and git's record of it, and leaves a live run's alone."""
     import signal
 
-    from pytest_roofline.cli.worktree import remove_leftovers
+    from pytest_roofline.cli.ab.worktree import remove_leftovers
 
     repo = _repo(tmp_path, {"a.txt": "one\n"})
     commit = _git(repo, "rev-parse", "HEAD").strip()
-    hold = ("import sys; from pathlib import Path; from pytest_roofline.cli.worktree import worktree\n"
+    hold = ("import sys; from pathlib import Path; from pytest_roofline.cli.ab.worktree import worktree\n"
             f"with worktree(Path({str(repo)!r}), {commit!r}) as p:\n    print(p, flush=True); sys.stdin.readline()\n")
     killed = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     alive = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -200,7 +201,7 @@ def test_a_failed_write_after_the_rounds_keeps_the_table_and_the_regression(monk
     done: the table is printed, the error names the path given, and the exit status stays the regression's 1."""
     from fakes import comparison, obs  # made-up comparisons
 
-    from pytest_roofline.cli import ab_rounds
+    from pytest_roofline.cli.ab import driver as ab_rounds
     from pytest_roofline.history.paired import KernelRounds
 
     slow = KernelRounds("t.py::test_a", "a", tuple(obs(0.5) for _ in range(6)), tuple(obs(0.25) for _ in range(6)))
@@ -345,7 +346,7 @@ def _preparing_server(tmp_path: Path, *, first: bool = False) -> Server:
 
 @pytest.mark.slow  # a pytest process timing two real kernels
 def test_a_preparing_process_compiles_first_and_measures_when_asked(tmp_path: Path) -> None:
-    """A round's process in ab's default schedule (``--serve --prepare``): it says its hardware, runs every test
+    """A round's process in ab's default schedule (``--serve=R,W,prepare``): it says its hardware, runs every test
     with its kernels compiled and nothing timed, says its items, and then measures a test when asked: the prepared
     one by its kept call, the one that reads its result by running it whole. A fake CPU entry with made-up peaks
     (datasheet ceilings): nothing to calibrate."""
@@ -368,19 +369,17 @@ def test_a_preparing_process_compiles_first_and_measures_when_asked(tmp_path: Pa
 
 @pytest.mark.slow  # a pytest process timing two real kernels
 def test_a_first_pairs_process_says_its_programs_then_prepares_what_it_is_asked_to(tmp_path: Path) -> None:
-    """The first pair of ab's default schedule (``--serve --prepare --first``): each process runs every test once
+    """The first pair of ab's default schedule (``--serve=R,W,prepare,first``): each process runs every test once
     with nothing kept (its programs pass, one test's inputs at a time), says each test's kernels' fingerprints with
     its items, then prepares only the tests it is asked to and measures them when asked. A fake CPU entry with
     made-up peaks (datasheet ceilings): nothing to calibrate."""
-    from pytest_roofline.history.programs import ProgramsPass
-
     server = _preparing_server(tmp_path, first=True)
     try:
         server.hardware()
         server.ready()
         assert server.items == ["test_k.py::test_plain", "test_k.py::test_reads"] and server.found == "Fake CPU"
         assert server.programs is not None
-        found = ProgramsPass.from_dict(server.programs).tests
+        found = server.programs.tests
         assert list(found["test_k.py::test_plain"].kernels) == ["double"] and found["test_k.py::test_plain"].complete
         assert not found["test_k.py::test_reads"].complete  # it reads its result: timed, run whole when asked
         server.prepare(["test_k.py::test_plain"])
@@ -513,8 +512,8 @@ def test_a_budget_that_runs_out_leaves_the_open_kernels_undecided(tmp_path: Path
 
 def test_xdist_arguments_keep_the_processes_that_run_to_their_end() -> None:
     """xdist's workers cannot serve requests: with -n, --numprocesses or --dist each side of a round runs whole."""
-    assert all(_xdist(args) for args in (["-n", "2"], ["-n2"], ["--numprocesses=auto"], ["--dist", "load"]))
-    assert not _xdist(["-q", "-k", "total", "-p", "no:xdist", "--no-header", "tests"])
+    assert all(uses_xdist(args) for args in (["-n", "2"], ["-n2"], ["--numprocesses=auto"], ["--dist", "load"]))
+    assert not uses_xdist(["-q", "-k", "total", "-p", "no:xdist", "--no-header", "tests"])
 
 
 def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:
@@ -541,17 +540,18 @@ def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:
 
 def test_the_first_pairs_programs_choose_what_is_timed() -> None:
     """Fakes of the first pair's two processes, holding only what each said once prepared (its programs pass): the
-    diff chooses the tests to time; a side that said nothing, or something unreadable, is a one-line error."""
+    diff chooses the tests to time; a side that said nothing is a one-line error (one that said something unreadable:
+    tests/history/test_ab_protocol.py)."""
     from types import SimpleNamespace
     from typing import cast
 
-    from pytest_roofline.cli.ab_programs import first_pair_programs
+    from pytest_roofline.cli.ab.programs import first_pair_programs
     from pytest_roofline.history.programs import ProgramsOfTest, ProgramsPass
 
     def side(label: str, total: str) -> Server:
         tests = {"t.py::test_total": ProgramsOfTest("t.py::test_total", {"total": total}),
                  "t.py::test_matmul": ProgramsOfTest("t.py::test_matmul", {"matmul": "m1"})}
-        return cast(Server, SimpleNamespace(label=label, programs=ProgramsPass(tests, "cpu").to_dict(), found=""))
+        return cast(Server, SimpleNamespace(label=label, programs=ProgramsPass(tests, "cpu"), found=""))
 
     found = first_pair_programs(side("the base", "a1"), side("the head", "a2"))
     assert found is not None
@@ -563,6 +563,54 @@ def test_the_first_pairs_programs_choose_what_is_timed() -> None:
     silent = cast(Server, SimpleNamespace(label="the base", programs=None, found=""))  # said no programs
     with pytest.raises(CliError, match=r"did not say what they compiled \(the base: no, the head: yes\)"):
         first_pair_programs(silent, side("the head", "a2"))
-    broken = cast(Server, SimpleNamespace(label="the base", programs={"programs_pass": 2}, found=""))
-    with pytest.raises(CliError, match="the programs pass of the base or the head cannot be read"):
-        first_pair_programs(broken, side("the head", "a2"))
+
+
+
+# FAKE side processes: each a few lines of Python that answer on the pipes as a serving process would, speaking an
+# older protocol (no version: a pytest-roofline from before it had one), a newer one, or a message of a kind the
+# driver does not know.
+_FAKE_SIDE = """
+import json, os, sys
+requests, answers = (int(fd) for fd in sys.argv[3].removeprefix("--serve=").split(",")[:2])
+out = os.fdopen(answers, "w")
+for line in {lines!r}:
+    out.write(line + "\\n")
+out.flush()
+os.fdopen(requests).readline()
+"""
+
+
+def _fake_side(tmp_path: Path, lines: list[str]) -> Server:
+    script = tmp_path / "fake_side.py"
+    script.write_text(_FAKE_SIDE.format(lines=lines))
+    return Server.start("base", "the base (fake)", [sys.executable, str(script), "", ""], tmp_path, dict(os.environ),
+                        tmp_path / "base.log")
+
+
+@pytest.mark.slow  # a Python process
+@pytest.mark.parametrize(("lines", "refused"), [
+    (['{"items": ["t.py::test_a"]}'], "the base (fake) sent a message with no kind (items): it speaks no ab protocol "
+                                      "version (a pytest-roofline from before version 2)"),
+    (['{"kind": "hello", "version": 99}', '{"kind": "items", "nodeids": ["t.py::test_a"]}'],
+     "the base (fake) speaks version 99 of the ab protocol, this pytest-roofline version 2"),
+], ids=["older", "newer"])
+def test_a_side_that_speaks_another_protocol_is_refused_in_one_line(tmp_path: Path, lines: list[str],
+                                                                     refused: str) -> None:
+    """Refused before anything runs (ServeUnavailable: the comparison then measures that side in processes that
+    run to their end, and says so in one line); the process is stopped."""
+    server = _fake_side(tmp_path, lines)
+    with pytest.raises(ServeUnavailable) as info:
+        server.ready()
+    assert str(info.value) == refused
+    assert server.process.poll() is not None and server.answers.closed
+
+
+@pytest.mark.slow  # a Python process
+def test_a_message_of_an_unknown_kind_from_a_side_is_an_error_that_names_it(tmp_path: Path) -> None:
+    server = _fake_side(tmp_path, ['{"kind": "hello", "version": 2}', '{"kind": "frobnicate", "x": 1}'])
+    try:
+        with pytest.raises(CliError, match=r"^the base \(fake\) sent a message of an unexpected kind 'frobnicate' "
+                                           r"\(expected items, failed\)$"):
+            server.ready()
+    finally:
+        server.stop()

@@ -19,6 +19,7 @@ from pytest_roofline.measurement.fingerprint import compile_fingerprint, fingerp
 from pytest_roofline.measurement.options import MeasureOptions
 
 pytest_plugins = ["pytester"]
+MODES = "pytest_roofline.plugin.ab.side_modes"  # the plugin of ab's modes, which a side's script loads
 
 
 def _fp(fn: Callable[..., Any], *args: Any, **settings: Any) -> str:
@@ -150,13 +151,14 @@ def test_does_not_compile(roofline):
 @pytest.mark.slow  # a pytest process compiling five kernels
 def test_the_programs_pass_compiles_fingerprints_and_times_nothing(pytester: pytest.Pytester,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """A real pytest run with the variable ab sets: every kernel compiled (none timed, so none fails its
-    threshold), each test's fingerprints written, a test that reads its result stopped there (skipped) and said
-    to be incomplete, as is one that fails; a kernel that does not compile is logged without a fingerprint."""
+    """A real pytest run with the variable ab sets and its modes plugin (as plugin/ab/child.py loads it): every
+    kernel compiled (none timed, so none fails its threshold), each test's fingerprints written, a test that reads
+    its result stopped there (skipped) and said to be incomplete, as is one that fails; a kernel that does not
+    compile is logged without a fingerprint."""
     out = pytester.path / "programs.json"
     monkeypatch.setenv("PYTEST_ROOFLINE_PROGRAMS_PASS", str(out))
     pytester.makepyfile(test_k=PASS_TESTS)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", "-p", MODES)
     result.assert_outcomes(passed=3, skipped=1, failed=1)
     result.stdout.fnmatch_lines(["*programs pass: each kernel compiled and fingerprinted, nothing timed*",
                                  "*programs pass: it reads the result of plus, which the programs pass does not*"])
@@ -174,7 +176,7 @@ def test_the_programs_pass_compiles_fingerprints_and_times_nothing(pytester: pyt
     assert bad.kernels == {"bad": ""} and not bad.complete and bad.stopped.startswith("bad did not compile")
     assert found.device == "cpu"
     # -x: the session stops at the first failure; the tests after it did not run, so their kernels are unknown
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-x")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-x", "-p", MODES)
     after = ProgramsPass.from_dict(json.loads(out.read_text())).tests
     (unrun,) = [t for nodeid, t in after.items() if nodeid.endswith("test_does_not_compile")]
     assert not unrun.complete and unrun.stopped == "it did not run (the session stopped before it)"
@@ -187,10 +189,10 @@ def test_a_programs_pass_under_xdist_writes_one_file_per_worker(pytester: pytest
     out = pytester.path / "programs.json"
     monkeypatch.setenv("PYTEST_ROOFLINE_PROGRAMS_PASS", str(out))
     pytester.makepyfile(test_k=PASS_TESTS)
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-p", MODES)
     files = sorted(p.name for p in Path(pytester.path).glob("programs.json.gw*"))
     assert files == ["programs.json.gw0", "programs.json.gw1"]
-    from pytest_roofline.cli.ab_programs import _read
+    from pytest_roofline.cli.ab.programs import _read
 
     merged = _read(out, "the head")
     assert len(merged.tests) == 4 and merged.device == "cpu"

@@ -19,7 +19,7 @@ from pytest_roofline.hardware.per_device import Threshold
 from pytest_roofline.hardware.spec import Ceiling
 from pytest_roofline.measurement.options import GivenSettings
 from pytest_roofline.plugin.fixture import RooflineFixture
-from pytest_roofline.plugin.session import ProgramLog, RooflineSession, default_trace_root
+from pytest_roofline.plugin.session import RooflineSession, default_trace_root
 from pytest_roofline.plugin.settings import Settings
 from pytest_roofline.records.kernel_record import Artifacts
 
@@ -335,12 +335,14 @@ def test_record_only_measure_refuses_judging_keywords() -> None:
 
 
 def test_a_prepared_test_defers_its_calls_and_replays_them_in_order_under_its_labels() -> None:
-    """ab's preparing process (a fake measure, a fake fingerprint): each call compiles and is kept, nothing is
-    measured; the replay makes the same calls, in order, under the same labels, and stops where a run would (a
-    kernel that cannot be measured fails the test)."""
+    """ab's preparing process (a fake measure, a fake fingerprint, ab's mode installed as its hook would): each call
+    compiles and is kept, nothing is measured; the replay makes the same calls, in order, under the same labels, and
+    stops where a run would (a kernel that cannot be measured fails the test)."""
+    from pytest_roofline.plugin.ab.side_modes import AbMode, ProgramLog
+
     h = Harness(0.9, 0.3)
-    log = h.session.programs = ProgramLog(defer=True)
-    h.session._fingerprint = lambda call, options: f"program of {options.name}"
+    log = ProgramLog(defer=True)
+    mode = h.session.mode = AbMode(programs=log, fingerprint=lambda call, options: f"program of {options.name}")
 
     def broken(x: Any) -> Any:
         return x
@@ -353,15 +355,18 @@ def test_a_prepared_test_defers_its_calls_and_replays_them_in_order_under_its_la
     assert h.measure.calls == [] and h.records == []
     assert log.kernels == {NODE: {"k": "program of k", "k#2": "program of k#2", "broken": "program of broken",
                                   "kernel": "program of kernel"}}
-    fixture, calls = log.deferred[NODE]
-    assert fixture is h.fixture and len(calls) == 4
-    h.session.programs = None
-    h.session.once = True
+    restart, calls = log.deferred[NODE]
+    assert len(calls) == 4
+    mode.programs = None
+    restart()
     with pytest.raises(Failed, match="'broken' of test_k.py::test_a cannot be measured"):
-        fixture.replay(calls)
+        for call in calls:
+            call()
     assert [r.label for r in h.records] == ["k", "k#2"]  # the last call never came: the test stopped
     assert [c.name for c in h.measure.calls] == ["k", "k#2", "broken"]
     assert h.measure.kernel_calls[0].args == (x,)  # the test's own inputs
+    assert h.records[0].first_utilization is None and sorted(mode.kept) == [f"{NODE}::broken", f"{NODE}::k",
+                                                                          f"{NODE}::k#2"]  # measured once, kept
 
 
 def test_a_fake_cpu_calibrated_beside_other_work_never_calls_a_kernel_impossible() -> None:

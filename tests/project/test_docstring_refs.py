@@ -157,7 +157,7 @@ def test_a_stale_reference_is_caught(tmp_path: Path) -> None:
     fixture = PACKAGE / "plugin" / "fixture.py"
     assert resolves("pytest_roofline.analysis.verdict.decide.decide", "func", fixture)
     assert resolves(".marker", "mod", fixture) and resolves("..history.paired.judge_pairs", "func", fixture)
-    assert resolves("RooflineFixture.measure", "meth", fixture) and resolves("NotMeasured", "class", fixture)
+    assert resolves("RooflineFixture.measure", "meth", fixture) and resolves("FIXTURE_SETTINGS", "data", fixture)
     assert not resolves(".ab_served", "mod", fixture)
     assert not resolves("..measurement.settings", "mod", fixture)
     assert not resolves("pytest_roofline.analysis.verdict.decide.no_such_function", "func", fixture)

@@ -1,6 +1,6 @@
 """One side of ``pytest-roofline ab`` in a fresh process, run as a script (never imported)::
 
-    python ab_child.py HEAD_ROOT BASE_ROOT [--once | --serve=REQ_FD,ANS_FD [--prepare [--first]]] PYTEST_ARGS...
+    python child.py HEAD_ROOT BASE_ROOT [--once | --serve=REQ_FD,ANS_FD[,prepare][,first]] PYTEST_ARGS...
 
 With BASE_ROOT not empty, every module whose file lies in the head's tree is loaded from the same path in the
 base's worktree instead. A project installed in editable mode (a ``.pth`` path or setuptools' import finder)
@@ -8,11 +8,14 @@ points into the head's tree, so without this the base's tests would run the head
 checkout does not have (a virtual environment or a build folder inside the working tree, or a module the base's
 code never imports) is imported from where it is.
 
-With ``--once`` (a round's side), every kernel is measured once (:class:`MeasureOnce`). With ``--serve``, the
-process stays up and runs the tests it is asked for, one at a time, as often as asked
-(``ab_server.py``; the two numbers are the file descriptors of its pipes); with ``--prepare`` it first compiles
-every test's kernels with nothing timed, so that a request only measures; with ``--first`` too, it first says
-what every test compiled (the comparison's programs pass) and prepares only the tests it is then asked to.
+The script is always the head's; the plugin it runs is the side's own (the base's, through the finder, where the
+project compared is pytest-roofline itself). It reaches that plugin through two names only: the modes plugin
+(``pytest_roofline.plugin.ab.side_modes``, loaded with ``-p`` so that xdist's workers load it too) and, with
+``--serve``, ``pytest_roofline.plugin.ab.server.serving``, whose first message says its protocol version
+(:mod:`pytest_roofline.history.ab_protocol`). With ``--once`` (a round's side that runs to its end) every kernel is
+measured once; with ``--serve`` the process stays up and runs the tests it is asked for (``server.py``). A plugin from
+before these names cannot serve: the script says so in one line and exits, and the comparison measures that side in
+processes that run to their end; there ``--once`` sets the older plugin's own flag.
 
 Only the standard library is imported before the finder is in place (pytest comes after it, so that a project
 that is itself a pytest plugin runs its base revision too).
@@ -66,14 +69,15 @@ class BaseTree(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, moved, submodule_search_locations=package)
 
 
-class MeasureOnce:
-    """A side of one round in a fresh process (``--once``): every kernel measured once, as a long-lived side
-    measures it: no second measurement of a shortfall, no sampling toward a threshold, no trace saved for a
-    failure, and the shorter timing the session keeps for this (``ONCE_TIMING``). The rounds are the sample, and
-    a kernel near its threshold on one side only is not measured more there."""
+MODES = "pytest_roofline.plugin.ab.side_modes"
+NO_SERVE_STATUS = 7  # none of pytest's: the driver reads the line before it and measures the side otherwise
+
+
+class _OlderOnce:
+    """``--once`` for a plugin from before the modes: its session's own flag."""
 
     def pytest_sessionstart(self, session: Any) -> None:
-        from pytest_roofline.plugin.hooks import SESSION_KEY  # the side's own plugin (the base's, through the finder)
+        from pytest_roofline.plugin.hooks import SESSION_KEY
 
         roofline = session.config.stash.get(SESSION_KEY, None)
         if roofline is not None:
@@ -88,23 +92,29 @@ def main(argv: Sequence[str]) -> int:
     import pytest
 
     plugins: list[object] = []
-    if args and args[0] == "--once":
+    try:
+        modes = importlib.util.find_spec(MODES) is not None
+    except ImportError:  # no pytest-roofline of this side's own, or one without the folder
+        modes = False
+    once = bool(args) and args[0] == "--once"
+    if once:
         args.pop(0)
-        plugins.append(MeasureOnce())
-    if args and args[0].startswith("--serve="):
-        from pytest_roofline.plugin.ab_server import AbServer
-
-        requests_fd, answers_fd = (int(fd) for fd in args.pop(0).removeprefix("--serve=").split(","))
-        prepare = bool(args) and args[0] == "--prepare"
-        if prepare:
-            args.pop(0)
-        first = prepare and bool(args) and args[0] == "--first"
-        if first:
-            args.pop(0)
-        # without --prepare (--first), the two-argument (three-argument) call an older plugin (a base revision of
-        # this project) also takes
-        plugins.append(AbServer(requests_fd, answers_fd, prepare, first) if first else
-                       AbServer(requests_fd, answers_fd, prepare) if prepare else AbServer(requests_fd, answers_fd))
+        if modes:
+            os.environ["PYTEST_ROOFLINE_AB_MODE"] = "once"  # the modes plugin's MODE_VARIABLE, xdist's workers too
+        else:
+            plugins.append(_OlderOnce())
+    serve = bool(args) and args[0].startswith("--serve=")
+    if serve:
+        spec = args.pop(0).removeprefix("--serve=")
+        try:
+            from pytest_roofline.plugin.ab.server import serving
+        except ImportError:
+            print("pytest-roofline ab: this side's pytest-roofline cannot serve requests: it speaks no version of the "
+                  "ab protocol (a version from before it had one)", file=sys.stderr)
+            return NO_SERVE_STATUS
+        plugins.append(serving(spec))
+    if modes and not serve:  # a serving process installs its own mode (and runs no xdist workers)
+        args = ["-p", MODES, *args]
     sys.argv = ["pytest", *args]
     return int(pytest.main(list(args), plugins=plugins))
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..base.files import process_running
-from .analyze import CliError
+from ...base.files import process_running
+from ..analyze import CliError
 
 __all__ = ["toplevel", "commit_of", "is_dirty", "worktree", "remove_leftovers"]
 

@@ -1,0 +1,209 @@
+"""The driver's end of a serving side process (``plugin/ab/server.py``): started with its two pipes, it says hello
+with its protocol version, then its hardware (a preparing process), its items, and what each test it is asked to run
+measured (:mod:`...history.ab_protocol`). A process that speaks another version is stopped and refused in one line
+(:class:`ServeUnavailable`: the comparison measures that side in processes that run to their end); one that says
+something unexpected is an error that names it."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from pathlib import Path
+from typing import IO
+
+from ...history.ab_protocol import (
+    Failed,
+    Hardware,
+    Hello,
+    Items,
+    Measured,
+    Message,
+    Prepare,
+    Prepared,
+    ProtocolError,
+    Quit,
+    RunTest,
+    check_hello,
+    decode,
+    encode,
+)
+from ...history.paired import RoundReport, Side
+from ...history.programs import ProgramsPass
+from ...records.kernel_record import KernelRecord
+from ..analyze import CliError
+from .sides import EXIT_NAMES, SideProcess, command, log_problem
+
+__all__ = ["Server", "ServeUnavailable", "start_pair", "serve_args"]
+
+
+class ServeUnavailable(Exception):
+    """A side cannot run as a serving process (its pytest-roofline speaks another version of the protocol, or
+    none, or it stopped)."""
+
+
+@dataclass
+class Server:
+    """One side's long-lived pytest process and its two pipes."""
+
+    name: Side
+    label: str
+    process: subprocess.Popen[bytes]
+    requests: IO[str]
+    answers: IO[str]
+    log: Path
+    _: KW_ONLY  # fields from the seventh on are given by keyword
+    preparing: bool = False  # it says its hardware before its items
+    items: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # wall time spent answering requests
+    last: dict[tuple[str, str], KernelRecord] = field(default_factory=dict)  # each kernel's latest record
+    programs: ProgramsPass | None = None  # a first pair's process: what its programs pass found
+    found: str = ""  # the hardware a preparing process found ("CPU AMD EPYC x2", "NVIDIA H100 80GB HBM3")
+    greeted: bool = False  # its hello read, its version the same as ours
+    hardware_said: bool = False
+
+    @classmethod
+    def start(cls, name: Side, label: str, command: Sequence[str], cwd: Path, env: dict[str, str],
+              log: Path, *, prepare: bool = False, first: bool = False) -> Server:
+        """Start it (``prepare``: it compiles every test's kernels before saying its items, nothing timed;
+        ``first``: it says what every test compiled with its items, then prepares the tests :meth:`prepare` names)."""
+        request_r, request_w = os.pipe()
+        answer_r, answer_w = os.pipe()
+        serve = f"--serve={request_r},{answer_w}" + (",prepare" if prepare else "") + (",first" if first else "")
+        with open(log, "wb") as out:
+            process = subprocess.Popen([*command[:4], serve, *command[4:]], cwd=cwd,
+                                       env=env, stdout=out, stderr=subprocess.STDOUT, pass_fds=(request_r, answer_w))
+        os.close(request_r)
+        os.close(answer_w)
+        return cls(name, label, process, os.fdopen(request_w, "w", encoding="utf-8"),
+                   os.fdopen(answer_r, "r", encoding="utf-8"), log, preparing=prepare)
+
+    def hardware(self) -> None:
+        """Wait until a preparing process has found its hardware (calibrated a CPU, unless cached)."""
+        answer = self._answer(Hardware)
+        assert isinstance(answer, Hardware)
+        self.found, self.hardware_said = answer.name, True
+
+    def ready(self) -> None:
+        """Wait for its collection (and preparation); its test ids (a usage or collection error, or no test: a
+        CliError)."""
+        if self.preparing and not self.hardware_said:
+            self.hardware()
+        answer = self._answer(Items)
+        assert isinstance(answer, Items)
+        self.items, self.programs = list(answer.nodeids), answer.programs
+        if not self.items:
+            self.stop()
+            self._cannot_run()
+
+    def prepare(self, nodeids: Sequence[str]) -> None:
+        """Ask a first pair's process to prepare these tests (the others it ran once are not timed)."""
+        self._send(Prepare(tuple(nodeids)))
+
+    def prepared(self) -> None:
+        """Wait until it has prepared them."""
+        self._answer(Prepared)
+
+    def _send(self, message: Message) -> None:
+        self.requests.write(encode(message))
+        self.requests.flush()
+
+    def _cannot_run(self) -> None:
+        """Say why pytest could not run this side's tests, where its exit status says so."""
+        status = self.process.returncode
+        if status in EXIT_NAMES:
+            raise CliError(f"pytest cannot run the tests of {self.label}: exit status {status} ({EXIT_NAMES[status]}): "
+                           f"{log_problem(self.log)}")
+
+    def _line(self) -> str:
+        line = self.answers.readline()
+        if not line:
+            self.process.wait()
+            self._cannot_run()
+            raise ServeUnavailable(f"{self.label} stopped (exit status {self.process.returncode}): "
+                                   f"{log_problem(self.log)}")
+        return line
+
+    def _answer(self, expected: type[Message]) -> Message:
+        """The next answer, of the kind expected (a process that says it failed, or says something else: a
+        CliError; one that speaks another version of the protocol: ServeUnavailable, after it is stopped)."""
+        if not self.greeted:
+            try:
+                check_hello(decode(self._line(), (Hello,), self.label), self.label)
+            except ProtocolError as exc:
+                self.stop()
+                raise ServeUnavailable(str(exc)) from None
+            self.greeted = True
+        try:
+            answer = decode(self._line(), (expected, Failed), self.label)
+        except ProtocolError as exc:
+            raise CliError(str(exc)) from None
+        if isinstance(answer, Failed):
+            raise CliError(f"{self.label}: {answer.error}")
+        return answer
+
+    def run(self, nodeid: str) -> RoundReport:
+        """Run one test; its kernels' observations and the kernels it could not measure."""
+        start = time.perf_counter()
+        self._send(RunTest(nodeid))
+        answer = self._answer(Measured)
+        assert isinstance(answer, Measured)
+        self.seconds += time.perf_counter() - start
+        self.last.update({(r.nodeid, r.label): r for r in answer.records})
+        return RoundReport.of(answer.records, answer.unmeasured)
+
+    def stop(self) -> None:
+        self.quit()
+        self.reap()
+
+    def quit(self) -> None:
+        """Ask it to end, without waiting for it (its session's end and exit can overlap the next pair's start)."""
+        if self.requests.closed:
+            return  # asked already
+        try:
+            self._send(Quit())
+            self.requests.close()
+        except OSError:
+            pass
+
+    def reap(self) -> None:
+        """Wait until it has ended (killed after a minute)."""
+        if self.answers.closed:
+            return  # ended already
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.answers.close()
+
+
+def serve_args(pytest_args: Sequence[str]) -> list[str]:
+    """The pytest arguments of a serving process: over an ini file's ``-n``, it runs its tests itself."""
+    xdist = importlib.util.find_spec("xdist") is not None and "no:xdist" not in pytest_args
+    return [*pytest_args, *(["-n", "0"] if xdist else [])]
+
+
+def start_pair(sides: Sequence[SideProcess], root: Path, args: Sequence[str], env: dict[str, str], tmp: Path, *,
+               prepare: bool = False, hardware_alone: bool = False, first: bool = False) -> tuple[Server, Server]:
+    """Start both sides (collecting, and with ``prepare`` compiling, at the same time), then wait for each; a side
+    that cannot serve raises :class:`ServeUnavailable` after both are stopped. ``hardware_alone``: the second
+    starts once the first has found its hardware, so that a CPU calibrated there ran alone and is cached for
+    every later process. ``first``: each is a comparison's programs pass first (:meth:`Server.start`)."""
+    servers: list[Server] = []
+    try:
+        for side in sides:
+            if servers and prepare and hardware_alone:
+                servers[0].hardware()
+            servers.append(Server.start(side.name, side.label, command(side, root, serve_args(args)), side.cwd, env,
+                                        tmp / f"{side.name}.log", prepare=prepare, first=first))
+        for server in servers:
+            server.ready()
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+    return servers[0], servers[1]
