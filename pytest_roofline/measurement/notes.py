@@ -13,7 +13,7 @@ from ..analysis.program.info import more_than_source_text, static_text
 from ..analysis.program.interpreted import INTERPRET_NOTE, estimated_note
 from ..analysis.program.memory import MemoryFootprint, working_set
 from ..analysis.runs.idle import IdleTime
-from ..analysis.verdict.hints import hints
+from ..analysis.verdict.hints import RunFacts, hints
 from ..base.kinds import CountsFrom
 from ..base.units import format_quantity
 from ..hardware.cpu import last_level_cache_bytes
@@ -92,17 +92,10 @@ def result_hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProg
     """``cache_known``: the model already held the bytes to the cache level the working set fits (its note
     says so), so no cache hint."""
     root = module.entry.root
-    return hints(
-        rows,
-        platform=program.platform,
-        device_time_s=timed.timing.median_s,
-        bound=model.estimate.bound,
-        donated=any(program.donated),
-        output_bytes=root.shape.bytes,
-        working_set_bytes=working_set(module, None),
-        has_loops=bool(model.work.loops),
-        idle=idle,
-        loops_ran=[loop for loop in model.work.loops if loop.endswith(RAN_FROM_TRACE)],
-        cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None,
-        cache_modelled=cache_known,
-    )
+    ran = [loop for loop in model.work.loops if loop.endswith(RAN_FROM_TRACE)]
+    return hints(rows, RunFacts(program.platform, timed.timing.median_s, model.estimate.bound,
+                                donated=any(program.donated), output_bytes=root.shape.bytes,
+                                working_set_bytes=working_set(module, None), has_loops=bool(model.work.loops),
+                                idle=idle, loops_ran=ran,
+                                cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None,
+                                cache_modelled=cache_known))

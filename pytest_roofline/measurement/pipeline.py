@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 import jax
@@ -16,18 +16,8 @@ from ..analysis.model.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
 from ..analysis.model.compiler_agreement import ops_check
 from ..analysis.model.exposed import Exposure, exposure
 from ..analysis.model.first_touch import FirstTouch, first_touch
-from ..analysis.model.live import (
-    Live,
-    bracketing_times,
-    correction_above_roofline,
-    drifts,
-    implausible_drift,
-    pair_utilizations,
-    settled,
-)
 from ..analysis.model.per_op import OpRow, OpsModel, OpTally, attach_tally, counts_as_seen, rows_as_seen, tally_events
 from ..analysis.model.program_model import ProgramModel, program_model
-from ..analysis.model.roofline import RooflineEstimate
 from ..analysis.program.control_ran import with_control_ran
 from ..analysis.program.counts import Counts
 from ..analysis.program.hlo_reader import HloModule
@@ -37,7 +27,6 @@ from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.hosts import Topology
 from ..analysis.runs.idle import IdleTime, idle_time
 from ..analysis.runs.program_runs import COMMAND_BUFFER_REMEDY, ops_hidden
-from ..analysis.runs.run_stats import relative_iqr
 from ..analysis.runs.time_spent import phase
 from ..base.calls import KernelCall, split_call
 from ..base.errors import MeasureError
@@ -60,7 +49,7 @@ from .fingerprint import program_fingerprint
 from .machine.clock_readings import ClockWatch
 from .machine.device import resolve_hardware
 from .machine.eviction import Evictor, cache_size
-from .machine.reference_kernels import Reference, reference, reference_key_for
+from .machine.reference_runs import LivePlan, live_ceilings, live_plan, planned_touch_s, stopping_rule
 from .notes import result_hints, result_notes
 from .options import MEASURE_OPTIONS, HardwareChoice, MeasureOptions, TimingSettings
 from .predict import count_program, read_program
@@ -129,64 +118,151 @@ def _compiled(call: KernelCall, label: str, keep: str) -> CompiledProgram:
     return program
 
 
+@dataclass(frozen=True)
+class _Modeller:
+    """The program's model from its counts (those the compiler gave, or those of the program as it ran)."""
+
+    options: MeasureOptions
+    program: CompiledProgram
+    spec: HardwareSpec
+    buffers: float  # the working set
+    written: float | None  # the bytes a run writes, where the cache is evicted before each run
+    topology: Topology | None
+
+    def __call__(self, module: HloModule, counts: Counts) -> ProgramModel:
+        program, options = self.program, self.options
+        if options.counts_from == "source" and program.source is not None and not program.source.unknown:
+            counts = counts.of_source(program.source.flops)
+        flops, nbytes, transcendentals = options.counts.values
+        devices = self.topology.devices if self.topology else program.num_devices
+        return program_model(self.spec, counts, module, devices, flops, nbytes, transcendentals=transcendentals,
+                             working_set=self.buffers, cold_written=self.written, topology=self.topology)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What is known before the first timed run: the compiled program, its counts and model, the hardware, and the
+    plans for the cache, the live ceilings, the first touch and when to stop."""
+
+    label: str
+    options: MeasureOptions
+    program: CompiledProgram
+    module: HloModule
+    spec: HardwareSpec
+    used: CeilingsUsed
+    _: KW_ONLY
+    footprint: MemoryFootprint | None
+    cache: tuple[CacheState, bool]  # the state planned, and whether the runs check it
+    topology: Topology | None
+    modelled: _Modeller
+    model: ProgramModel
+    touch: FirstTouch | None
+    live: LivePlan
+    peers: Peers | None
+
+    @property
+    def charged(self) -> bool:
+        """Whether the roofline charges the first touch."""
+        return self.touch is not None and self.options.first_touch == "include"
+
+
+@dataclass(frozen=True)
+class _Ran:
+    """What the timed runs gave: their times, the cache state with its check, the clocks, the processes, the
+    memory, and the program counted as it ran with its op rows, idle and exposed time."""
+
+    timed: Timed
+    cache: CacheState
+    clocks: Clocks
+    processes: Processes | None
+    memory: MemoryFootprint | None
+    _: KW_ONLY
+    module: HloModule
+    model: ProgramModel
+    per_op: tuple[OpsModel, IdleTime | None, Exposure | None]
+
+
 def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Result:
     label = options.name or kernel_name(call.fn)
-    given, choice, touch_mode, settings = options.counts, options.hardware, options.first_touch, options.timing
     peers = current_peers(label)
     with peers.busy(f"compiling and calibrating for kernel {label!r}") if peers else nullcontext():
         program = _compiled(call, label, keep)
-        module, counts = read_program(program, label, given)
-        spec, used = _hardware(program, choice)
+        module, counts = read_program(program, label, options.counts)
+        spec, used = _hardware(program, options.hardware)
+    plan = _planned(label, options, program, module, counts, spec=spec, used=used, peers=peers)
+    ran = _timed_runs(plan)
+    return _result(call, plan, ran)
+
+
+def _planned(label: str, options: MeasureOptions, program: CompiledProgram, module: HloModule, counts: Counts, *,
+             spec: HardwareSpec, used: CeilingsUsed, peers: Peers | None) -> _Plan:
+    """Step 1: the model of the program as compiled, and the plans of its runs (cache, live ceilings, touch)."""
     footprint = footprint_from_stats(program.raw_memory_analysis) if program.raw_memory_analysis is not None else None
     buffers = working_set(module, footprint)
-    cache, check_cache = plan_cache(options.cache, program.platform, buffers, *cache_size(program.device))
+    cache = plan_cache(options.cache, program.platform, buffers, *cache_size(program.device))
     topology = topology_of(program.compiled) if peers is not None else None
-    written = _written(module, footprint) if cache.state == "cold" else None
-
-    def modelled(module: HloModule, counts: Counts) -> ProgramModel:
-        if options.counts_from == "source" and program.source is not None and not program.source.unknown:
-            counts = counts.of_source(program.source.flops)
-        flops, nbytes, transcendentals = given.values
-        return program_model(spec, counts, module, topology.devices if topology else program.num_devices, flops,
-                             nbytes, transcendentals=transcendentals, working_set=buffers, cold_written=written,
-                             topology=topology)
-
+    written = _written(module, footprint) if cache[0].state == "cold" else None
+    modelled = _Modeller(options, program, spec, buffers, written, topology)
     model = modelled(module, counts)
     touch = _first_touch(spec, footprint, program.platform)
-    charged = touch is not None and touch_mode == "include"
-    plan = _live_plan(spec, used, model, program.platform, _planned_touch_s(touch) if charged else 0.0)
-    if plan.reference is None and used == "live":
-        used = "calibrated"
+    charged = touch is not None and options.first_touch == "include"
+    live = live_plan(spec, used, model, program.platform, planned_touch_s(touch) if charged else 0.0)
+    used = "calibrated" if live.reference is None and used == "live" else used
+    return _Plan(label, options, program, module, spec, used, footprint=footprint, cache=cache, topology=topology,
+                 modelled=modelled, model=model, touch=touch, live=live, peers=peers)
+
+
+def _timed_runs(plan: _Plan) -> _Ran:
+    """Step 2: the timed runs, aiming at the threshold picked on this hardware; the program counted as it ran."""
+    program, options = plan.program, plan.options
     before = allocator_stats(program.device)
-    planned = replace(model.estimate, first_touch_time_s=_planned_touch_s(touch) if charged else 0.0)
-    # The threshold is picked once, on the hardware measured on: the runs aim at it, the result carries the pick.
-    picked, aim = options.threshold_on(spec)
-    rule = _stopping_rule(planned, plan, aim, settings.target_spread)
-    (timed, cache), clocks, processes = _run(program, settings, module, plan.beside, rule, (cache, check_cache),
-                                             peers=peers, topology=topology, model=model)
-    memory = _memory(program, footprint, before)
-    module, model, (ops_model, idle, exposed) = _counted_as_ran(module, model, program, timed, modelled)
-    if touch is not None:
-        touch = replace(touch, counted_faults=timed.timing.median_faults)
-    charged_roof = replace(model.estimate, first_touch_time_s=touch.time_s if charged and touch else 0.0)
-    own = touch.per_run(timed.timing.faults_per_run, timed.timing.runs) if charged and touch else None
-    live, why = _live(plan, timed, spec, charged_roof, own)
-    if plan.reference is not None and live is None:
-        # The calibrated ceilings stand in for this measurement (the note says why); the result stays in its live
-        # series, so that a history is not split each time a reference's drift is set aside.
-        plan = replace(plan, why=why)
-    no_work = does_no_work(module)
-    return Result(
-        name=label, hardware=spec, ceilings=used, ceilings_used=tuple(model.uses), work=model.work,
-        roofline=charged_roof, timing=timed.timing, program=_program_info(program, options), ops_model=ops_model,
-        notes=(*call.readings, *(empty_inputs_note(module) if no_work else ()),
-               *result_notes(model, ops_model, program, timed, spec, plan.why, memory=memory,
-                             counts_from=options.counts_from, constants=constant_bytes(module))),
-        hints=() if no_work else tuple(result_hints(ops_model.rows, module, program, model, timed, idle,
-                                              cache_known=spec.cache_bandwidth is not None or cache.state == "cold")),
-        hlo_text=program.hlo_text, xspace=timed.xspace, live=live, threshold=aim, picked=picked, memory=memory,
-        first_touch=touch, first_touch_mode=touch_mode, no_work=no_work, cache=cache, clocks=clocks,
-        processes=processes, idle=idle, exposure=exposed, source=program.source)
+    planned = replace(plan.model.estimate, first_touch_time_s=planned_touch_s(plan.touch) if plan.charged else 0.0)
+    _, aim = options.threshold_on(plan.spec)
+    rule = stopping_rule(planned, plan.live, aim, options.timing.target_spread)
+    (timed, cache), clocks, processes = _run(program, options.timing, plan.module, plan.live.beside, rule, plan.cache,
+                                             peers=plan.peers, topology=plan.topology, model=plan.model)
+    memory = _memory(program, plan.footprint, before)
+    module, model, per_op = _counted_as_ran(plan.module, plan.model, program, timed, plan.modelled)
+    return _Ran(timed, cache, clocks, processes, memory, module=module, model=model, per_op=per_op)
+
+
+def _result(call: KernelCall, plan: _Plan, ran: _Ran) -> Result:
+    """Step 3: the result, built in parts: what was counted and timed; the terms of the roofline (first touch, live
+    ceilings); the per-op model and the facts around the runs; the words (notes and hints)."""
+    program, spec, timed, model = plan.program, plan.spec, ran.timed, ran.model
+    touch = replace(plan.touch, counted_faults=timed.timing.median_faults) if plan.touch is not None else None
+    roof = replace(model.estimate, first_touch_time_s=touch.time_s if plan.charged and touch else 0.0)
+    own = touch.per_run(timed.timing.faults_per_run, timed.timing.runs) if plan.charged and touch else None
+    live, why = live_ceilings(plan.live, timed, spec, roof, own)
+    # The calibrated ceilings stand in for this measurement (the note says why); the result stays in its live
+    # series, so that a history is not split each time a reference's drift is set aside.
+    live_why = why if plan.live.reference is not None and live is None else plan.live.why
+    picked, aim = plan.options.threshold_on(spec)
+    counted = Result(plan.label, spec, plan.used, tuple(model.uses), model.work, roof, timing=timed.timing,
+                     program=_program_info(program, plan.options), threshold=aim, picked=picked,
+                     source=program.source)
+    with_terms = replace(counted, live=live, first_touch=touch, first_touch_mode=plan.options.first_touch)
+    ops_model, idle, exposed = ran.per_op
+    around = replace(with_terms, ops_model=ops_model, idle=idle, exposure=exposed, memory=ran.memory,
+                     cache=ran.cache, clocks=ran.clocks, processes=ran.processes, no_work=does_no_work(ran.module),
+                     hlo_text=program.hlo_text, xspace=timed.xspace)
+    return replace(around, notes=_notes(call, plan, ran, live_why), hints=_hints(plan, ran, around))
+
+
+def _notes(call: KernelCall, plan: _Plan, ran: _Ran, live_why: str) -> tuple[str, ...]:
+    module, ops_model = ran.module, ran.per_op[0]
+    empty = empty_inputs_note(module) if does_no_work(module) else ()
+    return (*call.readings, *empty, *result_notes(ran.model, ops_model, plan.program, ran.timed, plan.spec, live_why,
+                                                  memory=ran.memory, counts_from=plan.options.counts_from,
+                                                  constants=constant_bytes(module)))
+
+
+def _hints(plan: _Plan, ran: _Ran, result: Result) -> tuple[str, ...]:
+    if result.no_work:
+        return ()
+    cache_known = plan.spec.cache_bandwidth is not None or ran.cache.state == "cold"
+    return tuple(result_hints(ran.per_op[0].rows, ran.module, plan.program, ran.model, ran.timed, result.idle,
+                              cache_known=cache_known))
 
 
 def _hardware(program: CompiledProgram, choice: HardwareChoice) -> tuple[HardwareSpec, CeilingsUsed]:
@@ -251,16 +327,6 @@ def _first_touch(spec: HardwareSpec, footprint: MemoryFootprint | None, platform
                        spec.bytes_per_fault, None)
 
 
-# Fresh buffers smaller than this are often reused by the allocator (a 4 MiB output took no fault per run on
-# the 2-core VMs of docs/measurements.md): they do not decide which reference a kernel is paired with.
-_PLANNED_TOUCH_MIN = 16 * 2**20
-
-
-def _planned_touch_s(touch: FirstTouch | None) -> float:
-    """The first touch the model expects before any fault is counted, for choosing the reference."""
-    return touch.time_s if touch is not None and touch.fresh_bytes >= _PLANNED_TOUCH_MIN else 0.0
-
-
 def _memory(program: CompiledProgram, footprint: MemoryFootprint | None,
             before: dict[str, Any] | None) -> MemoryFootprint | None:
     """The compiled program's memory analysis, with the allocator's peak during the runs where reported."""
@@ -268,74 +334,6 @@ def _memory(program: CompiledProgram, footprint: MemoryFootprint | None,
         return None
     peak, note = device_peak(before, allocator_stats(program.device), program.platform)
     return replace(footprint, device_peak=peak, device_peak_note=note)
-
-
-@dataclass(frozen=True)
-class _LivePlan:
-    """The reference kernel to run beside the kernel (None: no live ceilings, ``why`` says why not)."""
-
-    reference: Reference | None = None
-    calibrated_rate: float = 0.0
-    why: str = ""
-
-    @property
-    def beside(self) -> Beside | None:
-        return self.reference.beside() if self.reference is not None else None
-
-
-def _live_plan(spec: HardwareSpec, used: str, model: ProgramModel, platform: str, touch_s: float) -> _LivePlan:
-    if used != "live":
-        return _LivePlan()
-    key = reference_key_for(model.estimate, model.uses, touch_s, model.memory.in_cache)
-    if key is None:
-        return _LivePlan(why=f"no reference kernel for a {model.estimate.bound}-bound program: calibrated "
-                             f"ceilings used")
-    rate = spec.reference_rates.get(key)
-    if not rate:
-        return _LivePlan(why=f"the calibration has no rate for the {key} reference (the hardware's notes say "
-                             f"why; recalibrate): calibrated ceilings used")
-    return _LivePlan(reference(platform, key), rate)
-
-
-def _stopping_rule(roof: RooflineEstimate, plan: _LivePlan, threshold: float | None, target: float) -> Settled:
-    """When runs may stop, judged on the wall clock as runs go (device times come from the trace after)."""
-    ref = plan.reference
-
-    def rule(walls: Sequence[float], refs: Sequence[float], slots: Sequence[int]) -> bool:
-        if ref is not None and not (walls := walls[:slots[-1]]):  # the runs up to the last a reference follows
-            return False
-        drift = drifts(bracketing_times(refs, len(walls), slots=slots), ref.work, plan.calibrated_rate) if ref else None
-        per_run = pair_utilizations(roof, walls, ref.resource if ref else None, drift)
-        # Live pairs carry the reference's noise too: only the interval's width may end them early.
-        steady = ref is None and relative_iqr(per_run) <= target
-        return settled(per_run, threshold, target, steady=steady)
-
-    return rule
-
-
-def _live(plan: _LivePlan, timed: Timed, spec: HardwareSpec, roof: RooflineEstimate,
-          own_touch: list[float] | None) -> tuple[Live | None, str]:
-    """The live ceilings the reference's runs give; or None and why not (unreadable runs, implausible drift, a
-    scaling that would lift the kernel above ``roof``, its runs judged with ``own_touch``)."""
-    ref = plan.reference
-    if ref is None:
-        return None, ""
-    usable = ref.usable(timed.reference_faults, len(timed.reference_s))
-    if timed.reference_s and not any(usable):
-        return None, (f"no run of the reference ({ref.name}) faulted the fresh pages it must write (they reused "
-                      f"mapped pages): calibrated ceilings used")
-    try:  # references not around the kernel's runs (one after each by default, or at the slots the runs recorded)
-        around = bracketing_times(timed.reference_s, timed.timing.runs, usable=usable,
-                                  slots=timed.reference_slots or None)
-    except ValueError:
-        return None, (f"the reference kernel's runs could not be read ({len(timed.reference_s)} for "
-                      f"{timed.timing.runs} kernel runs): calibrated ceilings used")
-    name = ref.name + ("" if timed.reference_timer == "profiler" else f" ({timed.reference_timer})")
-    live = Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
-                tuple(drifts(around, ref.work, plan.calibrated_rate)), usable.count(False))
-    why = implausible_drift(live.drift, bool(spec.low_ceilings)) or correction_above_roofline(
-        roof, timed.timing.per_run_s, live.resource, live.drift_per_run, own_touch)
-    return (None, why) if why else (live, "")
 
 
 def _counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledProgram, timed: Timed,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any, NoReturn, TypeVar, cast
 
-from ..analysis.model.exposed import ExposedCheck, check_exposed, parse_max_exposed
+from ..analysis.model.exposed import ExposedCheck, ExposedLimit, check_exposed, parse_max_exposed
 from ..analysis.program.memory import MemoryCheck, MemoryLimit, check_memory, parse_max_memory
 from ..analysis.runs.time_spent import Stopwatch, phase
-from ..analysis.verdict.census import CensusCheck, check_ops, parse_max_ops
+from ..analysis.verdict.census import CensusCheck, OpsLimit, check_ops, parse_max_ops
 from ..analysis.verdict.decide import Decision, decide
 from ..base.calls import CallError, KernelCall, split_call
 from ..base.errors import MeasureError, exception_text, origin_frames
@@ -76,20 +76,15 @@ class RooflineFixture:
             self._fail(f"roofline: roofline.measure(...) in {self._nodeid} only records: {judging[0]}= belongs to "
                        f"roofline(...), which judges")
         label = self._label(fn, kwargs.pop("name", None))
-        limit = self._limit("max_memory", kwargs.pop("max_memory", None), parse_max_memory)
-        ops_limit = self._limit("max_ops", kwargs.pop("max_ops", None), parse_max_ops)
-        exposed_limit = self._limit("max_exposed", kwargs.pop("max_exposed", None), parse_max_exposed)
+        limits = self._limits(kwargs)
         result = self._measure(label, call, self._options(label, self._given(kwargs)))
-        decision = decide(result.figures, None)
-        memory = self._memory_check(label, result, limit)
-        ops = check_ops(result.ops, ops_limit) if ops_limit is not None else None
-        exposed = check_exposed(result.exposure, exposed_limit) if exposed_limit is not None else None
         recorded = RecordedResult.of(result)
-        record = self._record(label, result, recorded, None, decision, "program",
-                              check=self._check(label, recorded, "program"), memory=memory, ops=ops, exposed=exposed)
-        if decision.warning:  # an impossible result is never a silent pass
-            self._warn(self._message(record, decision.reason))
-        for over in (memory, ops, exposed):
+        checks = self._checks(label, result, limits, self._check(label, recorded, "program"))
+        judged = _Judged(label, result, recorded, decide(result.figures, None), "program", checks=checks)
+        record = self._record(judged)
+        if judged.decision.warning:  # an impossible result is never a silent pass
+            self._warn(self._message(record, judged.decision.reason))
+        for over in (checks.memory, checks.ops, checks.exposed):
             if over is not None and not over.ok:
                 self._warn(self._message(record, over.reason))
         return result
@@ -121,25 +116,40 @@ class RooflineFixture:
         label = self._label(fn, kwargs.pop("name", None))
         min_setting, bound_setting, chosen = self._call_settings(kwargs.pop("min", None), kwargs.pop("bound", None),
                                                                  kwargs.pop("model", None))
-        memory_limit = self._limit("max_memory", kwargs.pop("max_memory", None), parse_max_memory)
-        ops_limit = self._limit("max_ops", kwargs.pop("max_ops", None), parse_max_ops)
-        exposed_limit = self._limit("max_exposed", kwargs.pop("max_exposed", None), parse_max_exposed)
+        limits = self._limits(kwargs)
         # The threshold goes to the measurement, which picks it once on the hardware it measures on: the runs go
         # on while the interval of the program-level utilization straddles it, and the result carries the pick.
         aim = chosen == "program" and not self._session.mode.measure_once
         options = self._options(label, self._given(kwargs), threshold=min_setting, aim=aim)
+        judged = self._judged(label, call, options, chosen, bound_setting, limits)
+        record = self._record(judged)
+        disagreement = self._session.agree(label, judged.decision.verdict) if judged.result.processes else ""
+        if disagreement:
+            self._fail(disagreement)
+        if judged.decision.warning:
+            self._warn(self._message(record, judged.decision.reason))
+        elif judged.decision.fails:
+            message = self._message(record, judged.decision.reason)
+            if self._session.settings.warn_only:
+                self._warn(message)
+            else:
+                self._fail(message)
+        return judged.result
+
+    def _judged(self, label: str, call: KernelCall, options: MeasureOptions, chosen: Model,
+                bound_setting: BoundSetting | None, limits: _Limits) -> _Judged:
+        """Measure and decide; a kernel short of its threshold or its baseline is measured again before it fails
+        (not where the mode measures once)."""
         result = self._measure(label, call, options)
-        threshold = result.picked
         hw = result.hardware  # a bound mapping by platform and hardware is picked from on the device measured
         bound = pick_bound(bound_setting, self._bound_origin(), hw.name, hw.platform)
-        value = threshold.value if threshold else None
+        value = result.picked.value if result.picked else None
         expected = bound.value if bound else None
         recorded = RecordedResult.of(result)
         check = self._check(label, recorded, chosen)
-        decision = decide(result.figures, value, expected_bound=expected, model=chosen)
         first: float | None = None
-        measure_again = decision.confirm or (check is not None and check.regressed)
-        if measure_again and not self._session.mode.measure_once:  # measure again before failing
+        decision = decide(result.figures, value, expected_bound=expected, model=chosen)
+        if (decision.confirm or (check is not None and check.regressed)) and not self._session.mode.measure_once:
             first = result.utilization_for(chosen)
             # The second compile comes from JAX's cache: the first measurement's compile time is the program's.
             with Stopwatch() as again:
@@ -148,25 +158,24 @@ class RooflineFixture:
             result = replace(second, program=result.program)
             recorded = RecordedResult.of(result)
             check = self._check(label, recorded, chosen)
-        memory = self._memory_check(label, result, memory_limit)
-        ops = check_ops(result.ops, ops_limit) if ops_limit is not None else None
-        exposed = check_exposed(result.exposure, exposed_limit) if exposed_limit is not None else None
+        checks = self._checks(label, result, limits, check)
         decision = decide(result.figures, value, expected_bound=expected, model=chosen, first_utilization=first,
-                          baseline=check, memory=memory, ops=ops, exposed=exposed)
-        record = self._record(label, result, recorded, threshold, decision, chosen, bound=bound,
-                              first_utilization=first, check=check, memory=memory, ops=ops, exposed=exposed)
-        disagreement = self._session.agree(label, decision.verdict) if result.processes is not None else ""
-        if disagreement:
-            self._fail(disagreement)
-        if decision.warning:
-            self._warn(self._message(record, decision.reason))
-        elif decision.fails:
-            message = self._message(record, decision.reason)
-            if self._session.settings.warn_only:
-                self._warn(message)
-            else:
-                self._fail(message)
-        return result
+                          baseline=checks.baseline, memory=checks.memory, ops=checks.ops, exposed=checks.exposed)
+        return _Judged(label, result, recorded, decision, chosen, threshold=result.picked, bound=bound,
+                       first_utilization=first, checks=checks)
+
+    def _limits(self, kwargs: dict[str, Any]) -> _Limits:
+        """The call's limits (taken from ``kwargs``), else the marker's."""
+        return _Limits(self._limit("max_memory", kwargs.pop("max_memory", None), parse_max_memory),
+                       self._limit("max_ops", kwargs.pop("max_ops", None), parse_max_ops),
+                       self._limit("max_exposed", kwargs.pop("max_exposed", None), parse_max_exposed))
+
+    def _checks(self, label: str, result: Result, limits: _Limits,
+                baseline: BaselineCheck | NoBaseline | None) -> _Checks:
+        """The result against its limits and its baseline."""
+        return _Checks(baseline, self._memory_check(label, result, limits.memory),
+                       check_ops(result.ops, limits.ops) if limits.ops is not None else None,
+                       check_exposed(result.exposure, limits.exposed) if limits.exposed is not None else None)
 
     def _message(self, record: KernelRecord, reason: str) -> str:
         """A failure's or warning's text: the short block, or the full one under -vv."""
@@ -303,49 +312,70 @@ class RooflineFixture:
                    f"{self._session.trace_problem}; no later kernel's trace is saved in this run")
         return None
 
-    def _record(self, label: str, result: Result, recorded: RecordedResult, threshold: Picked[float] | None,
-                decision: Decision, model: Model, *, bound: Picked[ExpectedBound] | None = None,
-                first_utilization: float | None = None, check: BaselineCheck | NoBaseline | None = None,
-                memory: MemoryCheck | None = None, ops: CensusCheck | None = None,
-                exposed: ExposedCheck | None = None) -> KernelRecord:
-        settings = self._session.settings
+    def _record(self, judged: _Judged) -> KernelRecord:
+        """Keep the kernel's record in the session (its trace saved where it failed, or all are), and give pytest
+        its figures as the test's properties."""
+        settings, label, result, threshold = self._session.settings, judged.label, judged.result, judged.threshold
         saved = None
-        if (decision.fails and not self._session.mode.measure_once) or settings.trace_all:
+        if (judged.decision.fails and not self._session.mode.measure_once) or settings.trace_all:
             saved = self._saved(result, label)
         drop = settings.max_drop_for(self._nodeid, self._marker.max_drop if self._marker else None)
         hw = result.hardware
         # A bound mapping that does not name this device checks no bound here; only a threshold's is "not judged".
         unnamed = threshold.unnamed("min", hw.name, hw.platform) if threshold and threshold.value is None else ""
         value = threshold.value if threshold else None
-        record = KernelRecord(
-            nodeid=self._nodeid,
-            label=label,
-            result=recorded,
-            verdict=decision.verdict,
-            threshold=value,
-            threshold_origin=threshold.where if value is not None and threshold else "",
-            model=model,
-            expected_bound=bound.value if bound else None,
-            first_utilization=first_utilization,
-            warn_only=settings.warn_only,
-            baseline=check,
-            max_memory=memory,
-            artifacts=saved,
-            max_drop=drop.value if drop else None,
-            max_drop_origin=drop.origin if drop else "",
-            threshold_key=threshold.key if threshold else "",
-            bound_key=bound.key if bound else "",
-            not_judged=unnamed,
-            time_spent=self._watch.spent(rest="everything else"),
-            max_ops=ops,
-            max_exposed=exposed,
-        )
+        checks, bound = judged.checks, judged.bound
+        record = KernelRecord(nodeid=self._nodeid, label=label, result=judged.recorded,
+                              verdict=judged.decision.verdict, threshold=value,
+                              threshold_origin=threshold.where if value is not None and threshold else "",
+                              model=judged.model, expected_bound=bound.value if bound else None,
+                              first_utilization=judged.first_utilization, warn_only=settings.warn_only,
+                              baseline=checks.baseline, max_memory=checks.memory, artifacts=saved,
+                              max_drop=drop.value if drop else None, max_drop_origin=drop.origin if drop else "",
+                              threshold_key=threshold.key if threshold else "", bound_key=bound.key if bound else "",
+                              not_judged=unnamed, time_spent=self._watch.spent(rest="everything else"),
+                              max_ops=checks.ops, max_exposed=checks.exposed)
         self._session.records.append(record)
         self.results.append(result)
         prefix = f"roofline[{label}]"
         for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed", "drift",
                     "peak_memory_bytes"):
             self._add_property(f"{prefix}.{key}", getattr(result, key))
-        self._add_property(f"{prefix}.verdict", decision.verdict)
+        self._add_property(f"{prefix}.verdict", judged.decision.verdict)
         self._add_property(f"{prefix}.hardware", result.hardware.name)
         return record
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """A call's limits (else its marker's): device memory, ops per run, exposed communication."""
+
+    memory: MemoryLimit | None
+    ops: OpsLimit | None
+    exposed: ExposedLimit | None
+
+
+@dataclass(frozen=True)
+class _Checks:
+    """The result against its baseline and its limits (None: not checked)."""
+
+    baseline: BaselineCheck | NoBaseline | None = None
+    memory: MemoryCheck | None = None
+    ops: CensusCheck | None = None
+    exposed: ExposedCheck | None = None
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One call's result, as recorded, and what was decided of it, against what."""
+
+    label: str
+    result: Result
+    recorded: RecordedResult
+    decision: Decision
+    model: Model
+    _: KW_ONLY
+    threshold: Picked[float] | None = None
+    bound: Picked[ExpectedBound] | None = None
+    first_utilization: float | None = None
+    checks: _Checks = _Checks()

@@ -13,7 +13,7 @@ from pytest_roofline.analysis.model.roofline import RooflineEstimate  # noqa: E4
 from pytest_roofline.analysis.runs.run_stats import Timing  # noqa: E402
 from pytest_roofline.hardware.cpu import page_size  # noqa: E402
 from pytest_roofline.measurement.machine.reference_kernels import reference  # noqa: E402
-from pytest_roofline.measurement.pipeline import _live, _LivePlan  # noqa: E402
+from pytest_roofline.measurement.machine.reference_runs import LivePlan, live_ceilings  # noqa: E402
 from pytest_roofline.measurement.timing import Timed  # noqa: E402
 
 
@@ -40,17 +40,17 @@ def test_reference_runs_without_fresh_pages_leave_the_live_ceiling_and_are_count
     rate = fresh.work / 0.016  # made up: the reference ran 16 ms at calibration
     full, none = fresh.fresh_pages, 3
     timed = made_up_timed([0.016, 0.004, 0.016, 0.004, 0.016, 0.016], [full, none, full, none, full, full])
-    live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU, ROOF, None)
+    live, why = live_ceilings(LivePlan(fresh, rate), timed, FAKE_CPU, ROOF, None)
     assert why == "" and live is not None
     assert live.left_out == 2 and live.drift == pytest.approx(1.0)  # the 4 ms runs moved nothing
     assert "2 of its 6 runs left out (they reused mapped pages" in live.describe()
     assert live.to_dict()["reference_runs_left_out"] == 2
     # Counted but never faulting: no live ceiling, and the result says why.
     timed = made_up_timed([0.004] * 4, [none] * 4)
-    live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU, ROOF, None)
+    live, why = live_ceilings(LivePlan(fresh, rate), timed, FAKE_CPU, ROOF, None)
     assert live is None and "no run of the reference (f32 scale over 48 MiB into a fresh output) faulted" in why
     # Faults not counted (an OS without the count): every run counts.
-    live, _ = _live(_LivePlan(fresh, rate), made_up_timed([0.016, 0.004, 0.016], []), FAKE_CPU, ROOF, None)
+    live, _ = live_ceilings(LivePlan(fresh, rate), made_up_timed([0.016, 0.004, 0.016], []), FAKE_CPU, ROOF, None)
     assert live is not None and live.left_out == 0
 
 
@@ -64,9 +64,9 @@ def test_reference_runs_that_do_not_bracket_the_kernel_runs_leave_the_live_ceili
     late = Timed(Timing((0.04,) * 3, (0.04,) * 3, "profiler"), reference_s=(0.016, 0.016),
                  reference_timer="profiler", reference_slots=(1, 3))
     for timed, count in ((short, "2 for 5"), (late, "2 for 3")):
-        live, why = _live(_LivePlan(fresh, rate), timed, FAKE_CPU, ROOF, None)
+        live, why = live_ceilings(LivePlan(fresh, rate), timed, FAKE_CPU, ROOF, None)
         assert live is None and why == (f"the reference kernel's runs could not be read ({count} kernel runs): "
                                         "calibrated ceilings used")
     good = Timed(Timing((0.04,) * 3, (0.04,) * 3, "profiler"), reference_s=(0.016, 0.016),
                  reference_timer="profiler", reference_slots=(0, 3))
-    assert _live(_LivePlan(fresh, rate), good, FAKE_CPU, ROOF, None)[0] is not None
+    assert live_ceilings(LivePlan(fresh, rate), good, FAKE_CPU, ROOF, None)[0] is not None

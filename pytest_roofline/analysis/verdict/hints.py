@@ -3,28 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
 
 from ..model.per_op import OpRow
 from ..program.counts import RAN_FROM_TRACE
 from ..runs.idle import IDLE_HINT, IdleTime
 
-__all__ = ["hints"]
+__all__ = ["hints", "RunFacts"]
 
 _LAYOUT_OPS = frozenset({"copy", "transpose", "copy-start"})
 
 
-def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: str, donated: bool,
-          output_bytes: float, working_set_bytes: float, has_loops: bool, idle: IdleTime | None,
-          loops_ran: Sequence[str] = (),
-          cache_bytes: int | None = None, cache_modelled: bool = False) -> list[str]:
-    """Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show.
+@dataclass(frozen=True)
+class RunFacts:
+    """What the hints read of a program and its runs besides its op rows."""
 
-    ``cache_bytes``: the last-level cache as the system reports it (CPU), else 32 MiB is assumed.
-    ``cache_modelled``: the roofline already holds bytes that fit the cache to its bandwidth (a note says so), so
-    no hint that the DRAM roofline does not bound them."""
+    platform: str
+    device_time_s: float  # a run's median
+    bound: str  # the program's roofline bound
+    _: KW_ONLY
+    donated: bool = False  # an input is donated (the output may reuse its memory)
+    output_bytes: float = 0.0
+    working_set_bytes: float = 0.0
+    has_loops: bool = False
+    idle: IdleTime | None = None  # where the trace shows it
+    loops_ran: Sequence[str] = ()  # the loops counted as they ran (their iterations from the trace)
+    cache_bytes: int | None = None  # the last-level cache as the system reports it (CPU), else 32 MiB is assumed
+    # The roofline already holds bytes that fit the cache to its bandwidth (a note says so): no hint that the DRAM
+    # roofline does not bound them.
+    cache_modelled: bool = False
+
+
+def hints(rows: Sequence[OpRow], facts: RunFacts) -> list[str]:
+    """Plain-language reasons a kernel may be slow, drawn from what the HLO and the trace show."""
+    platform, idle, output_bytes, working_set_bytes = facts.platform, facts.idle, facts.output_bytes, \
+        facts.working_set_bytes
     out: list[str] = []
     measured = [r for r in rows if r.measured_s]
-    total = sum(r.measured_s or 0.0 for r in measured) or device_time_s
+    total = sum(r.measured_s or 0.0 for r in measured) or facts.device_time_s
     layout = [r for r in measured
               if r.opcode in _LAYOUT_OPS or r.family == "copy" or (r.fusion_kind and "transpose" in r.name)]
     layout_time = sum(r.measured_s or 0.0 for r in layout)
@@ -36,22 +52,22 @@ def hints(rows: Sequence[OpRow], *, platform: str, device_time_s: float, bound: 
     if executed >= 100 and total / max(executed, 1) < 20e-6:
         out.append(f"many tiny ops: {executed} ops per run averaging {total / executed * 1e6:.1f} us each; "
                    f"dispatch/launch overhead dominates: batch or vectorize the work (e.g. vmap instead of a loop)")
-    if has_loops:
+    if facts.has_loops:
         loops = sorted({r.computation for r in rows if r.computation != "main"})
         trips = max((r.executions for r in rows), default=1)
-        if loops_ran:
-            counted = "; ".join(loop.removesuffix(RAN_FROM_TRACE) for loop in loops_ran)
+        if facts.loops_ran:
+            counted = "; ".join(loop.removesuffix(RAN_FROM_TRACE) for loop in facts.loops_ran)
             out.append(f"while loops whose trip count depends on the data ran one iteration after another (iterations "
                        f"per run from the trace, inner loops per iteration of the outer: {counted})")
         else:
             out.append(f"a while loop ({', '.join(loops)[:80]}) runs up to {trips} iterations one after another")
-    cache = cache_bytes or 32 * 2**20
-    if platform == "cpu" and bound == "memory" and 0 < working_set_bytes <= cache and not cache_modelled:
-        told = "as the system reports it" if cache_bytes else "assumed"
+    cache = facts.cache_bytes or 32 * 2**20
+    if platform == "cpu" and facts.bound == "memory" and 0 < working_set_bytes <= cache and not facts.cache_modelled:
+        told = "as the system reports it" if facts.cache_bytes else "assumed"
         out.append(f"the working set ({working_set_bytes / 2**20:.1f} MiB) fits in the last-level cache "
                    f"({cache / 2**20:.0f} MiB, {told}): part of it may be served from cache, so the DRAM roofline "
                    f"does not bound it (use inputs several times larger than the cache to test main memory)")
-    if platform == "cpu" and not donated and output_bytes >= 16 * 2**20:
+    if platform == "cpu" and not facts.donated and output_bytes >= 16 * 2**20:
         out.append(f"a fresh {output_bytes / 2**20:.0f} MiB output buffer is allocated and page-faulted on every "
                    f"call: donate the input (jax.jit(..., donate_argnums=...)) so the output reuses its memory")
     if idle is not None and idle.idle_fraction > IDLE_HINT:

@@ -16,7 +16,7 @@ from pytest_roofline.analysis.model.compiler_agreement import ops_check
 from pytest_roofline.analysis.model.per_op import OpRow, op_rows
 from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.runs.idle import IdleTime
-from pytest_roofline.analysis.verdict.hints import hints
+from pytest_roofline.analysis.verdict.hints import RunFacts, hints
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -177,23 +177,22 @@ def test_hints() -> None:
                      comms_time_s=0,
                      measured_s=measured)
 
-    layout = hints([row("copy.1", "copy", 5e-3), row("fusion", "fusion", 5e-3)], platform="cpu",
-                   device_time_s=10e-3, bound="memory", donated=False, output_bytes=64 * 2**20,
-                   working_set_bytes=128 * 2**20, has_loops=False,
-                   idle=IdleTime(10e-3, 6e-3, 5.5e-3, "made up", 199))
+    layout = hints([row("copy.1", "copy", 5e-3), row("fusion", "fusion", 5e-3)],
+                   RunFacts("cpu", 10e-3, "memory", donated=False, output_bytes=64 * 2**20,
+                            working_set_bytes=128 * 2**20, idle=IdleTime(10e-3, 6e-3, 5.5e-3, "made up", 199)))
     text = "\n".join(layout)
     assert "layout changes: copy/transpose ops (copy.1) take 50%" in text
     assert "fresh 64 MiB output buffer" in text and "donate" in text
     assert ("idle device: the device ran no op for 60% of each run (6 ms of 10 ms, 199 gaps): 55% waiting on the "
             "host, 5% other; the host launches ops more slowly than the device runs them") in text
-    waiting = hints([], platform="tpu", device_time_s=10e-3, bound="memory", donated=True, output_bytes=8,
-                    working_set_bytes=8, has_loops=False, idle=IdleTime(10e-3, 4e-3, 0.0, "made up", 3))
+    waiting = hints([], RunFacts("tpu", 10e-3, "memory", donated=True, output_bytes=8, working_set_bytes=8,
+                                 idle=IdleTime(10e-3, 4e-3, 0.0, "made up", 3)))
     assert any("40% of each run" in h and "the device waits on itself" in h for h in waiting)
-    quiet = hints([], platform="tpu", device_time_s=10e-3, bound="memory", donated=True, output_bytes=8,
-                  working_set_bytes=8, has_loops=False, idle=IdleTime(10e-3, 2.9e-3, 0.0, "made up", 3))
+    quiet = hints([], RunFacts("tpu", 10e-3, "memory", donated=True, output_bytes=8, working_set_bytes=8,
+                               idle=IdleTime(10e-3, 2.9e-3, 0.0, "made up", 3)))
     assert not any("idle" in h for h in quiet)  # 29%: under the hint's 30%
-    tiny = hints([row("add", "add", 1e-3, executions=500, computation="body")], platform="gpu", device_time_s=1e-3,
-                 bound="memory", donated=True, output_bytes=8, working_set_bytes=8, has_loops=True, idle=None)
+    tiny = hints([row("add", "add", 1e-3, executions=500, computation="body")],
+                 RunFacts("gpu", 1e-3, "memory", donated=True, output_bytes=8, working_set_bytes=8, has_loops=True))
     assert any("many tiny ops: 500 ops per run" in h for h in tiny)
     assert any("while loop (body) runs up to 500 iterations" in h for h in tiny)
     assert not any("cache" in h for h in tiny)  # the cache hint is for CPUs
@@ -201,9 +200,9 @@ def test_hints() -> None:
 
 def test_the_cache_hint_names_where_the_cache_size_came_from_and_is_left_out_when_the_model_holds_the_cache() -> None:
     def cache_hints(**keywords: object) -> list[str]:
-        return [h for h in hints([], platform="cpu", device_time_s=1e-3, bound="memory", donated=True,
-                                 output_bytes=8, working_set_bytes=4 * 2**20, has_loops=False, idle=None,
-                                 **keywords) if "last-level cache" in h]  # type: ignore[arg-type]
+        facts = RunFacts("cpu", 1e-3, "memory", donated=True, output_bytes=8, working_set_bytes=4 * 2**20,
+                         **keywords)  # type: ignore[arg-type]
+        return [h for h in hints([], facts) if "last-level cache" in h]
 
     (told,) = cache_hints(cache_bytes=8 * 2**20)
     assert "(8 MiB, as the system reports it)" in told
