@@ -10,6 +10,11 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+import yaml  # noqa: F401 - imported once for the session, before any in-process pytester run
+
+# An in-process pytester run removes the modules it imported when it ends; PyYAML's C loader (libyaml) keeps what
+# the first import registered, so a YAML file read after a second import of PyYAML fails ("could not determine a
+# constructor for the tag None"). Importing it here keeps one PyYAML for every run, whichever test file runs alone.
 
 pytest_plugins = ["pytester"]
 

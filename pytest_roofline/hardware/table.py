@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from ..base.kinds import PLATFORMS, Platform
 from .spec import PEAK_KEYS, Ceiling, HardwareError, HardwareSpec, UnknownDeviceError
 
 __all__ = ["HARDWARE_FILE_ENV", "SHARED_TOP_LEVEL_KEYS", "load_table", "load_shipped_table", "merge_overrides",
-           "find_spec", "find_spec_for_profile"]
+           "find_spec", "find_spec_for_profile", "HardwareEntries", "HardwareSource"]
 
 HARDWARE_FILE_ENV = "PYTEST_ROOFLINE_HARDWARE_FILE"
 # A hardware file may be the plugin's YAML config, whose other top-level keys the plugin reads.
@@ -110,10 +111,28 @@ def _parse_device(name: str, raw: Any, where: str, origin: str, base: HardwareSp
                         host_link_bandwidth=optional["host_link_bandwidth"], integer=optional["integer"])
 
 
+@dataclass(frozen=True)
+class HardwareEntries:
+    """Hardware entries given as data (a plugin's ``pytest_roofline_hardware`` hook), each as an override file's
+    ``devices:`` entry, with where they came from; applied over ``file`` (an override file, else the environment's)."""
+
+    devices: Mapping[str, Any]
+    where: str
+    file: str | os.PathLike[str] | None = None
+
+
+# Where overrides come from: an override file's path, entries given as data, or None (the environment's file).
+HardwareSource = str | os.PathLike[str] | HardwareEntries | None
+
+
 def load_table(text: str, where: str, origin: str = "datasheet",
                base: Mapping[str, HardwareSpec] | None = None) -> dict[str, HardwareSpec]:
     """Read a table in the layout of ``hardware.yaml``; entries named in ``base`` are merged figure by figure."""
-    data = read_yaml_mapping(text, where, HardwareError)
+    return _devices(read_yaml_mapping(text, where, HardwareError), where, origin, base)
+
+
+def _devices(data: Mapping[str, Any], where: str, origin: str,
+             base: Mapping[str, HardwareSpec] | None) -> dict[str, HardwareSpec]:
     devices = data.get("devices", {})
     extra = set(data) - {"devices"} - SHARED_TOP_LEVEL_KEYS
     if extra:
@@ -137,9 +156,13 @@ def _shipped_table() -> dict[str, HardwareSpec]:
     return load_table(text, "pytest_roofline/hardware/hardware.yaml")
 
 
-def merge_overrides(table: Mapping[str, HardwareSpec], path: str | os.PathLike[str] | None,
+def merge_overrides(table: Mapping[str, HardwareSpec], path: HardwareSource,
                     origin_hint: str = "") -> dict[str, HardwareSpec]:
-    """Apply a user's override file (path argument, else ``$PYTEST_ROOFLINE_HARDWARE_FILE``)."""
+    """Apply a user's override file (path argument, else ``$PYTEST_ROOFLINE_HARDWARE_FILE``), and entries given as
+    data over it."""
+    if isinstance(path, HardwareEntries):
+        under = merge_overrides(table, path.file, origin_hint)
+        return _devices({"devices": path.devices}, path.where, "override", under)
     if path is None:
         env = os.environ.get(HARDWARE_FILE_ENV)
         if not env:

@@ -28,10 +28,13 @@ from typing import Any, ClassVar
 from ..records.kernel_record import KernelRecord, Unmeasured
 from .programs import ProgramsPass
 
-__all__ = ["VERSION", "ProtocolError", "Hello", "Hardware", "Items", "Prepare", "Prepared", "RunTest", "Measured",
-           "Failed", "Quit", "Message", "encode", "decode", "check_hello", "REQUESTS", "ANSWERS"]
+__all__ = ["VERSION", "VERDICTS_VARIABLE", "ProtocolError", "Hello", "Hardware", "Items", "Prepare", "Prepared",
+           "RunTest", "Measured", "Failed", "Quit", "Message", "encode", "decode", "check_hello", "REQUESTS", "ANSWERS"]
 
 VERSION = 2  # 1: the untyped messages of before, with no version and no hello
+# Set for the pytest process of the head that ab starts once its verdicts are in: the comparison's JSON file, handed
+# to the suite's pytest_roofline_ab hooks (plugin/ab/side_modes.py).
+VERDICTS_VARIABLE = "PYTEST_ROOFLINE_AB_VERDICTS"
 
 
 class ProtocolError(Exception):

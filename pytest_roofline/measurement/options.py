@@ -4,7 +4,6 @@ defaults, the one place they are written). No JAX."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, fields, replace
 from typing import Any
@@ -24,6 +23,7 @@ from ..base.kinds import (
 )
 from ..hardware.per_device import Picked, Threshold, ThresholdSetting, pick_threshold
 from ..hardware.spec import HardwareSpec
+from ..hardware.table import HardwareSource
 
 __all__ = ["TimingSettings", "DEFAULT_TIMING", "TIMING_KEYWORDS", "MeasureOptions", "GivenSettings", "GivenCounts",
            "HardwareChoice", "MEASURE_OPTIONS", "OPTION_CHECKS", "check_options"]
@@ -137,7 +137,7 @@ class HardwareChoice:
     devices, ``ceilings`` picks the mode, ``recalibrate`` re-measures the cached calibration."""
 
     name: str | HardwareSpec | None = None
-    file: str | os.PathLike[str] | None = None
+    file: HardwareSource = None
     ceilings: CeilingsMode = "auto"
     recalibrate: bool | str = False
 
@@ -154,7 +154,7 @@ class GivenSettings:
     bytes: float | None = None
     transcendentals: float | None = None
     hardware: str | HardwareSpec | None = None
-    hardware_file: str | os.PathLike[str] | None = None
+    hardware_file: HardwareSource = None
     ceilings: CeilingsMode | None = None
     recalibrate: bool | str | None = None
     warmup: int | None = None

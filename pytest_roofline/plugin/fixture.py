@@ -114,8 +114,8 @@ class RooflineFixture:
     def _judge(self, fn: Callable[..., Any], args: tuple[Any, ...], keywords: dict[str, Any]) -> Result:
         call, kwargs = self._split(fn, args, keywords, "roofline(...)")
         label = self._label(fn, kwargs.pop("name", None))
-        min_setting, bound_setting, chosen = self._call_settings(kwargs.pop("min", None), kwargs.pop("bound", None),
-                                                                 kwargs.pop("model", None))
+        min_setting, bound_setting, chosen = self._call_settings(label, kwargs.pop("min", None),
+                                                                 kwargs.pop("bound", None), kwargs.pop("model", None))
         limits = self._limits(kwargs)
         # The threshold goes to the measurement, which picks it once on the hardware it measures on: the runs go
         # on while the interval of the program-level utilization straddles it, and the result carries the pick.
@@ -204,10 +204,11 @@ class RooflineFixture:
         """Where the call's or the marker's ``bound`` came from."""
         return self._bound_from or f"marker of {self._nodeid}"
 
-    def _call_settings(self, min_: Any, bound: Any, model: Any) -> tuple[ThresholdSetting | None, BoundSetting | None,
-                                                                          Model]:
-        """The threshold, expected bound and model of one call: its keywords > the marker > the settings; a
-        threshold or bound may be a mapping by platform and hardware, picked from once measured."""
+    def _call_settings(self, label: str, min_: Any, bound: Any,
+                       model: Any) -> tuple[ThresholdSetting | None, BoundSetting | None, Model]:
+        """The threshold, expected bound and model of one call: its keywords > the marker > the settings, the
+        threshold as the suite's ``pytest_roofline_threshold`` hook adjusts it; a threshold or bound may be a mapping
+        by platform and hardware, picked from once measured."""
         where = f"roofline(...) in {self._nodeid}"
         names = self._session.settings.hardware_names
         call_origin = f"min= in the roofline() call of {self._nodeid}"
@@ -216,11 +217,12 @@ class RooflineFixture:
             expected = None if bound is None else parse_bound_setting(
                 bound, f"{where}: bound={bound!r}", f"bound= in the roofline() call of {self._nodeid}", names)
             chosen = None if model is None else parse_model(model, f"{where}: model={model!r}")
+            marker = self._marker
+            threshold = self._session.hooks.threshold(self._nodeid, label, self._session.settings.threshold_for(
+                self._nodeid, here or (marker.min if marker else None)))
         except ConfigError as exc:
             problem = f"roofline: {exc}"
         else:
-            marker = self._marker
-            threshold = self._session.settings.threshold_for(self._nodeid, here or (marker.min if marker else None))
             self._bound_from = f"bound= in the roofline() call of {self._nodeid}" if expected is not None else ""
             return (threshold, expected or (marker.bound if marker else None),
                     chosen or (marker.model if marker else None) or self._session.settings.model)
@@ -335,8 +337,8 @@ class RooflineFixture:
                               threshold_key=threshold.key if threshold else "", bound_key=bound.key if bound else "",
                               not_judged=unnamed, time_spent=self._watch.spent(rest="everything else"),
                               max_ops=checks.ops, max_exposed=checks.exposed)
-        self._session.records.append(record)
         self.results.append(result)
+        self._session.add(record)
         prefix = f"roofline[{label}]"
         for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed", "drift",
                     "peak_memory_bytes"):

@@ -98,13 +98,15 @@ def activate(config: pytest.Config) -> RooflineSession:
     from .mode import PLAIN
     from .session import RooflineSession
     from .settings import ConfigError
+    from .user_hooks import ConftestHooks
 
     config.add_cleanup(cancel_as_interrupt())
     _prepare_process(config)
     try:
-        session = RooflineSession.start(_resolve_settings(config), _trace_root(config), lambda text: (
+        settings = _resolve_settings(config)
+        session = RooflineSession.start(settings, _trace_root(config), lambda text: (
             config.issue_config_time_warning(RooflineWarning(text), stacklevel=2)),
-            config.hook.pytest_roofline_mode(config=config) or PLAIN)
+            config.hook.pytest_roofline_mode(config=config) or PLAIN, ConftestHooks(config, settings))
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     # The option reads the effective value, whichever of option, ini, env or YAML set it, so that a test's
@@ -158,12 +160,13 @@ def _prepare_process(config: pytest.Config) -> None:
 def _resolve_settings(config: pytest.Config) -> Settings:
     """The settings from the command line, the environment, the ini file and the YAML config (a ConfigError)."""
     from .settings import resolve_settings
+    from .user_hooks import hardware_entries
 
     cli = {opt.name: config.getoption(f"roofline_{opt.name}") for opt in OPTIONS}
     ini = {opt.name: config.getini(opt.ini) for opt in OPTIONS}
     base_dir = str(config.inipath.parent) if config.inipath else str(config.rootpath)
     ini_name = str(config.inipath.name) if config.inipath else "no ini file"
-    return resolve_settings(cli, os.environ, ini, ini_name, base_dir)
+    return resolve_settings(cli, os.environ, ini, ini_name, base_dir, hardware_entries(config))
 
 
 def _trace_root(config: pytest.Config) -> Callable[[], str]:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from ..base.calls import KernelCall
 from ..base.files import json_text, write_text_atomic
-from ..hardware.per_device import Threshold
+from ..hardware.per_device import Threshold, ThresholdSetting
 from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline, build_series
 from ..history.reports import ReportError, add_to_history, load_history, run_of
@@ -27,11 +27,30 @@ from .lock import device_lock
 from .mode import PLAIN, Mode
 from .settings import ConfigError, Settings
 
-__all__ = ["RooflineSession", "Measure", "default_trace_root"]
+__all__ = ["RooflineSession", "Measure", "SessionHooks", "NO_HOOKS", "default_trace_root"]
 
 
 class Measure(Protocol):
     def __call__(self, call: KernelCall, options: MeasureOptions, keep: str) -> Result: ...
+
+
+class SessionHooks(Protocol):
+    """What the suite's own hooks are asked (``user_hooks.py``): a kernel's threshold, and each record made."""
+
+    def threshold(self, nodeid: str, label: str, current: ThresholdSetting | None) -> ThresholdSetting | None: ...
+
+    def record_made(self, record: KernelRecord) -> None: ...
+
+
+class _NoHooks:
+    def threshold(self, nodeid: str, label: str, current: ThresholdSetting | None) -> ThresholdSetting | None:
+        return current
+
+    def record_made(self, record: KernelRecord) -> None:
+        pass
+
+
+NO_HOOKS: SessionHooks = _NoHooks()
 
 
 def _jax_measure(call: KernelCall, options: MeasureOptions, keep: str) -> Result:
@@ -85,7 +104,7 @@ class RooflineSession:
                  measure: Measure = _jax_measure,
                  hardware: Callable[[Settings, bool], tuple[HardwareSpec, str]] = _jax_hardware,
                  save: Callable[[Result, str, str, str], dict[str, str]] = _jax_save,
-                 baseline: Baseline | None = None, *, mode: Mode = PLAIN) -> None:
+                 baseline: Baseline | None = None, *, mode: Mode = PLAIN, hooks: SessionHooks = NO_HOOKS) -> None:
         self.settings = settings
         self.baseline = baseline  # --roofline-baseline, loaded at start-up
         # Where trace artifacts go; a callable so that the directory is made only when something is saved.
@@ -98,6 +117,7 @@ class RooflineSession:
         self._save = save
         self._recalibrate = settings.calibrate  # --roofline-calibrate: once per process
         self.mode = mode  # how calls are served: measured and judged, unless a tool installed another mode
+        self.hooks = hooks  # the suite's own: thresholds from its table, each record as it is made
 
     def options(self, given: GivenSettings) -> MeasureOptions:
         """One measurement's options: the session's hardware, ceilings, first-touch and cache settings, then
@@ -129,7 +149,7 @@ class RooflineSession:
 
     @classmethod
     def start(cls, settings: Settings, trace_root: Callable[[], str], warn: Callable[[str], None],
-              mode: Mode = PLAIN) -> RooflineSession:
+              mode: Mode = PLAIN, hooks: SessionHooks = NO_HOOKS) -> RooflineSession:
         """The session of a pytest process from its resolved settings: the HTML report's dependency checked and the
         baseline loaded before any test runs (a ConfigError naming the setting where either cannot be)."""
         if settings.html is not None and (missing := plotly_missing()):
@@ -141,7 +161,12 @@ class RooflineSession:
                 baseline = Baseline.load(settings.baseline, lambda message: warn(f"{origin}: {message}"))
             except ReportError as exc:
                 raise ConfigError(f"{origin}: {exc}") from None
-        return cls(settings, trace_root, baseline=baseline, mode=mode)
+        return cls(settings, trace_root, baseline=baseline, mode=mode, hooks=hooks)
+
+    def add(self, record: KernelRecord) -> None:
+        """Keep a kernel's record, and hand it to the suite's hooks."""
+        self.records.append(record)
+        self.hooks.record_made(record)
 
     def worker_output(self) -> dict[str, str]:
         """What an xdist worker hands its controller: its records and unmeasured kernels, as JSON."""

@@ -15,7 +15,7 @@ import fnmatch
 import functools
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, TypeVar
 
 from ..base.files import check_writable, read_text, read_yaml_mapping
@@ -35,7 +35,7 @@ from ..base.kinds import (
 from ..base.values import at, non_empty
 from ..hardware.per_device import Threshold, ThresholdSetting
 from ..hardware.spec import HardwareError
-from ..hardware.table import load_shipped_table, merge_overrides
+from ..hardware.table import HardwareEntries, HardwareSource, load_shipped_table, merge_overrides
 from .options import OPTIONS, Option
 from .thresholds import (
     ConfigError,
@@ -147,6 +147,7 @@ class Settings:
     patterns: tuple[tuple[str, ThresholdSetting], ...] = ()  # per-test thresholds from the YAML config
     drop_patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test max_drop from the YAML config
     origins: Mapping[str, str] = field(default_factory=dict)
+    hardware_entries: HardwareEntries | None = None  # from the pytest_roofline_hardware hook, over the config's
 
     def threshold_for(self, nodeid: str, marker_min: ThresholdSetting | None = None) -> ThresholdSetting | None:
         """A test's threshold: the marker's ``min``, a YAML pattern's, the suite's (a mapping is picked from on
@@ -163,12 +164,13 @@ class Settings:
 
     @functools.cached_property
     def _hardware_names(self) -> tuple[str, ...]:
-        return hardware_names(self.config, self.origins.get("config", ""))
+        return hardware_names(self.hardware_file, self.origins.get("config", ""))
 
     @property
-    def hardware_file(self) -> str | None:
-        """The YAML config doubles as the hardware override file (its ``devices`` section)."""
-        return self.config
+    def hardware_file(self) -> HardwareSource:
+        """The YAML config doubles as the hardware override file (its ``devices`` section); the hook's entries go
+        over it."""
+        return _over(self.hardware_entries, self.config)
 
 
 _CONFIG_KEYS = {"min", "max_drop", "thresholds", "devices", "ceilings", "model", "first_touch", "cache", "counts"}
@@ -284,22 +286,30 @@ def resolve_settings(
     ini: Mapping[str, Any],
     ini_file: str,
     base_dir: str = ".",
+    entries: HardwareEntries | None = None,
 ) -> Settings:
-    """Resolve every option. ``cli``/``ini`` map option names to raw values (None when not given). In steps:
-    the sources in order, the YAML config, the hardware name against the table, the output paths."""
+    """Resolve every option. ``cli``/``ini`` map option names to raw values (None when not given); ``entries``:
+    hardware entries a hook gives. In steps: the sources in order, the YAML config, the hardware name against the
+    table, the output paths."""
     values, origins = _from_sources(cli, env, ini, ini_file, base_dir)
     patterns: list[tuple[str, ThresholdSetting]] = []
     drop_patterns: list[tuple[str, Threshold]] = []
     config_path = values.get("config")
     data = load_config_file(config_path, origins["config"]) if config_path is not None else None
-    _check_hardware(values.get("hardware"), origins.get("hardware", ""), config_path, origins.get("config", ""))
+    _check_hardware(values.get("hardware"), origins.get("hardware", ""), _over(entries, config_path),
+                    origins.get("config", ""))
     if data is not None:
         patterns, drop_patterns = _merge_config(data, str(config_path), values, origins)
     _check_outputs(values, origins)
-    return Settings(patterns=tuple(patterns), drop_patterns=tuple(drop_patterns), origins=origins, **values)
+    return Settings(patterns=tuple(patterns), drop_patterns=tuple(drop_patterns), origins=origins,
+                    hardware_entries=entries, **values)
 
 
-def hardware_names(config_path: str | None = None, config_where: str = "") -> tuple[str, ...]:
+def _over(entries: HardwareEntries | None, config_path: str | None) -> HardwareSource:
+    return config_path if entries is None else replace(entries, file=config_path)
+
+
+def hardware_names(config_path: HardwareSource = None, config_where: str = "") -> tuple[str, ...]:
     """The names a per-device mapping may use besides the platforms: the hardware table's, with the devices of
     the config (or of $PYTEST_ROOFLINE_HARDWARE_FILE). Read when a mapping is first parsed: a suite without one
     never loads the table."""
@@ -309,7 +319,7 @@ def hardware_names(config_path: str | None = None, config_where: str = "") -> tu
         raise ConfigError(str(exc)) from None
 
 
-def _check_hardware(name: str | None, where: str, config_path: str | None, config_where: str) -> None:
+def _check_hardware(name: str | None, where: str, config_path: HardwareSource, config_where: str) -> None:
     """The hardware table with the config's devices must read, and hold a forced hardware name."""
     if name is None and config_path is None:
         return

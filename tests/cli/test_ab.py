@@ -469,12 +469,15 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
 @pytest.mark.slow
 def test_no_program_changed_times_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pull request that changes no kernel's program (a comment in the kernel, a README): both sides compile,
-    nothing is timed, every kernel "same program", exit 0; the Markdown summary says so too."""
+    """A pull request that changes no kernel's program (a comment in the kernel, a README, a conftest): both sides
+    compile, nothing is timed, every kernel "same program", exit 0; the Markdown summary says so too, and the head's
+    conftest receives the verdicts in its pytest_roofline_ab hook, as a user's would."""
     repo = _repo(tmp_path, SUITE)
     monkeypatch.setenv("PYTHONPATH", str(repo / "src"))
+    monkeypatch.setenv("AB_HOOK_OUT", str(tmp_path / "hooked.json"))
     changed = SUITE["src/demokern/__init__.py"].replace("return x.sum()", "return x.sum()  # the same sum")
-    _commit(repo, {"src/demokern/__init__.py": changed, "README.md": "words\n"}, "no program changed")
+    _commit(repo, {"src/demokern/__init__.py": changed, "README.md": "words\n", "conftest.py": AB_HOOK},
+            "no program changed")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--summary-md", str(tmp_path / "s.md"), "--", "tests")
     assert status == 0, out + err
@@ -485,7 +488,18 @@ def test_no_program_changed_times_nothing(tmp_path: Path, capsys: pytest.Capture
     summary = (tmp_path / "s.md").read_text()
     assert summary.startswith("### pytest-roofline ab: no kernel regressed")
     assert "2 kernels compiled to the same program on both sides: not timed." in summary
-    assert _worktrees(repo) == 1
+    hooked = json.loads((tmp_path / "hooked.json").read_text())
+    assert sorted(k["verdict"] for k in hooked["kernels"]) == ["same", "same"] and hooked["exit_status"] == 0
+    assert _worktrees(repo) == 1 and _git(repo, "status", "--porcelain", "--ignored") == ""
+
+
+# A user's conftest that receives a comparison's verdicts (docs/hooks.md).
+AB_HOOK = """import json, os
+
+def pytest_roofline_ab(config, comparison):
+    with open(os.environ["AB_HOOK_OUT"], "w") as out:
+        json.dump(comparison, out)
+"""
 
 
 @needs_git

@@ -394,3 +394,26 @@ def test_warn_only_option_reads_the_effective_setting(pytester: pytest.Pytester,
     elif how == "option":
         args.append("--roofline-warn-only")
     pytester.runpytest(*args).assert_outcomes(passed=1)
+
+
+@pytest.mark.slow  # a pytest process measuring a real kernel
+def test_a_kernel_is_measured_against_a_hook_s_hardware_entry(pytester: pytest.Pytester) -> None:
+    """A conftest's pytest_roofline_hardware hook adds a CPU entry with made-up figures (docs/hooks.md's example);
+    forced with --roofline-hardware and its datasheet ceilings, a real kernel's roofline is that entry's."""
+    pytester.makeconftest("def pytest_roofline_hardware(config):\n"
+                          "    return {'Lab CPU': {'platform': 'cpu', 'device_kinds': ['cpu'], 'read': '2026-11-27',\n"
+                          "                        'peak_tflops': {'f32': 1.2}, 'memory_gbps': 80}}\n")
+    pytester.makepyfile("import jax.numpy as jnp\n\n"
+                        "def test_a(roofline):\n"
+                        "    x = jnp.ones(1 << 20, jnp.float32)\n"
+                        "    r = roofline.measure(lambda x: x * 2, x, max_runs=5, min_time_s=0.0)\n"
+                        "    assert r.roofline_time_s == r.bytes_accessed / 80e9\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--roofline-hardware=Lab CPU",
+                                           "--roofline-ceilings=datasheet", "--roofline-first-touch=exclude",
+                                           "--roofline-report=r.json")
+    assert result.ret == 0, result.stdout.str()
+    (record,) = json.loads((pytester.path / "r.json").read_text())["results"]
+    hardware = record["result"]["hardware"]
+    bandwidth = hardware["memory_bandwidth_bytes_per_s"]
+    assert hardware["name"] == "Lab CPU" and bandwidth["value"] == 80e9
+    assert bandwidth["source"] == "override in the pytest_roofline_hardware hook"

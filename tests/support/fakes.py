@@ -99,7 +99,7 @@ def pytest_configure(config):
                                                 hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
                                                 save=lambda result, root, nodeid, label: {{
                                                     "trace_dir": "t", "perfetto": "p", "hlo": "h", "xplane": "x"}},
-                                                baseline=old.baseline)
+                                                baseline=old.baseline, mode=old.mode, hooks=old.hooks)
 """
 
 

@@ -12,12 +12,14 @@ second way; the comparison. Exit status: 1 on a regression, 0 otherwise, 2 for a
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ...base.files import check_writable, json_text, write_text_atomic
+from ...history.ab_protocol import VERDICTS_VARIABLE
 from ...history.paired import MIN_ROUNDS, Comparison
 from ...history.reports import Run
 from ...report.ab_report import ab_document, ab_lines
@@ -29,8 +31,8 @@ from .fresh import FreshRounds
 from .job import EMPTY_RUN, NOTHING_MEASURED, AbOptions, Found, Job, Schedule, Selection, uses_xdist
 from .pairs import LONG_LIVED, PAIR_ROUNDS, ROUND_PER_PAIR
 from .programs import ProgramsFound, in_first_pair, in_own_processes, skipped
-from .served import ServeUnavailable, start_pair
-from .sides import sides_of
+from .served import ServeUnavailable, serve_args, start_pair
+from .sides import command, problem_line, sides_of
 from .worktree import commit_of, is_dirty, remove_leftovers, toplevel, worktree
 
 __all__ = ["AbOptions", "run_ab", "ab_command", "choose"]
@@ -53,13 +55,14 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
                   on_round, start=start)
         programs = programs_pass(job)
         found = timed_rounds(job, programs) if programs.to_time else _nothing_timed()
-    if not found.kernels and not programs.untimed:
-        raise CliError(NOTHING_MEASURED)
-    hardware = next((r.result.hardware.name for r in found.last_head.records), "") or programs.device
-    comparison = Comparison(options.base, commit, head[0], head[1], found.rounds, options.rounds,
-                            stopped=found.stopped, kernels=(*found.kernels, *programs.untimed),
-                            seconds=time.perf_counter() - start, side_seconds=found.spent, hardware=hardware,
-                            schedule=found.schedule)
+        if not found.kernels and not programs.untimed:
+            raise CliError(NOTHING_MEASURED)
+        hardware = next((r.result.hardware.name for r in found.last_head.records), "") or programs.device
+        comparison = Comparison(options.base, commit, head[0], head[1], found.rounds, options.rounds,
+                                stopped=found.stopped, kernels=(*found.kernels, *programs.untimed),
+                                seconds=time.perf_counter() - start, side_seconds=found.spent, hardware=hardware,
+                                schedule=found.schedule)
+        announce(job, comparison)
     return comparison, found.last_head
 
 
@@ -115,6 +118,19 @@ def timed_rounds(job: Job, programs: ProgramsFound) -> Found:
     if found.rest is not None:
         found = found.merged(FRESH.run(job, found.rest))
     return found
+
+
+def announce(job: Job, comparison: Comparison) -> None:
+    """Step 3: the verdicts handed to the suite's ``pytest_roofline_ab`` hooks, in a pytest process of the head
+    that collects nothing; a hook that fails is said in one line (the verdicts and the exit status stand)."""
+    path = job.tmp / "verdicts.json"
+    write_text_atomic(path, json_text(ab_document(comparison)) + "\n")
+    head = job.side("head")
+    done = subprocess.run(command(head, job.root, serve_args(job.options.pytest_args)), cwd=head.cwd,
+                          env={**job.env, VERDICTS_VARIABLE: str(path)}, capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 5):  # 5: no tests collected, as asked
+        job.log(f"the head's pytest_roofline_ab hooks could not be called (exit status {done.returncode}): "
+                f"{problem_line(done.stdout + done.stderr)}")
 
 
 def _nothing_timed() -> Found:

@@ -3,14 +3,12 @@ calibration (imports JAX)."""
 
 from __future__ import annotations
 
-import os
-
 import jax
 
 from ...base.kinds import CeilingsMode, CeilingsUsed
 from ...hardware.calibration_cache import Refresh
 from ...hardware.spec import HardwareSpec
-from ...hardware.table import find_spec, load_shipped_table, merge_overrides
+from ...hardware.table import HardwareSource, find_spec, load_shipped_table, merge_overrides
 
 __all__ = ["detect_device", "resolve_hardware"]
 
@@ -22,7 +20,7 @@ def detect_device() -> tuple[str, str]:
 
 
 def resolve_hardware(platform: str, device_kind: str, hardware: str | HardwareSpec | None = None,
-                     hardware_file: str | os.PathLike[str] | None = None, ceilings: CeilingsMode = "auto",
+                     hardware_file: HardwareSource = None, ceilings: CeilingsMode = "auto",
                      refresh: Refresh = "cached") -> tuple[HardwareSpec, CeilingsUsed]:
     """The ceilings for a device, and which kind they are.
 

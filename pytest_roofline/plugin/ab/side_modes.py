@@ -5,7 +5,8 @@ session and fixture know only :class:`~..mode.Mode`.
 call to measure it again on request, and while its :attr:`AbMode.programs` is set it is a programs pass: each call
 compiled and fingerprinted, nothing timed (:class:`ProgramLog`). This module is also a pytest plugin, loaded in a
 side's processes with ``-p`` (so that xdist's workers load it too): there :data:`MODE_VARIABLE` and the programs pass's
-:data:`~...history.programs.PROGRAMS_PASS_VARIABLE` say which mode to install.
+:data:`~...history.programs.PROGRAMS_PASS_VARIABLE` say which mode to install, and in the head's process that ab
+starts once its verdicts are in, :data:`~...history.ab_protocol.VERDICTS_VARIABLE` hands them to the suite's hooks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 from ...base.calls import KernelCall
 from ...base.errors import exception_text
 from ...base.files import write_text_atomic
+from ...history.ab_protocol import VERDICTS_VARIABLE
 from ...history.programs import PROGRAMS_PASS_VARIABLE, ProgramsOfTest, ProgramsPass
 from ...measurement.options import GivenSettings, MeasureOptions
 from ...result.result import Result
@@ -195,3 +197,18 @@ def pytest_roofline_mode(config: pytest.Config) -> Mode | None:
     if os.environ.get(MODE_VARIABLE) == "once":
         return AbMode()
     return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> bool | None:
+    """The process of the head that ab starts once its verdicts are in (:data:`VERDICTS_VARIABLE`): the comparison
+    handed to the suite's ``pytest_roofline_ab`` hooks, and nothing collected."""
+    path = os.environ.get(VERDICTS_VARIABLE)
+    if not path:
+        return None
+    hook = getattr(session.config.hook, "pytest_roofline_ab", None)  # absent where the plugin is disabled
+    if hook is not None:
+        with open(path, encoding="utf-8") as file:
+            hook(config=session.config, comparison=json.load(file))
+    session.items = []
+    return True
