@@ -12,6 +12,7 @@ second way; the comparison. Exit status: 1 on a regression, 0 otherwise, 2 for a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import subprocess
 import sys
 import time
@@ -146,7 +147,7 @@ def ab_command(options: AbOptions, json_path: str | None, html_path: str | None,
         if path is not None and (why := check_writable(path)) is not None:
             raise CliError(f"{option} {path}: cannot write it: {why}")
     check_summary(summary_md)
-    comparison, head = run_ab(options, Path.cwd(), lambda line: print(line, file=sys.stderr, flush=True))
+    comparison, head = run_ab(options, Path.cwd(), functools.partial(print, file=sys.stderr, flush=True))
     lines, failed = [*ab_lines(comparison)], False
     for option, path in (("--json", json_path), ("--html", html_path)):
         if path is None:
