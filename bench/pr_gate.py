@@ -24,6 +24,7 @@ Prints each command's verdict lines and a table of wall times against the plain 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -63,6 +64,8 @@ def shown(output: str) -> str:
 def pair_start_up(command: list[str], cwd: Path, work: Path) -> float:
     """Seconds until both of two processes started at once have ended (the median of three pairs), each a programs
     pass of ``command``'s tests with JAX's compilation cache filled by a first pass."""
+    if importlib.util.find_spec("pytest_roofline.plugin.ab.side_modes") is not None:
+        command = [*command, "-p", "pytest_roofline.plugin.ab.side_modes"]  # the plugin that reads the variable
     env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(work / "jax-cache"),
            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "PYTEST_ROOFLINE_PROGRAMS_PASS": str(work / "pass.json")}
     subprocess.run(command, cwd=cwd, env=env, capture_output=True, check=True)

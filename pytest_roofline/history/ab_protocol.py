@@ -5,7 +5,8 @@ One JSON object a line, each with its ``kind``; the driver writes requests on on
 
     -> hello {version}                       first, before collection: which protocol the process speaks
     -> hardware {name}                       a preparing process, once it has found its hardware alone
-    -> items {nodeids, programs}             after collection (and preparation); programs: the first pair's pass
+    -> items {nodeids, programs, listening}  after collection (and preparation); programs: the first pair's pass;
+                                             listening: whether a pytest_roofline_ab hook wants the verdicts
     <- prepare {nodeids}                     the first pair only: prepare these tests
     -> prepared {}
     <- run {nodeid}                          run that test again
@@ -58,6 +59,7 @@ class Items:
     kind: ClassVar[str] = "items"
     nodeids: tuple[str, ...]
     programs: ProgramsPass | None = None  # a first pair's process: what its programs pass found
+    listening: bool = True  # whether a pytest_roofline_ab hook is implemented there (the verdicts are handed to it)
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ def encode(message: Message) -> str:
     elif isinstance(message, Hardware):
         body["name"] = message.name
     elif isinstance(message, Items):
-        body.update(nodeids=list(message.nodeids),
+        body.update(nodeids=list(message.nodeids), listening=message.listening,
                     programs=message.programs.to_dict() if message.programs is not None else None)
     elif isinstance(message, Prepare):
         body["nodeids"] = list(message.nodeids)
@@ -153,7 +155,7 @@ def _build(chosen: type[Message], body: Mapping[str, Any]) -> Message:
     if chosen is Items:
         programs = body.get("programs")
         return Items(tuple(str(n) for n in body["nodeids"]),
-                     ProgramsPass.from_dict(programs) if programs is not None else None)
+                     ProgramsPass.from_dict(programs) if programs is not None else None, bool(body["listening"]))
     if chosen is Prepare:
         return Prepare(tuple(str(n) for n in body["nodeids"]))
     if chosen is RunTest:

@@ -36,7 +36,7 @@ def test_every_message_reads_back_as_it_was_sent() -> None:
     record = record_of("t.py::test_a", "k", fake_result(0.5), "measured")
     programs = ProgramsPass({"t.py::test_a": ProgramsOfTest("t.py::test_a", {"k": "f1"})}, "cpu")
     answers: list[Message] = [Hello(VERSION), Hardware("CPU Z x2"), Items(("t.py::test_a",), programs),
-                              Items(("t.py::test_b",)), Prepared(),
+                              Items(("t.py::test_b",), listening=False), Prepared(),
                               Measured((record,), (Unmeasured("t.py::test_a", "j", "boom"),), 0.25), Failed("why")]
     for message in answers:
         line = encode(message)

@@ -63,7 +63,8 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
                                 stopped=found.stopped, kernels=(*found.kernels, *programs.untimed),
                                 seconds=time.perf_counter() - start, side_seconds=found.spent, hardware=hardware,
                                 schedule=found.schedule)
-        announce(job, comparison)
+        if programs.listening and found.listening:  # else the head's process said no hook wants them
+            announce(job, comparison)
     return comparison, found.last_head
 
 

@@ -99,6 +99,7 @@ class Found:
     _: KW_ONLY
     rest: Selection | None = None
     device: str = ""
+    listening: bool = True  # False where the head's serving process said no pytest_roofline_ab hook wants the verdicts
 
     def merged(self, other: Found) -> Found:
         """This with the rounds of its ``rest`` (``other``)."""
@@ -106,7 +107,7 @@ class Found:
         return Found([*self.kernels, *other.kernels], max(self.rounds, other.rounds),
                      f"{self.stopped}; {count} in per-round processes: {other.stopped}",
                      (self.spent[0] + other.spent[0], self.spent[1] + other.spent[1]), self.last_head, self.schedule,
-                     device=self.device)
+                     device=self.device, listening=self.listening)
 
 
 class Schedule(Protocol):

@@ -197,7 +197,8 @@ class _Walk:
         if self.fallback:
             others = [n for n in self.items if n not in self.fallback]
             rest = Selection((*self.selection.args, *deselect_args(others)), frozenset(self.fallback))
-        return Found(self.kernels, most, self.stopped, self.seconds, last, self.chosen.name, rest=rest)
+        return Found(self.kernels, most, self.stopped, self.seconds, last, self.chosen.name, rest=rest,
+                     listening=self.first[1].listening)
 
 
 def _pair_rounds(pair: tuple[Server, Server], nodeid: str, done: int, job: Job,

@@ -45,6 +45,7 @@ class ProgramsFound:
     untimed: tuple[PairedKernel, ...] = ()
     device: str = ""
     to_time: bool = True
+    listening: bool = True  # False where the head's first process said no pytest_roofline_ab hook wants the verdicts
 
 
 def skipped(job: Job) -> ProgramsFound:
@@ -77,7 +78,7 @@ def in_first_pair(job: Job, pair: tuple[Server, Server]) -> ProgramsFound:
     left_out = [n for n in dict.fromkeys([*head.items, *base.items]) if n not in set(timed)]
     selection = Selection((*job.options.pytest_args, *deselect_args(left_out)), frozenset(timed),
                           pair if timed else None)
-    return ProgramsFound(selection, tuple(untimed_kernels(diff)), hardware, bool(timed))
+    return ProgramsFound(selection, tuple(untimed_kernels(diff)), hardware, bool(timed), head.listening)
 
 
 def in_own_processes(job: Job) -> ProgramsFound:

@@ -63,6 +63,7 @@ class Server:
     programs: ProgramsPass | None = None  # a first pair's process: what its programs pass found
     found: str = ""  # the hardware a preparing process found ("CPU AMD EPYC x2", "NVIDIA H100 80GB HBM3")
     greeted: bool = False  # its hello read, its version the same as ours
+    listening: bool = True  # whether a pytest_roofline_ab hook is implemented there
     hardware_said: bool = False
 
     @classmethod
@@ -94,7 +95,7 @@ class Server:
             self.hardware()
         answer = self._answer(Items)
         assert isinstance(answer, Items)
-        self.items, self.programs = list(answer.nodeids), answer.programs
+        self.items, self.programs, self.listening = list(answer.nodeids), answer.programs, answer.listening
         if not self.items:
             self.stop()
             self._cannot_run()

@@ -84,6 +84,7 @@ class AbServer:
         self._prepared: dict[str, tuple[Any, list[Any]]] = {}  # per test: its restart and its deferred calls
         self._failed: dict[str, str] = {}  # tests that failed while being prepared, and in which step
         self._ran: set[str] = set()  # tests pytest reported on
+        self._listening = True  # whether a pytest_roofline_ab hook is implemented here: said with the items
         self._say(Hello(VERSION))
 
     def _say(self, message: Message) -> None:
@@ -105,6 +106,7 @@ class AbServer:
             count = session.testsfailed  # as pytest's own run loop stops
             raise session.Interrupted(f"{count} error{'s' if count != 1 else ''} during collection")
         roofline = activate(session.config)
+        self._listening = _listening(session.config)
         items = {item.nodeid: item for item in session.items}
         if self._prepare:
             self._say(Hardware(_hardware_name(roofline)))
@@ -113,7 +115,7 @@ class AbServer:
         if self._prepare and not self._first:
             self._pass(session.items, roofline, defer=True)
         if not self._first:
-            self._say(Items(tuple(items)))
+            self._say(Items(tuple(items), listening=self._listening))
         self._serve(items, roofline)
         return True
 
@@ -121,7 +123,7 @@ class AbServer:
         """The first pair's process: a programs pass of every test (one test's inputs at a time), said with the items;
         then the tests the driver asks for prepared. False where it is asked to quit instead."""
         found = self._pass(items, roofline, defer=False)
-        self._say(Items(tuple(i.nodeid for i in items), found))
+        self._say(Items(tuple(i.nodeid for i in items), found, self._listening))
         request = self._request()
         if isinstance(request, Quit):
             return False
@@ -210,6 +212,12 @@ class AbServer:
             records.append(replace(record, result=RecordedResult.of(result),
                                    time_spent=watch.spent(rest="everything else")))
         return Measured(tuple(records), tuple(unmeasured), time.perf_counter() - start)
+
+
+def _listening(config: pytest.Config) -> bool:
+    """Whether a pytest_roofline_ab hook is implemented here (a conftest's or a plugin's)."""
+    hook = getattr(config.hook, "pytest_roofline_ab", None)
+    return hook is not None and bool(hook.get_hookimpls())
 
 
 def _tear_down_to(item: pytest.Item) -> None:
