@@ -6,7 +6,8 @@ git worktree. :func:`run_ab` reads as the steps its output shows: the base check
 leaves out the tests whose programs are the same on both sides (:mod:`.programs`); the rounds of the tests left, in
 the schedule the options choose (:func:`choose`: serving pairs, :mod:`.pairs`, or processes that run to their end,
 :mod:`.fresh`), with the tests a pair could not hold in device memory and the sides that cannot serve measured the
-second way; the comparison. Exit status: 1 on a regression, 0 otherwise, 2 for a usage error.
+second way; the comparison, handed to the head's ``pytest_roofline_ab`` hooks where one wants it. Exit status: 1 on
+a regression, 0 otherwise, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -56,16 +57,22 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
                   on_round, start=start)
         programs = programs_pass(job)
         found = timed_rounds(job, programs) if programs.to_time else _nothing_timed()
-        if not found.kernels and not programs.untimed:
-            raise CliError(NOTHING_MEASURED)
-        hardware = next((r.result.hardware.name for r in found.last_head.records), "") or programs.device
-        comparison = Comparison(options.base, commit, head[0], head[1], found.rounds, options.rounds,
-                                stopped=found.stopped, kernels=(*found.kernels, *programs.untimed),
-                                seconds=time.perf_counter() - start, side_seconds=found.spent, hardware=hardware,
-                                schedule=found.schedule)
+        comparison = _comparison(job, (commit, *head), programs, found)
         if programs.listening and found.listening:  # else the head's process said no hook wants them
             announce(job, comparison)
     return comparison, found.last_head
+
+
+def _comparison(job: Job, commits: tuple[str, str, bool], programs: ProgramsFound, found: Found) -> Comparison:
+    """The verdicts of the kernels timed and of those the programs pass left out (``commits``: the base's, the
+    head's, and whether the head has uncommitted changes)."""
+    if not found.kernels and not programs.untimed:
+        raise CliError(NOTHING_MEASURED)
+    hardware = next((r.result.hardware.name for r in found.last_head.records), "") or programs.device
+    options = job.options
+    return Comparison(options.base, *commits, found.rounds, options.rounds, stopped=found.stopped,
+                      kernels=(*found.kernels, *programs.untimed), seconds=time.perf_counter() - job.start,
+                      side_seconds=found.spent, hardware=hardware, schedule=found.schedule)
 
 
 def _check(options: AbOptions) -> None:

@@ -110,11 +110,12 @@ class AbServer:
         items = {item.nodeid: item for item in session.items}
         if self._prepare:
             self._say(Hardware(_hardware_name(roofline)))
-        if self._first and not self._first_pass(session.items, roofline):
-            return True
-        if self._prepare and not self._first:
-            self._pass(session.items, roofline, defer=True)
-        if not self._first:
+        if self._first:  # the first pair: a programs pass of every test, then the tests to time prepared
+            if not self._first_pass(session.items, roofline):
+                return True
+        else:
+            if self._prepare:  # every test's calls compiled and kept, nothing timed
+                self._pass(session.items, roofline, defer=True)
             self._say(Items(tuple(items), listening=self._listening))
         self._serve(items, roofline)
         return True
