@@ -35,6 +35,7 @@ from ..base.labels import kernel_name
 from ..base.progress import said_if_slow
 from ..hardware.calibration_cache import refresh_mode
 from ..hardware.nvml import Clocks
+from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 from ..result.result import ProgramInfo, Result
 from .compiled import (
@@ -159,6 +160,8 @@ class _Plan:
     touch: FirstTouch | None
     live: LivePlan
     peers: Peers | None
+    picked: Picked[float] | None  # the threshold picked on this hardware, once
+    aim: float | None  # the threshold the runs aim at
 
     @property
     def charged(self) -> bool:
@@ -208,8 +211,9 @@ def _planned(label: str, options: MeasureOptions, program: CompiledProgram, modu
     charged = touch is not None and options.first_touch == "include"
     live = live_plan(spec, used, model, program.platform, planned_touch_s(touch) if charged else 0.0)
     used = "calibrated" if live.reference is None and used == "live" else used
+    picked, aim = options.threshold_on(spec)
     return _Plan(label, options, program, module, spec, used, footprint=footprint, cache=cache, topology=topology,
-                 modelled=modelled, model=model, touch=touch, live=live, peers=peers)
+                 modelled=modelled, model=model, touch=touch, live=live, peers=peers, picked=picked, aim=aim)
 
 
 def _timed_runs(plan: _Plan) -> _Ran:
@@ -217,8 +221,7 @@ def _timed_runs(plan: _Plan) -> _Ran:
     program, options = plan.program, plan.options
     before = allocator_stats(program.device)
     planned = replace(plan.model.estimate, first_touch_time_s=planned_touch_s(plan.touch) if plan.charged else 0.0)
-    _, aim = options.threshold_on(plan.spec)
-    rule = stopping_rule(planned, plan.live, aim, options.timing.target_spread)
+    rule = stopping_rule(planned, plan.live, plan.aim, options.timing.target_spread)
     (timed, cache), clocks, processes = _run(program, options.timing, plan.module, plan.live.beside, rule, plan.cache,
                                              peers=plan.peers, topology=plan.topology, model=plan.model)
     memory = _memory(program, plan.footprint, before)
@@ -237,9 +240,8 @@ def _result(call: KernelCall, plan: _Plan, ran: _Ran) -> Result:
     # The calibrated ceilings stand in for this measurement (the note says why); the result stays in its live
     # series, so that a history is not split each time a reference's drift is set aside.
     live_why = why if plan.live.reference is not None and live is None else plan.live.why
-    picked, aim = plan.options.threshold_on(spec)
     counted = Result(plan.label, spec, plan.used, tuple(model.uses), model.work, roof, timing=timed.timing,
-                     program=_program_info(program, plan.options), threshold=aim, picked=picked,
+                     program=_program_info(program, plan.options), threshold=plan.aim, picked=plan.picked,
                      source=program.source)
     with_terms = replace(counted, live=live, first_touch=touch, first_touch_mode=plan.options.first_touch)
     ops_model, idle, exposed = ran.per_op
