@@ -79,7 +79,7 @@ def _hardware(space: XSpace, platform: str, name: str | None,
 
 def _modules(space: XSpace) -> tuple[dict[str, HloModule], dict[str, str]]:
     """The embedded HLO of each program, parsed, and the reason for each one that could not be read."""
-    from ..measurement.hlo_proto import HloProtoError, hlo_text
+    from ..measurement.profiler import HloProtoError, hlo_text
 
     modules: dict[str, HloModule] = {}
     errors: dict[str, str] = {}

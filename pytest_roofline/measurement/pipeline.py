@@ -13,23 +13,19 @@ import jax
 import jaxlib
 
 from ..analysis.model.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
-from ..analysis.model.compiler_agreement import ops_check
-from ..analysis.model.exposed import Exposure, exposure
+from ..analysis.model.exposed import Exposure
 from ..analysis.model.first_touch import FirstTouch, first_touch
-from ..analysis.model.per_op import OpRow, OpsModel, OpTally, attach_tally, counts_as_seen, rows_as_seen, tally_events
+from ..analysis.model.per_op import OpsModel
 from ..analysis.model.program_model import ProgramModel, program_model
-from ..analysis.program.control_ran import with_control_ran
 from ..analysis.program.counts import Counts
 from ..analysis.program.hlo_reader import HloModule
 from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_from_stats, working_set
-from ..analysis.program.walk import CONTAINER_OPS, constant_bytes, does_no_work, empty_inputs_note, executed_op_count
+from ..analysis.program.walk import constant_bytes, does_no_work, empty_inputs_note, executed_op_count
 from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.hosts import Topology
-from ..analysis.runs.idle import IdleTime, idle_time
-from ..analysis.runs.program_runs import COMMAND_BUFFER_REMEDY, ops_hidden
+from ..analysis.runs.idle import IdleTime
 from ..analysis.runs.time_spent import phase
 from ..base.calls import KernelCall, split_call
-from ..base.errors import MeasureError
 from ..base.kinds import CeilingsUsed
 from ..base.labels import kernel_name
 from ..base.progress import said_if_slow
@@ -38,13 +34,13 @@ from ..hardware.nvml import Clocks
 from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 from ..result.result import ProgramInfo, Result
+from .as_ran import counted_as_ran
 from .compiled import (
     CompiledProgram,
     allocator_stats,
     block_until_ready,
     compile_program,
     time_compiled,
-    without_command_buffers,
 )
 from .fingerprint import program_fingerprint
 from .machine.clock_readings import ClockWatch
@@ -53,7 +49,7 @@ from .machine.eviction import Evictor, cache_size
 from .machine.reference_runs import LivePlan, live_ceilings, live_plan, planned_touch_s, stopping_rule
 from .notes import result_hints, result_notes
 from .options import MEASURE_OPTIONS, HardwareChoice, MeasureOptions, TimingSettings
-from .predict import count_program, read_program
+from .predict import read_program
 from .processes.peers import Peers, current_peers
 from .processes.spanning import agree_with, gather, start_together, topology_of
 from .processes.start_up import resolve_together
@@ -225,7 +221,7 @@ def _timed_runs(plan: _Plan) -> _Ran:
     (timed, cache), clocks, processes = _run(program, options.timing, plan.module, plan.live.beside, rule, plan.cache,
                                              peers=plan.peers, topology=plan.topology, model=plan.model)
     memory = _memory(program, plan.footprint, before)
-    module, model, per_op = _counted_as_ran(plan.module, plan.model, program, timed, plan.modelled)
+    module, model, per_op = counted_as_ran(plan.module, plan.model, program, timed, plan.modelled)
     return _Ran(timed, cache, clocks, processes, memory, module=module, model=model, per_op=per_op)
 
 
@@ -336,65 +332,3 @@ def _memory(program: CompiledProgram, footprint: MemoryFootprint | None,
         return None
     peak, note = device_peak(before, allocator_stats(program.device), program.platform)
     return replace(footprint, device_peak=peak, device_peak_note=note)
-
-
-def _counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledProgram, timed: Timed,
-                    modelled: Callable[[HloModule, Counts], ProgramModel]
-                    ) -> tuple[HloModule, ProgramModel, tuple[OpsModel, IdleTime | None, Exposure | None]]:
-    """The op rows with their times; where loops of unknown trip count showed their iterations in the trace, or
-    conditionals which branches ran, the program counted again as it ran (module, model and rows), each op inside
-    them at the executions its events show."""
-    events = timed.events
-    tally = tally_events(events.op_events, events.run_of_event, timed.traced_runs) if events is not None else None
-    ran, control = with_control_ran(module, tally.events_per_run if tally is not None else {})
-    if control:
-        counts = count_program(program, ran)
-        first = modelled(ran, counts)
-        ops, idle, exposed = _per_op(first.rows, ran, program, timed, tally)
-        one_each = ops.rows if program.platform == "cpu" else ()  # a GPU op may launch several kernels, each an event
-        as_seen = counts_as_seen(counts, one_each)
-        model = first if as_seen is counts else modelled(ran, as_seen)
-        seen_rows = tuple(rows_as_seen(one_each)) if one_each else ops.rows
-        module, per_op = ran, (replace(ops, rows=seen_rows), idle, exposed)
-    else:
-        per_op = _per_op(model.rows, module, program, timed, tally)
-    if events is not None and ops_hidden(events.notes):
-        per_op = (ops_from_second_pass(per_op[0], program), *per_op[1:])
-    return module, model, per_op
-
-
-# The second pass only explains the ops: a few runs, whatever their spread (too many events: one traced run).
-_SECOND_PASS = TimingSettings(warmup=1, min_runs=3, max_runs=3, budget_s=1.0, min_time_s=0.0, timer="auto")
-SECOND_PASS = (f"a second profiled pass with command buffers off ({COMMAND_BUFFER_REMEDY}; the verdict's time is "
-               f"the program as XLA runs it by default)")
-
-
-def ops_from_second_pass(ops: OpsModel, program: CompiledProgram) -> OpsModel:
-    """The op rows timed in a second profiled pass of the program compiled with command buffers off (whose trace
-    has every kernel on its own), where the timed runs' trace hid them; the rows as they were if that fails."""
-    try:
-        with phase("second pass"):
-            again = time_compiled(without_command_buffers(program), _SECOND_PASS,
-                                  sum(r.executions for r in ops.rows))
-    except MeasureError:
-        return ops
-    if again.events is None or ops_hidden(again.events.notes):
-        return ops
-    found = again.events
-    rows = attach_tally(ops.rows, tally_events(found.op_events, found.run_of_event, again.traced_runs))
-    return replace(ops, rows=tuple(rows), times_from=SECOND_PASS)
-
-
-def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram, timed: Timed,
-            tally: OpTally | None) -> tuple[OpsModel, IdleTime | None, Exposure | None]:
-    """Op rows with their measured times, the check against the compiler, the runs' idle time and exposed
-    communication."""
-    idle, exposed = None, None
-    if timed.events is not None and tally is not None:  # a tally of these events
-        rows = attach_tally(rows, tally)
-        containers = frozenset(i.name for c in module.computations.values() for i in c.instructions
-                               if i.opcode in CONTAINER_OPS)
-        if not timed.ops_apart:  # a run the profiler slowed (too many events) shows the profiler's time as gaps
-            idle = idle_time(timed.events, program.platform, containers, timed.traced_runs)
-        exposed = exposure(timed.events, rows, program.platform, timed.traced_runs, containers)
-    return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle, exposed

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..analysis.model.program_model import ProgramModel, program_model
-from ..analysis.program.counts import CostAnalysisError, Counts, hlo_counts, program_counts
+from ..analysis.program.counts import Counts, compiled_counts
 from ..analysis.program.hlo_reader import HloModule, HloParseError, parse_hlo
 from ..analysis.program.interpreted import interpret_counts
 from ..analysis.program.memory import MemoryFootprint, footprint_from_stats, working_set
@@ -48,14 +48,7 @@ def count_program(program: CompiledProgram, module: HloModule) -> Counts:
         interpreted = interpret_counts(kernels, program.traced.outside)
         if interpreted is not None:
             return interpreted
-    try:
-        if isinstance(program.raw_cost_analysis, Exception):
-            raise CostAnalysisError(f"the compiler gave no cost analysis ({program.raw_cost_analysis})")
-        return program_counts(program.raw_cost_analysis, module)
-    except CostAnalysisError:
-        # No usable compiler analysis (XLA:GPU gives -1 for programs with cuBLAS custom calls): count the HLO.
-        # Where the user gave analytic counts they replace these; the HLO still tells the dtypes.
-        return hlo_counts(module)
+    return compiled_counts(program.raw_cost_analysis, module)
 
 
 def model_on(call: KernelCall, spec: HardwareSpec, given: GivenCounts | None = None,

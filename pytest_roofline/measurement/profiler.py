@@ -1,7 +1,10 @@
 """A JAX profiler session held in memory, and exporting a serialized trace for TensorBoard/XProf (imports JAX).
 
 ``jax.profiler.trace`` writes to disk; this keeps the XSpace in memory so that the trace can be read at once
-and saved only when wanted. Only one profiler session can run in a process at a time.
+and saved only when wanted. Only one profiler session can run in a process at a time. A profile embeds the
+HloModuleProto of each program: :func:`hlo_text` prints one as HLO text (no Python schema for HLO protos ships with
+jax or jaxlib; XLA's own ``XlaComputation`` reads the bytes, without '%' and with signature-free headers, which
+:mod:`~..analysis.program.hlo_reader` reads).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from jax._src.lib import _profiler  # private, present since jax 0.4; jax.profil
 from ..analysis.runs.time_spent import phase
 
 __all__ = ["ProfilerUnavailable", "ProfilerSession", "export_xspace", "events_recorded", "parsed", "Probe",
-           "probe_run"]
+           "probe_run", "HloProtoError", "hlo_text"]
 
 
 class ProfilerUnavailable(RuntimeError):
@@ -122,3 +125,16 @@ def probe_run(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker:
         return Probe(xspace, profile, events_recorded(profile), wall)
     except ProfilerUnavailable:
         return None
+
+
+class HloProtoError(ValueError):
+    """The bytes could not be read as an HloModuleProto."""
+
+
+def hlo_text(module_proto: bytes, what: str = "the HLO module") -> str:
+    from jax._src.lib import xla_client  # type: ignore[attr-defined]  # private, present since jax 0.4; XlaComputation reads HloModuleProto
+
+    try:
+        return str(xla_client.XlaComputation(module_proto).as_hlo_text())
+    except Exception as exc:  # noqa: BLE001 - XLA raises its own runtime error types
+        raise HloProtoError(f"{what}: XLA could not read the embedded HloModuleProto: {exc}") from None

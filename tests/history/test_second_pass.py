@@ -31,8 +31,8 @@ def test_compare_says_why_it_shows_no_op_lines() -> None:
 
 @pytest.mark.slow
 def test_a_second_pass_with_command_buffers_off_times_each_op() -> None:
+    from pytest_roofline.measurement.as_ran import SECOND_PASS, ops_from_second_pass
     from pytest_roofline.measurement.compiled import NO_COMMAND_BUFFERS, compile_program
-    from pytest_roofline.measurement.pipeline import SECOND_PASS, ops_from_second_pass
 
     program = compile_program(lambda x: jnp.tanh(x @ x).sum(axis=0), (jnp.ones((256, 256)),), {}, "k")
     rows = op_rows(parse_hlo(program.hlo_text), lambda _: 1e11, 1e11, 1e10)

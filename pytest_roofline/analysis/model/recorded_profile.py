@@ -12,13 +12,13 @@ from statistics import median
 from typing import Any
 
 from ...hardware.spec import HardwareSpec
-from ..program.counts import Counts, hlo_counts, incomplete_reasons
+from ..program.counts import Counts, hlo_counts, incomplete_reasons, read_as_ran
 from ..program.hlo_reader import HloModule
 from ..program.interpreted import estimated_note
 from ..program.pallas_costs import PALLAS_REMEDY
 from ..runs.program_runs import run_times
 from ..runs.trace_events import ProgramKey, TraceEvent
-from .per_op import OpRow, attach_times, op_rows
+from .per_op import OpRow, attach_times, op_rows, tally_events
 from .program_model import program_model
 
 __all__ = ["ProgramSummary", "summarize_program", "counts_summary", "hlo_key"]
@@ -123,7 +123,9 @@ def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramK
         notes.append("the profile embeds no HLO for this program: no counts")
         return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method,
                               notes=tuple(notes))
-    counts = hlo_counts(module)
+    # Counted as it ran, as a live measurement counts: the loops' iterations and the branches the trace shows.
+    as_ran = read_as_ran(module, tally_events(found.op_events, found.run_of_event, runs).events_per_run, None)
+    module, counts = as_ran.module, as_ran.counts
     notes += _count_notes(counts)
     if spec is None:
         rows = attach_times(_rows_without_hardware(module, found.devices), found.op_events, found.run_of_event, runs)

@@ -39,17 +39,21 @@ def _outermost_unknown(module: HloModule, comp: Computation, depth: int = 0) -> 
 
 def trips_ran(module: HloModule, events_per_run: Mapping[str, float]) -> dict[str, int]:
     """Each outermost loop of unknown trip count -> the iterations one run made, from its body's ops' events per run
-    (``events_per_run``: op name -> events of one device per run); a loop whose body shows no event is left out."""
+    (``events_per_run``: op name -> events of one device per run); a loop whose body shows no event is left out.
+    Library calls are read only where nothing else in the body shows: they may show several events an execution."""
     times = {e.instruction.name: e.times for e in executed(module)}
     found: dict[str, int] = {}
     for loop in _outermost_unknown(module, module.entry):
         body = module.computations.get(loop.attrs.get("body", "").lstrip("%"))
         if body is None:
             continue
-        seen = [events_per_run[i.name] / times[i.name] for i in body.instructions
-                if events_per_run.get(i.name) and times.get(i.name)]
+        shown = [i for i in body.instructions if events_per_run.get(i.name) and times.get(i.name)]
+        # A library call (a cuSOLVER LU, a cuBLAS call) may launch several kernels an execution, each an event of
+        # its op; the body's own ops read the trips where they show (one event an execution), else the fewest.
+        own = [i for i in shown if i.opcode != "custom-call"]
+        seen = [events_per_run[i.name] / times[i.name] for i in (own or shown)]
         if seen:
-            found[loop.name] = max(round(max(seen)), 0)
+            found[loop.name] = max(round(max(seen) if own else min(seen)), 0)
     return found
 
 
@@ -76,13 +80,18 @@ def _branch_seen(module: HloModule, name: str, events_per_run: Mapping[str, floa
     comp = module.computations.get(name)
     if comp is None:
         return None
-    inside = [(e.instruction.name, e.times, e.computation is comp) for e in executed(module, within=comp)]
+    inside = [(e.instruction, e.times, e.computation is comp) for e in executed(module, within=comp)]
     if not inside:
         return None
-    direct = [events_per_run.get(op, 0.0) / times for op, times, at_top in inside if at_top and times > 0]
-    if direct:
-        return max(direct)
-    return max((events_per_run.get(op, 0.0) / times for op, times, _ in inside if times > 0), default=0.0)
+    # A library call may show several events an execution: read it only where nothing else of the branch shows.
+    own = [(i, t, top) for i, t, top in inside if i.opcode != "custom-call" and events_per_run.get(i.name)]
+    calls = [(i, t, top) for i, t, top in inside if i.opcode == "custom-call" and events_per_run.get(i.name)]
+    if own or not calls:
+        direct = [events_per_run.get(i.name, 0.0) / t for i, t, top in (own or inside) if top and t > 0]
+        if direct:
+            return max(direct)
+        return max((events_per_run.get(i.name, 0.0) / t for i, t, _ in (own or inside) if t > 0), default=0.0)
+    return min((events_per_run[i.name] / t for i, t, _ in calls if t > 0), default=0.0)
 
 
 def _shares(seen: list[float | None], executions: int) -> tuple[float, ...] | None:

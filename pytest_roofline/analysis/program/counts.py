@@ -14,13 +14,14 @@ from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 from ...base.kinds import CountSource
-from .control_ran import Branches, branches_of
+from .control_ran import Branches, Ran, branches_of, with_control_ran
 from .hlo_reader import HloModule, Instruction, as_compiled
 from .library_calls import PARTLY_COUNTED
 from .pallas_costs import PALLAS_REMEDY
 from .xla_costs import OpCost, computation_cost
 
 __all__ = ["CostAnalysisError", "Counts", "Work", "normalize_cost_analysis", "program_counts", "hlo_counts",
+           "compiled_counts", "AsRan", "read_as_ran",
            "work_of", "incomplete_reasons", "loop_text", "RAN_FROM_TRACE"]
 
 
@@ -122,8 +123,46 @@ def _dot_precisions(module: HloModule) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def compiled_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
+    """The counts of a compiled program read from ``module`` (its HLO, with what ran of its control flow stated):
+    the compiler's analysis where it gave one (:func:`program_counts`), else the HLO alone (XLA:GPU gives -1 for
+    programs with cuBLAS calls; an exception in place of the analysis is a compiler that gave none)."""
+    try:
+        if isinstance(raw_cost_analysis, Exception):
+            raise CostAnalysisError(f"the compiler gave no cost analysis ({raw_cost_analysis})")
+        return program_counts(raw_cost_analysis, module)
+    except CostAnalysisError:
+        return hlo_counts(module)
+
+
+@dataclass(frozen=True)
+class AsRan:
+    """A program with what ran of its control flow stated, what the trace showed of it, and its counts."""
+
+    module: HloModule
+    control: Ran
+    counts: Counts
+
+
+def read_as_ran(module: HloModule, events_per_run: Mapping[str, float], raw_cost_analysis: Any) -> AsRan:
+    """``module`` with the loops and conditionals its op events show (``events_per_run``: op name -> events of one
+    device per run) stated as they ran, and its counts: the compiler's analysis (``raw_cost_analysis``; None where
+    there is none) adjusted to what ran, else the HLO. What ``pytest-roofline analyze`` and the replay of recorded
+    GPU programs count through; a live measurement counts so too (:mod:`...measurement.as_ran`), where the second
+    pass's events tell what ran if the timed runs' trace hid the kernels (command buffers)."""
+    ran, control = with_control_ran(module, events_per_run)
+    analysis = raw_cost_analysis if raw_cost_analysis is not None else CostAnalysisError("none recorded")
+    return AsRan(ran, control, compiled_counts(analysis, ran))
+
+
+def _control_flow(module: HloModule) -> bool:
+    return any(i.opcode in ("while", "conditional") for c in module.computations.values() for i in c.instructions)
+
+
 def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
-    """The program's counts: the compiler's analysis, with loop trip counts applied from the HLO."""
+    """The program's counts: the compiler's analysis, with loop trip counts applied from the HLO. Where the program
+    has loops or conditionals and the compiler's FLOPs are not what the HLO says it counted (XLA:GPU leaves library
+    calls inside branches out, so a branch that did not run could not be taken out of its total), the HLO alone."""
     base = normalize_cost_analysis(raw_cost_analysis)
     # XLA counts every loop body once and each conditional at its costliest branch: ``once`` is that, here.
     once = computation_cost(as_compiled(module), module.entry_name, multiply_loops=False)
@@ -131,6 +170,8 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
     if full.estimated:
         # Pallas kernels' stated work is not in the compiler's totals (their bytes would be the call's operands):
         # count the whole program here, with the kernels' estimates.
+        return hlo_counts(module)
+    if abs(base["flops"] - once.flops) > 0.02 * max(once.flops, base["flops"]) + 64 and _control_flow(module):
         return hlo_counts(module)
     loops = _while_loops(module)
     lower_bound = any(loop.known_trip_count is None for loop in loops)

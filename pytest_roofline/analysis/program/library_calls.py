@@ -32,6 +32,11 @@ HOST_CALLBACK_TARGETS = frozenset({
 })
 
 
+# An LU's pivots turned into a permutation (cuSOLVER's and LAPACK's helpers alike): index work on a vector of n
+# integers, its bytes its cost.
+_INDEX_WORK = "lu_pivots_to_permutation"
+
+
 def custom_call_target(inst: Instruction) -> str:
     return inst.attrs.get("custom_call_target", "").strip('"')
 
@@ -98,19 +103,20 @@ def custom_call_cost(module: HloModule, comp: Computation, inst: Instruction,
     written = _first_leaf(inst.shape).bytes if inst.shape.is_tuple else inst.shape.bytes
     io_bytes = operand_bytes(comp, inst) + written
     flops: float | None = None
-    if target.startswith(GEMM_TARGET_PREFIXES):
-        flops = _gemm_flops(comp, inst)
-    elif target.startswith(CONV_TARGET_PREFIXES):
-        flops = _conv_custom_flops(comp, inst, target)
-    elif target in DATA_MOVEMENT_TARGETS or target in HOST_CALLBACK_TARGETS:
-        return OpCost(0.0, 0.0, io_bytes)
-    elif pallas_backend(target) is not None:
-        return _pallas_cost(module, comp, inst, target, io_bytes, param_sources)
-    elif (kind := linalg_kind(target)) is not None and (flops := linalg_flops(comp, inst, kind)) is not None:
+    # (Before the gemms: cuBLAS's triangular solve is a "__cublas$" call with no dot dimensions.)
+    if (kind := linalg_kind(target)) is not None and (flops := linalg_flops(comp, inst, kind)) is not None:
         # Vector FLOPs: a solver's panels and updates do not run at a matrix unit's peak.
         partly = (f"{inst.name} ({target}: {kind}, {PARTLY_COUNTED})",) \
             if kind in LOWER_BOUND_LINALG else ()
         return OpCost(flops, 0.0, io_bytes, custom_call_flops=flops, uncounted=partly)
+    if target.startswith(GEMM_TARGET_PREFIXES):
+        flops = _gemm_flops(comp, inst)
+    elif target.startswith(CONV_TARGET_PREFIXES):
+        flops = _conv_custom_flops(comp, inst, target)
+    elif target in DATA_MOVEMENT_TARGETS or target in HOST_CALLBACK_TARGETS or _INDEX_WORK in target:
+        return OpCost(0.0, 0.0, io_bytes)
+    elif pallas_backend(target) is not None:
+        return _pallas_cost(module, comp, inst, target, io_bytes, param_sources)
     if flops is None:
         return OpCost(0.0, 0.0, io_bytes, uncounted=(f"{inst.name} ({target or 'no target'})",))
     dtypes = [source_dtype(module, comp, o, param_sources) for o in inst.operands[:2]]

@@ -107,7 +107,7 @@ def test_real_tpu_all_reduce_has_no_compute_beside_it() -> None:
     from pytest_roofline.analysis.runs.trace_events import programs
     from pytest_roofline.analysis.runs.xspace import hlo_module_protos
     from pytest_roofline.hardware.table import load_shipped_table
-    from pytest_roofline.measurement.hlo_proto import hlo_text
+    from pytest_roofline.measurement.profiler import hlo_text
 
     path = DATA / "tpu_v6e_x4_inference.xplane.pb"
     space, events = real_space(path), list(real_events(path))

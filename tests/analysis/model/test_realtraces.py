@@ -27,7 +27,7 @@ from pytest_roofline.hardware.table import find_spec_for_profile, load_shipped_t
 jax = pytest.importorskip("jax")
 from jax.profiler import ProfileData  # noqa: E402
 
-from pytest_roofline.measurement.hlo_proto import hlo_text  # noqa: E402
+from pytest_roofline.measurement.profiler import hlo_text  # noqa: E402
 
 GEMM = DATA / "rocm_mi300x_jax08_gemm.xplane.pb"
 ELEMENTWISE = DATA / "rocm_mi300x_jax08_elementwise.xplane.pb"
