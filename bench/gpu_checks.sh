@@ -30,6 +30,9 @@
 #              timed runs and compile; mctx and numpyro importable)
 #   control    DIR/control.txt: loops and conditionals counted from a GPU trace and integer work (the control-flow
 #              tests, diffrax, lineax/optimistix, numpyro, mctx; importable where installed, else skipped)
+#   corpus     DIR/corpus.txt and DIR/corpus.tgz: bench/record_corpus.py (the recorded programs the CPU tests replay;
+#              unpack the archive into tests/data/corpus and add the folder's row to its README)
+#   kept       DIR/kept.txt: bench/kept_memory.py (what a long-lived ab side holds on the device over 20 tests)
 set -u
 out=${1:?usage: gpu_checks.sh DIR [CHECK ...]}
 shift
@@ -95,6 +98,11 @@ for check in $checks; do
                run "$out/cost.txt" 240 "$py" bench/measure_cost.py --repeats 2 ;;
         big) header >>"$out/big.txt" 2>&1
              run "$out/big.txt" 240 "$py" bench/big_programs.py ;;
+        corpus) header >>"$out/corpus.txt" 2>&1
+                rm -rf /tmp/corpus && run "$out/corpus.txt" 300 "$py" bench/record_corpus.py /tmp/corpus \
+                    --variants default nocb && tar czf "$out/corpus.tgz" -C /tmp/corpus . ;;
+        kept) header >>"$out/kept.txt" 2>&1
+              run "$out/kept.txt" 120 "$py" bench/kept_memory.py ;;
         control) header >>"$out/control.txt" 2>&1
                  run "$out/control.txt" 300 "$py" -m pytest -v -p no:cacheprovider tests/measurement/test_control_flow.py \
                      tests/measurement/test_trace_plan_runs.py tests/frameworks/test_diffrax.py \

@@ -117,8 +117,11 @@ def _write_gz(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
+VARIANTS = ["default", "nocb", "graph"]
+
+
 def _variants(platform_name: str) -> list[str]:
-    return ["default", "nocb", "graph"] if platform_name == "gpu" else ["default"]
+    return VARIANTS if platform_name == "gpu" else ["default"]
 
 
 def _variant(program: Program, lowered: Any, args: tuple[Any, ...], variant: str, out: Path) -> dict[str, Any]:
@@ -175,7 +178,8 @@ def _child(out: Path, name: str) -> str:
     """Record one program in a process of its own (a profiler crash loses that program's unfinished variant alone,
     and each profile's metadata holds that program's executables only); a line to print."""
     begun = time.perf_counter()
-    done = subprocess.run([sys.executable, __file__, str(out), "--only", name, "--here"], timeout=240, check=False)
+    done = subprocess.run([sys.executable, __file__, str(out), "--only", name, "--here", "--variants", *VARIANTS],
+                          timeout=240, check=False)
     path = out / f"{name}.json"
     if not path.exists():
         return f"{name:18s} no entry (exit {done.returncode})"
@@ -200,8 +204,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--only", nargs="*", default=None, help="record these programs alone")
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=VARIANTS,
+                        help="the variants to record on a GPU (default: all three)")
     parser.add_argument("--here", action="store_true", help=argparse.SUPPRESS)  # in this process (a child)
     opts = parser.parse_args()
+    VARIANTS[:] = [v for v in VARIANTS if v in opts.variants]
     if opts.here:
         program = next(p for p in programs(opts.only) if p.name in opts.only)
         record(program, opts.out, jax.devices()[0].platform)

@@ -36,6 +36,21 @@ for _name in [n for n in os.environ if n.startswith("PYTEST_ROOFLINE_") and n no
     del os.environ[_name]
 
 
+@pytest.fixture(autouse=True)
+def _cpu_backend(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``cpu_backend`` asserts what XLA's CPU backend makes of a program (a ``dot`` where a GPU has a
+    Triton gemm fusion, CPU fusion names, the CPU's cost analysis): its programs compile and run on the CPU device,
+    also on a machine whose default device is a GPU (the GPU's own programs are tested on recordings:
+    tests/data/corpus)."""
+    if request.node.get_closest_marker("cpu_backend") is None:
+        yield
+        return
+    import jax
+
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _private_calibration_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     # Tests must not depend on, or write to, the user's calibration cache.

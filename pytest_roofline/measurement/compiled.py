@@ -8,6 +8,7 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..analysis.program.info import SourceWork
@@ -20,6 +21,7 @@ from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_pr
 
 __all__ = [
     "CompiledProgram",
+    "Kept",
     "compile_program",
     "without_command_buffers",
     "NO_COMMAND_BUFFERS",
@@ -199,3 +201,40 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
         raise
     except Exception as exc:
         raise MeasureError(f"{program.name}: running it failed: {exception_text(exc)}") from exc
+
+
+@dataclass(frozen=True)
+class _OnHost:
+    """An input's values on the host and where it lives on the device."""
+
+    values: np.ndarray
+    sharding: Any
+
+
+def _to_host(x: Any) -> Any:
+    if not isinstance(x, jax.Array) or not x.is_fully_addressable or jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return x
+    return _OnHost(np.array(x, copy=True), x.sharding)  # a copy: on a CPU, asarray would view the device buffer
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A compiled program kept for its next measurement (``measure_call(keep=...)``, what a long-lived ``ab`` side
+    measures round after round) without its device inputs, and its inputs as host copies with their shardings: each
+    round puts new buffers on the device, which holds them only while that test is measured (before, every kept
+    test's inputs stayed in device memory until the process ended). An input that cannot be copied to the host (a
+    typed PRNG key, an array spanning processes) stays on the device, and each round copies it there."""
+
+    program: CompiledProgram
+    inputs: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, program: CompiledProgram) -> Kept:
+        return cls(replace(program, leaves=[]), tuple(_to_host(x) for x in program.leaves))
+
+    def on_device(self) -> CompiledProgram:
+        """The program with new device buffers for its inputs (the kept values)."""
+        fresh = [jax.device_put(x.values, x.sharding) if isinstance(x, _OnHost)
+                 else x.copy() if isinstance(x, jax.Array) else x for x in self.inputs]
+        block_until_ready(fresh)
+        return replace(self.program, leaves=fresh)

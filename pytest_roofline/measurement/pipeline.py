@@ -37,8 +37,8 @@ from ..result.result import ProgramInfo, Result
 from .as_ran import counted_as_ran
 from .compiled import (
     CompiledProgram,
+    Kept,
     allocator_stats,
-    block_until_ready,
     compile_program,
     time_compiled,
 )
@@ -57,9 +57,10 @@ from .timing import Agree, Beside, CacheRuns, Settled, Timed
 
 __all__ = ["measure", "measure_call"]
 
-# Compiled programs with their inputs on the device, kept by measure_call(keep=...) for the next measurement of the same
-# key (a round of `pytest-roofline ab` measures each kernel of its process again and again).
-_KEPT: dict[str, CompiledProgram] = {}
+# Compiled programs kept by measure_call(keep=...) for the next measurement of the same key (a round of
+# `pytest-roofline ab` measures each kernel of its process again and again), with their inputs as host copies: the
+# device holds a kept test's inputs only while that test is measured (:class:`.compiled.Kept`).
+_KEPT: dict[str, Kept] = {}
 
 
 def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
@@ -105,13 +106,11 @@ def _compiled(call: KernelCall, label: str, keep: str) -> CompiledProgram:
         # tilt a side is not shown either way (bench/process_draw.py --redraw none|inputs); what a process keeps
         # is accounted for by judging pairs of processes, not rounds (history/paired.judge_pairs).
         with phase("inputs"):
-            fresh = [x.copy() if isinstance(x, jax.Array) else x for x in kept.leaves]
-            block_until_ready(fresh)
-        return replace(kept, leaves=fresh)
+            return kept.on_device()
     with phase("compile"), said_if_slow(f"still compiling {label}"):
         program = compile_program(call.fn, call.args, dict(call.kwargs), label)
     if keep:
-        _KEPT[keep] = program
+        _KEPT[keep] = Kept.of(program)
     return program
 
 

@@ -18,6 +18,9 @@ from pytest_roofline.history.programs import ProgramsOfTest, ProgramsPass, compa
 from pytest_roofline.measurement.fingerprint import compile_fingerprint, fingerprint, normalized_hlo, program_facts
 from pytest_roofline.measurement.options import MeasureOptions
 
+# What XLA's CPU backend makes of these programs: compiled for the CPU device wherever the tests run.
+pytestmark = pytest.mark.cpu_backend
+
 pytest_plugins = ["pytester"]
 MODES = "pytest_roofline.plugin.ab.side_modes"  # the plugin of ab's modes, which a side's script loads
 

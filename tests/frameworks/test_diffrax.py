@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from frameworks import library
 
 import pytest_roofline
 
-diffrax = pytest.importorskip("diffrax")
+diffrax = library("diffrax")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 pytestmark = pytest.mark.slow

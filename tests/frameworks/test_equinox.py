@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from frameworks import library
 
-eqx = pytest.importorskip("equinox")
-optax = pytest.importorskip("optax")
+eqx = library("equinox")
+optax = library("optax")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 pytestmark = pytest.mark.slow

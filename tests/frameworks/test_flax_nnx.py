@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from frameworks import library
 
 import pytest_roofline
 
-nnx = pytest.importorskip("flax.nnx")
-optax = pytest.importorskip("optax")
+nnx = library("flax.nnx")
+optax = library("optax")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 pytestmark = pytest.mark.slow

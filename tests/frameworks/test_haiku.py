@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from frameworks import library
 
 import pytest_roofline
 
-hk = pytest.importorskip("haiku")
+hk = library("haiku")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 pytestmark = pytest.mark.slow

@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from frameworks import library
 
 import pytest_roofline
 
-jraph = pytest.importorskip("jraph")
+jraph = library("jraph")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 pytestmark = pytest.mark.slow

@@ -8,11 +8,12 @@ import os
 from typing import Any
 
 import pytest
+from frameworks import library
 
 import pytest_roofline
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-keras = pytest.importorskip("keras")
+keras = library("keras")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 pytestmark = pytest.mark.slow

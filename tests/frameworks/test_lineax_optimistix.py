@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from frameworks import library
 
 import pytest_roofline
 
-lx = pytest.importorskip("lineax")
-optx = pytest.importorskip("optimistix")
+lx = library("lineax")
+optx = library("optimistix")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 pytestmark = pytest.mark.slow
@@ -36,9 +37,13 @@ def test_a_cg_solve_counts_its_iterations_and_the_stabilising_products_that_ran(
     a, b = _spd(), jnp.ones(N)
     steps = int(jax.jit(cg)(a, b)[1])
     result = pytest_roofline.measure(cg, a, b, **FAST)
-    products = steps + steps // 10  # one a step, and the stabilising one every tenth
-    matrix = sum(result.work.matrix_flops.values())
-    assert matrix == pytest.approx(products * 2 * N * N, rel=0.10), (steps, matrix / (2 * N * N))
+    if " conditional(" in result.hlo_text:
+        products = steps + steps // 10  # one a step, and the stabilising one every tenth
+        matrix = sum(result.work.matrix_flops.values())
+        assert matrix == pytest.approx(products * 2 * N * N, rel=0.10), (steps, matrix / (2 * N * N))
+    else:  # XLA:GPU made the cond a select (both products run every step), each a multiply-and-reduce fusion
+        products = 2 * steps
+        assert result.flops == pytest.approx(products * 2 * N * N, rel=0.10), (steps, result.flops / (2 * N * N))
     assert any(f"{steps} iterations ran (from the trace)" in loop for loop in result.work.loops), result.work.loops
     assert not result.impossible and not result.figures.unjudged
 
@@ -52,6 +57,6 @@ def test_a_newton_root_find_takes_its_args_as_written_and_counts_its_lu_solves()
     steps = int(optx.root_find(fn, solver, jnp.zeros(128), args=a).stats["num_steps"])
     result = pytest_roofline.measure(optx.root_find, fn, solver, jnp.zeros(128), args=a, **FAST)
     assert any(f"{steps} iterations ran (from the trace)" in loop for loop in result.work.loops), result.work.loops
-    lu = steps * (2 * 128**3 / 3)  # one LU factorization a Newton step (LAPACK getrf, counted from its shape)
+    lu = steps * (2 * 128**3 / 3)  # one LU factorization a Newton step (LAPACK or cuSOLVER getrf, from its shape)
     assert result.flops >= lu and not result.work.uncounted
     assert not result.impossible

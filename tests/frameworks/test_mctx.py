@@ -9,10 +9,11 @@ import functools
 from typing import Any
 
 import pytest
+from frameworks import library
 
 import pytest_roofline
 
-mctx = pytest.importorskip("mctx")
+mctx = library("mctx")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 pytestmark = pytest.mark.slow

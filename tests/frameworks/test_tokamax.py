@@ -9,19 +9,20 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from frameworks import library
 
 import pytest_roofline
 from pytest_roofline.analysis.verdict.census import check_ops, parse_max_ops
 from pytest_roofline.base.errors import MeasureError, origin_frames
 
-tokamax = pytest.importorskip("tokamax")
+tokamax = library("tokamax")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 pytestmark = pytest.mark.slow
 
 FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 KEY = jax.random.PRNGKey(0)
-flags = pytest.importorskip("absl.flags")
+flags = library("absl.flags")
 
 
 def test_a_library_that_parses_its_flags_from_pytests_command_line_shows_where(

@@ -19,6 +19,9 @@ from pytest_roofline.analysis.runs.idle import IdleTime
 from pytest_roofline.analysis.verdict.hints import RunFacts, hints
 
 jax = pytest.importorskip("jax")
+
+# What XLA's CPU backend makes of these programs: compiled for the CPU device wherever the tests run.
+pytestmark = pytest.mark.cpu_backend
 jnp = jax.numpy
 
 PEAK, BW = 1e11, 1e10  # made-up ceilings: only the counts matter in these tests

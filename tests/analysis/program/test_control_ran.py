@@ -22,6 +22,9 @@ from pytest_roofline.analysis.program.counts import hlo_counts, program_counts
 from pytest_roofline.analysis.program.hlo_reader import HloModule, Instruction, parse_hlo
 from pytest_roofline.analysis.program.walk import executed
 
+# What XLA's CPU backend makes of these programs: compiled for the CPU device wherever the tests run.
+pytestmark = pytest.mark.cpu_backend
+
 # (Names are unique in a module, as XLA writes them.) A known loop of 2 trips around an unknown loop, around another
 # unknown loop; each body doubles an f32[1024].
 HLO = """HloModule nested

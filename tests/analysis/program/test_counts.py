@@ -16,6 +16,9 @@ from helpers import compile_counts  # noqa: E402
 from pytest_roofline.analysis.program.counts import CostAnalysisError, normalize_cost_analysis  # noqa: E402
 from pytest_roofline.analysis.program.xla_costs import OpCost  # noqa: E402
 
+# What XLA's CPU backend makes of these programs: compiled for the CPU device wherever the tests run.
+pytestmark = pytest.mark.cpu_backend
+
 # Each shape in both dtypes: one of each pair in the quick loop, the other (a compile each) in the full run.
 MATMULS = [(m, k, n, dtype, size) for m, k, n in [(1024, 1024, 1024), (256, 512, 128), (8, 4096, 1024), (1000, 300, 70)]
            for dtype, size in [("float32", 4), ("bfloat16", 2)]]

@@ -16,6 +16,9 @@ from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.program.xla_costs import computation_cost
 from pytest_roofline.cli.main import main
 
+# What XLA's CPU backend makes of these programs: compiled for the CPU device wherever the tests run.
+pytestmark = pytest.mark.cpu_backend
+
 # Constructed, in the spelling of an XLA GPU dump.
 CONSTRUCTED_GPU_DUMP = """HloModule jit_step, is_scheduled=true
 

@@ -10,6 +10,9 @@ import pytest
 from pytest_roofline.analysis.program.hlo_reader import HloParseError, parse_hlo, parse_shape
 
 jax = pytest.importorskip("jax")
+
+# What XLA's CPU backend makes of these programs: compiled for the CPU device wherever the tests run.
+pytestmark = pytest.mark.cpu_backend
 jnp = jax.numpy
 
 

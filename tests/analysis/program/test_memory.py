@@ -19,6 +19,9 @@ from pytest_roofline.analysis.program.memory import (
 )
 from pytest_roofline.hardware.spec import Ceiling
 
+# What XLA's CPU backend makes of these programs: compiled for the CPU device wherever the tests run.
+pytestmark = pytest.mark.cpu_backend
+
 N = 512  # f32: one N x N array is 1 MiB
 
 

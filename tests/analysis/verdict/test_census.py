@@ -17,6 +17,9 @@ from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.verdict.census import Census, CensusCheck, census, census_change, check_ops, parse_max_ops
 from pytest_roofline.analysis.verdict.decide import decide
 
+# What XLA's CPU backend makes of these programs: compiled for the CPU device wherever the tests run.
+pytestmark = pytest.mark.cpu_backend
+
 HLO = """HloModule families
 
 fused {

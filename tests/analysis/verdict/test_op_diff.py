@@ -10,6 +10,9 @@ import pytest
 from pytest_roofline.analysis.model.per_op import OpRow
 from pytest_roofline.analysis.verdict.op_diff import diff_ops, match_ops
 
+# What XLA's CPU backend makes of these programs: compiled for the CPU device wherever the tests run.
+pytestmark = pytest.mark.cpu_backend
+
 MIB = 2**20
 
 

@@ -1,0 +1,31 @@
+"""Importing a framework for its tests: a library that is not installed skips them ("pip install -e
+'.[frameworks]'"), and one that is installed but does not import with this JAX (flax 0.12.8 and tokamax 0.0.12 with
+JAX 0.11.2: ``jax.experimental.hijax`` has no ``HiPrimitive``) skips them with the library's own error named. CI
+installs every framework and fails where any of their tests is skipped (.ci/run)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+
+
+def library(name: str) -> Any:
+    """The module ``name``, or the calling test module skipped, saying why."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and name.split(".")[0] == exc.name.split(".")[0]:
+            pytest.skip(f"{name} is not installed (pip install -e '.[frameworks]')", allow_module_level=True)
+        raise_as_skip(name, exc)
+    except Exception as exc:  # noqa: BLE001 - any error of the library's own import is the reason named
+        raise_as_skip(name, exc)
+    raise AssertionError("unreachable")
+
+
+def raise_as_skip(name: str, exc: BaseException) -> None:
+    import jax
+
+    pytest.skip(f"{name} does not import with jax {jax.__version__}: {type(exc).__name__}: {exc}",
+                allow_module_level=True)
