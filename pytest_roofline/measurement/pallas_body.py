@@ -24,6 +24,8 @@ _VECTOR = frozenset({"add", "sub", "mul", "div", "max", "min", "neg", "abs", "si
 _TRANSCENDENTAL = frozenset({"exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
                              "sqrt", "rsqrt", "cbrt", "erf", "erfc", "erf_inv", "atan2", "asin", "acos", "atan",
                              "sinh", "cosh", "asinh", "acosh", "atanh", "lgamma", "digamma"})
+# Elementwise primitives of two FLOPs an element: 1 - x^2 (JAX 0.11's tanh derivative, a multiply and a subtract).
+_TWO_FLOPS = frozenset({"one_minus_square"})
 _REDUCE = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum",
                      "cummax", "cumlogsumexp"})
 # Moving data, comparing, or building indices: no arithmetic counted.
@@ -203,6 +205,8 @@ def count_body(jaxpr: Any) -> BodyCount:
             total.transcendentals += out
         elif prim in _VECTOR:
             total.vector_flops += out
+        elif prim in _TWO_FLOPS:
+            total.vector_flops += 2 * out
         elif prim in _REDUCE:
             total.vector_flops += _size(eqn.invars[0].aval)
         elif prim == "scan":

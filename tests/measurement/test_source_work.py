@@ -100,3 +100,17 @@ def test_a_ragged_dot_run_dense_is_said_to_do_more_and_counts_source_judges_its_
     assert useful.work.int_ops == compiled.work.int_ops
     assert useful.roofline.compute_time_s - int_s == pytest.approx((compiled.roofline.compute_time_s - int_s) / factor,
                                                                    rel=1e-6)
+
+
+def test_jax_0_11s_one_minus_square_is_two_flops_an_element() -> None:
+    """JAX 0.11 writes tanh's derivative as ``one_minus_square`` (1 - x^2), which JAX 0.10 has not: a FAKE jaxpr of that
+    one equation (seen in equinox's training step on an H200 with JAX 0.11.2, whose source count it left unknown)."""
+    from types import SimpleNamespace
+
+    from pytest_roofline.measurement.pallas_body import count_body
+
+    aval = SimpleNamespace(shape=(64, 32), dtype=jnp.float32.dtype)
+    eqn = SimpleNamespace(primitive=SimpleNamespace(name="one_minus_square"), outvars=[SimpleNamespace(aval=aval)],
+                          invars=[SimpleNamespace(aval=aval)], params={})
+    found = count_body(SimpleNamespace(eqns=[eqn]))
+    assert found.flops == 2 * 64 * 32 and not found.lower_bound

@@ -55,8 +55,8 @@ class Recording:
         found = self.entry["variants"][variant]
         return _runs(self.folder / found["xplane"], found["module"], int(self.entry["runs"]))
 
-    def xspace(self, variant: str = "default") -> bytes:
-        return gzip.decompress((self.folder / self.entry["variants"][variant]["xplane"]).read_bytes())
+    def index(self, variant: str = "default") -> TraceIndex:
+        return _index(self.folder / self.entry["variants"][variant]["xplane"])
 
     def cost_analysis(self, variant: str = "default") -> Any:
         """The compiler's cost analysis recorded with the program (None where the recording has none)."""
@@ -80,10 +80,16 @@ def _module(path: Path) -> HloModule:
 
 
 @functools.cache
-def _runs(path: Path, module_name: str, runs: int) -> RunTimes:
+def _index(path: Path) -> TraceIndex:
+    """A recorded profile parsed by jax.profiler, as a live measurement parses its own, once a session."""
     from jax.profiler import ProfileData
 
-    index = TraceIndex.of(flatten(ProfileData.from_serialized_xspace(gzip.decompress(path.read_bytes()))), "gpu")
+    return TraceIndex.of(flatten(ProfileData.from_serialized_xspace(gzip.decompress(path.read_bytes()))), "gpu")
+
+
+@functools.cache
+def _runs(path: Path, module_name: str, runs: int) -> RunTimes:
+    index = _index(path)
     return run_times(index.events, module_name, "gpu", runs, KERNEL_RUN_MARKER, index=index)
 
 
@@ -101,8 +107,17 @@ class Replayed:
     runs: RunTimes
 
 
+_REPLAYED: dict[str, Replayed] = {}
+
+
 def replay(recording: Recording) -> Replayed:
-    """Count ``recording`` as a live GPU measurement of it counts (the module docstring says how)."""
+    """Count ``recording`` as a live GPU measurement of it counts (the module docstring says how); once a session."""
+    if recording.id not in _REPLAYED:
+        _REPLAYED[recording.id] = _replayed(recording)
+    return _REPLAYED[recording.id]
+
+
+def _replayed(recording: Recording) -> Replayed:
     runs = int(recording.entry["runs"])
     timed = recording.runs("default")
     told = tally(timed, runs)

@@ -107,8 +107,10 @@ class Instruction:
     def called(self) -> tuple[str, ...]:
         """Names of the computations this instruction calls (fusion body, loop body, reducer ...)."""
         names: list[str] = []
+        # A predicate's conditional (XLA:GPU writes lax.cond so) lists its false branch first, as branch 0: the
+        # branch numbers are those of lax.cond/lax.switch (index 0 is cond's false_fun) on every backend.
         for key in ("calls", "to_apply", "condition", "body", "branch_computations",
-                    "true_computation", "false_computation", "called_computations"):
+                    "false_computation", "true_computation", "called_computations"):
             value = self.attrs.get(key)
             if value:
                 names.extend(n.lstrip("%") for n in re.findall(r"%?[\w.\-]+", value.strip("{}")))

@@ -20,7 +20,7 @@ from corpus import Recording, recordings, replay
 from pytest_roofline.analysis.model.recorded_profile import summarize_program
 from pytest_roofline.analysis.program.counts import Counts
 from pytest_roofline.analysis.program.hlo_reader import HloModule
-from pytest_roofline.analysis.runs.trace_events import ProgramKey, TraceIndex, flatten
+from pytest_roofline.analysis.runs.trace_events import ProgramKey
 
 pytest.importorskip("jax")
 
@@ -61,9 +61,12 @@ def _products(trips: int, r: Recording, n: int, every: int = 10) -> float:
 
 # program -> what its counts must hold (a recording of another program fails: add its check here)
 CHECKS: dict[str, Callable[[Counts, Recording], bool]] = {
-    "cond_cheap": lambda c, r: (c.flops == pytest.approx(N * N, rel=0.01) and _matrix(c) == 0),
+    # Branch 0 is lax.cond's false_fun, as on the CPU (XLA:GPU writes the cond with its true branch first)
+    "cond_cheap": lambda c, r: (c.flops == pytest.approx(N * N, rel=0.01) and _matrix(c) == 0
+                                and c.branches.lines[0].endswith(": ran branch 0 1 times per run (from the trace)")),
     "cond_dear": lambda c, r: (_matrix(c) == pytest.approx(2 * 2.0 * N**3, rel=0.01)
-                               and c.transcendentals == pytest.approx(N * N, rel=0.01)),
+                               and c.transcendentals == pytest.approx(N * N, rel=0.01)
+                               and c.branches.lines[0].endswith(": ran branch 1 1 times per run (from the trace)")),
     "cond_in_loop": _cond_in_loop,
     "while_power": lambda c, r: (_trips(c) == [r.facts["trips"]]
                                  and c.flops == pytest.approx(r.facts["trips"] * 2.0 * N * N, rel=0.02)),
@@ -143,13 +146,12 @@ def read_as_ran_from(recording: Recording, variant: str) -> Any:
 def test_analyze_counts_a_recorded_profile_as_the_live_path_does(recording: Recording) -> None:
     """``pytest-roofline analyze`` on the profile with every kernel on its own (command buffers off) counts the same
     loops and branches as the replay of the live path."""
-    from jax.profiler import ProfileData
-
-    events = flatten(ProfileData.from_serialized_xspace(recording.xspace("nocb")))
     key = ProgramKey(recording.entry["variants"]["nocb"]["module"], recording.runs("nocb").program_id)
-    index = TraceIndex.of(events, "gpu")
+    index = recording.index("nocb")
     summary = summarize_program(index.events, "gpu", key, recording.module("nocb"), None)
     live = replay(recording).as_ran.counts
     assert summary.counts is not None
     assert summary.counts.loops == live.loops and summary.counts.branches.lines == live.branches.lines
-    assert summary.counts.flops == pytest.approx(live.flops, rel=1e-6)
+    # A profile carries no cost analysis: analyze counts the HLO alone, the live path the compiler's totals adjusted
+    # to what ran (numpyro's step: 467 FLOP apart in 3.42 M)
+    assert summary.counts.flops == pytest.approx(live.flops, rel=0.01)
