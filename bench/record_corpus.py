@@ -72,29 +72,20 @@ def _commit() -> str:
         return ""
 
 
-def _options(graph_trace: bool) -> Any:
-    from jax._src.lib import _profiler
-
-    options = _profiler.ProfileOptions()
-    options.python_tracer_level = 0
-    options.host_tracer_level = 2
-    if graph_trace:
-        options.advanced_configuration = {"gpu_enable_cupti_activity_graph_trace": True}
-    return options
-
-
 def _profiled(compiled: Any, args: tuple[Any, ...], graph_trace: bool) -> bytes:
     """Three runs of ``compiled`` under the profiler, each in the host annotation of a live measurement's runs."""
-    from jax._src.lib import _profiler
+    from pytest_roofline.measurement.profiler import ProfilerSession
 
     jax.block_until_ready(compiled(*args))  # warm-up
-    session = _profiler.ProfilerSession(_options(graph_trace))
+    session = ProfilerSession(graph_nodes=graph_trace)
     try:
         for k in range(RUNS):
             with jax.profiler.TraceAnnotation(KERNEL_RUN_MARKER, run=k):
                 jax.block_until_ready(compiled(*args))
-    finally:
-        xspace = bytes(session.stop())
+    except BaseException:
+        session.discard()
+        raise
+    xspace = session.stop()
     return xspace
 
 

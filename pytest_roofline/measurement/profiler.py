@@ -29,11 +29,16 @@ class ProfilerUnavailable(RuntimeError):
 class ProfilerSession:
     """A JAX profiler session kept in memory; always stopped, also when the program raises."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, graph_nodes: bool = False) -> None:
+        """``graph_nodes``: CUPTI's CUDA-graph activity trace, each kernel of a command buffer an event of its own
+        (on an H200 with JAX 0.11.2 it crashed the process for every program run as command buffers: not used by the
+        measurements; bench/record_corpus.py tries it)."""
         options = _profiler.ProfileOptions()
         options.python_tracer_level = 0  # the Python tracer costs time per call and adds nothing here
         options.host_tracer_level = 2
         options.raise_error_on_start_failure = True
+        if graph_nodes:
+            options.advanced_configuration = {"gpu_enable_cupti_activity_graph_trace": True}
         try:
             self._session = _profiler.ProfilerSession(options)
         except Exception as exc:  # noqa: BLE001 - the profiler raises its own runtime error types

@@ -97,6 +97,12 @@ def tally(found: RunTimes, runs: int) -> OpTally:
     return tally_events(found.op_events, found.run_of_event, runs)
 
 
+def counted(recording: Recording, variant: str) -> AsRan:
+    """One variant of a recording counted from its own events alone (no second pass)."""
+    found = tally(recording.runs(variant), int(recording.entry["runs"]))
+    return read_as_ran(recording.module(variant), found.events_per_run, recording.cost_analysis(variant))
+
+
 @dataclass(frozen=True)
 class Replayed:
     """A recording counted as a live measurement counts: the program as it ran, and whether the second pass (the
@@ -124,5 +130,5 @@ def _replayed(recording: Recording) -> Replayed:
     hidden = bool(ops_hidden(timed.notes))
     if hidden and recording.has("nocb"):
         told = tally(recording.runs("nocb"), runs)
-    counted = read_as_ran(recording.module("default"), told.events_per_run, recording.cost_analysis("default"))
-    return Replayed(counted, hidden and recording.has("nocb"), timed)
+    as_ran = read_as_ran(recording.module("default"), told.events_per_run, recording.cost_analysis("default"))
+    return Replayed(as_ran, hidden and recording.has("nocb"), timed)

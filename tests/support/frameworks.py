@@ -6,7 +6,7 @@ installs every framework and fails where any of their tests is skipped (.ci/run)
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -18,13 +18,12 @@ def library(name: str) -> Any:
     except ModuleNotFoundError as exc:
         if exc.name is not None and name.split(".")[0] == exc.name.split(".")[0]:
             pytest.skip(f"{name} is not installed (pip install -e '.[frameworks]')", allow_module_level=True)
-        raise_as_skip(name, exc)
+        _skipped(name, exc)
     except Exception as exc:  # noqa: BLE001 - any error of the library's own import is the reason named
-        raise_as_skip(name, exc)
-    raise AssertionError("unreachable")
+        _skipped(name, exc)
 
 
-def raise_as_skip(name: str, exc: BaseException) -> None:
+def _skipped(name: str, exc: BaseException) -> NoReturn:
     import jax
 
     pytest.skip(f"{name} does not import with jax {jax.__version__}: {type(exc).__name__}: {exc}",

@@ -23,7 +23,7 @@ from ..runs.trace_events import TraceEvent, device_of
 from .compiler_agreement import OpsCheck
 from .op_family import NAMED_BY_WORK, op_family
 
-__all__ = ["OpRow", "OpsModel", "OpTally", "op_rows", "tally_events", "attach_times", "attach_tally", "rows_as_seen",
+__all__ = ["OpRow", "OpsModel", "OpTally", "op_rows", "tally_events", "attach_tally", "rows_as_seen",
            "counts_as_seen"]
 
 
@@ -160,12 +160,6 @@ def tally_events(events: Sequence[TraceEvent], run_of_event: Mapping[int, int], 
     for (name, _device), count in counts.items():
         events_per_run[name] = max(events_per_run.get(name, 0.0), count / max(runs, 1))
     return OpTally(seconds, events_per_run, runs)
-
-
-def attach_times(rows: Sequence[OpRow], events: Sequence[TraceEvent], run_of_event: Mapping[int, int],
-                 runs: int) -> list[OpRow]:
-    """Each row's measured time (:func:`attach_tally` over these events)."""
-    return attach_tally(rows, tally_events(events, run_of_event, runs))
 
 
 def attach_tally(rows: Sequence[OpRow], tally: OpTally) -> list[OpRow]:

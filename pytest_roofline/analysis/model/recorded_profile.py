@@ -18,7 +18,7 @@ from ..program.interpreted import estimated_note
 from ..program.pallas_costs import PALLAS_REMEDY
 from ..runs.program_runs import run_times
 from ..runs.trace_events import ProgramKey, TraceEvent
-from .per_op import OpRow, attach_times, op_rows, tally_events
+from .per_op import OpRow, attach_tally, op_rows, tally_events
 from .program_model import program_model
 
 __all__ = ["ProgramSummary", "summarize_program", "counts_summary", "hlo_key"]
@@ -124,15 +124,16 @@ def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramK
         return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method,
                               notes=tuple(notes))
     # Counted as it ran, as a live measurement counts: the loops' iterations and the branches the trace shows.
-    as_ran = read_as_ran(module, tally_events(found.op_events, found.run_of_event, runs).events_per_run, None)
+    tally = tally_events(found.op_events, found.run_of_event, runs)  # read once: what ran, and the rows' times
+    as_ran = read_as_ran(module, tally.events_per_run, None)
     module, counts = as_ran.module, as_ran.counts
     notes += _count_notes(counts)
     if spec is None:
-        rows = attach_times(_rows_without_hardware(module, found.devices), found.op_events, found.run_of_event, runs)
+        rows = attach_tally(_rows_without_hardware(module, found.devices), tally)
         return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
                               hardware=None, roofline_time_s=None, bound=None, ops=tuple(rows), notes=tuple(notes))
     model = program_model(spec, counts, module, found.devices)
-    rows = attach_times(model.rows, found.op_events, found.run_of_event, runs)
+    rows = attach_tally(model.rows, tally)
     return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
                           hardware=spec.name, roofline_time_s=model.estimate.roofline_time_s,
                           bound=model.estimate.bound, ops=tuple(rows),

@@ -12,10 +12,9 @@ of its branches ran every trip (what ran, and what is counted); a matrix-vector 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-from corpus import Recording, recordings, replay
+from corpus import Recording, counted, recordings, replay
 
 from pytest_roofline.analysis.model.recorded_profile import summarize_program
 from pytest_roofline.analysis.program.counts import Counts
@@ -122,7 +121,7 @@ def test_where_command_buffers_hid_the_kernels_the_second_pass_tells_what_ran(re
     if not found.second_pass:
         pytest.skip("its kernels were not hidden: the timed runs' trace tells what ran")
     assert recording.module("default").name == recording.module("nocb").name
-    hidden = read_as_ran_from(recording, "default")
+    hidden = counted(recording, "default")
     loops = [i for c in recording.module().computations.values() for i in c.instructions if i.opcode == "while"
              and i.known_trip_count is None]
     # What the hidden trace alone tells: the trips of loops whose kernels it still shows (those outside the command
@@ -131,15 +130,6 @@ def test_where_command_buffers_hid_the_kernels_the_second_pass_tells_what_ran(re
     assert all(told[name] == trips for name, trips in hidden.control.trips.items())
     if any(loop.name not in hidden.control.trips for loop in loops):
         assert hidden.counts.lower_bound
-
-
-def read_as_ran_from(recording: Recording, variant: str) -> Any:
-    from corpus import tally
-
-    from pytest_roofline.analysis.program.counts import read_as_ran
-
-    found = tally(recording.runs(variant), int(recording.entry["runs"]))
-    return read_as_ran(recording.module(variant), found.events_per_run, recording.cost_analysis(variant))
 
 
 @pytest.mark.parametrize("recording", [r for r in ALL if r.has("nocb")], ids=lambda r: r.id)
