@@ -20,8 +20,8 @@ __all__ = ["HARDWARE_FILE_ENV", "SHARED_TOP_LEVEL_KEYS", "load_table", "load_shi
 
 HARDWARE_FILE_ENV = "PYTEST_ROOFLINE_HARDWARE_FILE"
 # A hardware file may be the plugin's YAML config, whose other top-level keys the plugin reads.
-SHARED_TOP_LEVEL_KEYS = frozenset({"thresholds", "min", "ceilings", "model", "max_drop", "first_touch", "cache",
-                                   "counts"})
+SHARED_TOP_LEVEL_KEYS = frozenset({"thresholds", "programs", "min", "ceilings", "model", "max_drop", "first_touch",
+                                   "cache", "counts"})
 _TERA = 1e12
 _GIGA = 1e9
 _GIB = 2.0**30

@@ -93,8 +93,11 @@ def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
 def measure_call(call: KernelCall, options: MeasureOptions, keep: str = "") -> Result:
     """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out). ``keep``: keep the
     compiled program and its inputs on the device under this key; a later call with the same key compiles nothing
-    and times the program on the inputs kept (its own arguments are not used)."""
-    with phase("model"):  # what the steps inside do not take as their own phase: the model, before and after
+    and times the program on the inputs kept (its own arguments are not used). A survey's profile of the test
+    steps aside meanwhile, and takes the measurement's traces."""
+    from .profiler import held
+
+    with held(), phase("model"):  # phase: what the steps inside do not take as their own: the model, before and after
         return _measure_call(call, options, keep)
 
 

@@ -10,29 +10,81 @@ jax or jaxlib; XLA's own ``XlaComputation`` reads the bytes, without '%' and wit
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from jax._src.lib import _profiler  # private, present since jax 0.4; jax.profiler uses the same class
 
 from ..analysis.runs.time_spent import phase
 
-__all__ = ["ProfilerUnavailable", "ProfilerSession", "export_xspace", "events_recorded", "parsed", "Probe",
-           "probe_run", "HloProtoError", "hlo_text"]
+__all__ = ["ProfilerUnavailable", "ProfilerSession", "Outer", "set_outer", "held", "export_xspace", "events_recorded",
+           "parsed", "Probe", "probe_run", "HloProtoError", "hlo_text"]
 
 
 class ProfilerUnavailable(RuntimeError):
     """The profiler could not be used; the message is the reason."""
 
 
-class ProfilerSession:
-    """A JAX profiler session kept in memory; always stopped, also when the program raises."""
+class Outer(Protocol):
+    """A session that runs around the tests (the survey's). A process holds one profiler session at a time: the outer
+    one steps aside while a measurement runs (:func:`held`) and while another session runs, and takes the traces
+    those sessions record (their kernels' runs are runs the test made)."""
 
-    def __init__(self, *, graph_nodes: bool = False) -> None:
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def take(self, xspace: bytes) -> None: ...
+
+
+_OUTER: list[Outer] = []
+_HELD = [0]  # how many holds are open (nested measurements, sessions)
+
+
+def set_outer(outer: Outer | None) -> None:
+    """The session every other one pauses (None: none)."""
+    _OUTER[:] = [outer] if outer is not None else []
+    _HELD[0] = 0
+
+
+def _hold() -> None:
+    if _OUTER:
+        _HELD[0] += 1
+        if _HELD[0] == 1:
+            _OUTER[0].pause()
+
+
+def _release() -> None:
+    if _OUTER and _HELD[0] > 0:
+        _HELD[0] -= 1
+        if _HELD[0] == 0:
+            _OUTER[0].resume()
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """The outer session paused for the block (a measurement: its own programs, calibration and buffers, are not the
+    test's; its sessions' traces are handed to the outer one)."""
+    _hold()
+    try:
+        yield
+    finally:
+        _release()
+
+
+class ProfilerSession:
+    """A JAX profiler session kept in memory; always stopped, also when the program raises. Where an outer session
+    runs (:func:`set_outer`), it pauses until this one stops, and takes its trace."""
+
+    def __init__(self, *, graph_nodes: bool = False, outer: bool = False) -> None:
         """``graph_nodes``: CUPTI's CUDA-graph activity trace, each kernel of a command buffer an event of its own
         (on an H200 with JAX 0.11.2 it crashed the process for every program run as command buffers: not used by the
-        measurements; bench/record_corpus.py tries it)."""
+        measurements; bench/record_corpus.py tries it). ``outer``: this is the outer session itself."""
+        self._inner = not outer
+        if self._inner:
+            _hold()
         options = _profiler.ProfileOptions()
         options.python_tracer_level = 0  # the Python tracer costs time per call and adds nothing here
         options.host_tracer_level = 2
@@ -42,15 +94,26 @@ class ProfilerSession:
         try:
             self._session = _profiler.ProfilerSession(options)
         except Exception as exc:  # noqa: BLE001 - the profiler raises its own runtime error types
+            self._release()
             raise ProfilerUnavailable(f"the profiler could not start: {exc}") from None
         self._stopped = False
+
+    def _release(self) -> None:
+        inner, self._inner = self._inner, False
+        if inner:
+            _release()
 
     def stop(self) -> bytes:
         self._stopped = True
         try:
-            return bytes(self._session.stop())
+            xspace = bytes(self._session.stop())
         except Exception as exc:  # noqa: BLE001
+            self._release()
             raise ProfilerUnavailable(f"the profiler could not stop: {exc}") from None
+        if self._inner and _OUTER:
+            _OUTER[0].take(xspace)
+        self._release()
+        return xspace
 
     def discard(self) -> None:
         if not self._stopped:
@@ -59,6 +122,8 @@ class ProfilerSession:
                 self._session.stop()
             except Exception:  # noqa: BLE001 - already failing; the first error is the one to report
                 pass
+            finally:
+                self._release()
 
     def export(self, xspace: bytes, directory: str) -> None:
         """Convert a serialized trace (any session's) into TensorBoard/XProf files under ``directory``."""

@@ -114,6 +114,11 @@ def activate(config: pytest.Config) -> RooflineSession:
     config.option.roofline_warn_only = session.settings.warn_only
     config.stash[SESSION_KEY] = session
     config.stash[USED_KEY] = False
+    if session.settings.survey:
+        from .survey.watcher import SurveyPlugin
+
+        config.pluginmanager.register(SurveyPlugin(config, lambda: config.stash[SESSION_KEY], RooflineWarning),
+                                      "roofline-survey")
     # An xdist worker itself (it has ``workerinput``), not a pytest its test starts, which inherits the worker's
     # PYTEST_XDIST_WORKER: that one sharing the host would wait for the share its own test holds.
     if hasattr(config, "workerinput") and _cpu_workers(config) == "alone":
@@ -286,6 +291,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         wide = int(config.getoption("verbose", 0) or 0) >= 1
         for line in summary_lines(state.records, state.unmeasured, wide=wide):
             terminalreporter.write_line(line)
+    from .survey.watcher import judged_nothing
+
+    if line := judged_nothing(state, config.stash.get(USED_KEY, False)):
+        terminalreporter.write_line(line)
     nothing = config.stash.get(NOTHING_KEY, [])
     if nothing:
         terminalreporter.write_line(f"roofline: marked, measured nothing ({len(nothing)}):")

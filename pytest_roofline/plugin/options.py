@@ -92,4 +92,10 @@ OPTIONS: tuple[Option, ...] = (
            "pip install 'pytest-roofline[html]')", metavar="PATH"),
     Option("trace_all", "bool",
            "save traces of every measured kernel, not only failing ones"),
+    Option("survey", "bool",
+           "profile every test and report every jitted program it runs, once per compiled program, worst first by "
+           "time lost; programs below --roofline-min are named (a warning), those the YAML config's 'programs' "
+           "section names fail the tests that ran them below it"),
+    Option("survey_strict", "bool",
+           "--roofline-survey, and fail the tests that ran a program below --roofline-min"),
 )

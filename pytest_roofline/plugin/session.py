@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, Protocol
 
+from ..analysis.verdict.survey_book import SurveyBook
 from ..base.calls import KernelCall
 from ..base.files import json_text, write_text_atomic
 from ..hardware.per_device import Threshold, ThresholdSetting
@@ -118,6 +119,7 @@ class RooflineSession:
         self._recalibrate = settings.calibrate  # --roofline-calibrate: once per process
         self.mode = mode  # how calls are served: measured and judged, unless a tool installed another mode
         self.hooks = hooks  # the suite's own: thresholds from its table, each record as it is made
+        self.survey: SurveyBook | None = None  # --roofline-survey: every program the tests ran
 
     def options(self, given: GivenSettings) -> MeasureOptions:
         """One measurement's options: the session's hardware, ceilings, first-touch and cache settings, then
@@ -171,7 +173,8 @@ class RooflineSession:
     def worker_output(self) -> dict[str, str]:
         """What an xdist worker hands its controller: its records and unmeasured kernels, as JSON."""
         return {"roofline_records": json.dumps([r.to_dict() for r in self.records], default=str),
-                "roofline_unmeasured": json.dumps([u.to_dict() for u in self.unmeasured])}
+                "roofline_unmeasured": json.dumps([u.to_dict() for u in self.unmeasured]),
+                **({"roofline_survey": json.dumps(self.survey.to_dict())} if self.survey is not None else {})}
 
     def merge_worker_output(self, output: Mapping[str, Any]) -> bool:
         """Take in a worker's records (:meth:`worker_output`); whether it had any."""
@@ -179,6 +182,8 @@ class RooflineSession:
         unmeasured = [Unmeasured.from_dict(u) for u in json.loads(output.get("roofline_unmeasured") or "[]")]
         self.records.extend(records)
         self.unmeasured.extend(unmeasured)
+        if self.survey is not None and output.get("roofline_survey"):
+            self.survey.merge(SurveyBook.from_dict(json.loads(output["roofline_survey"])))
         return bool(records or unmeasured)
 
     def report(self, end: Mapping[str, Any], rootdir: str, used: bool) -> dict[str, Any] | None:
@@ -186,6 +191,7 @@ class RooflineSession:
         :func:`~pytest_roofline.report.document.session_block`), or None where nothing is to be written: no output asked
         for, nothing measured, or a process other than the first of a program that spans processes."""
         chosen = self.settings
+        used = used or self.survey is not None
         if not (chosen.report or chosen.history or chosen.html) or not (self.records or used) or self.follower_line():
             return None
         settings = dict(chosen.origins)
@@ -193,7 +199,10 @@ class RooflineSession:
             settings["min_value"] = str(chosen.min.value)
         elif chosen.min is not None:
             settings["min_value"] = json.dumps(chosen.min.to_dict())
-        return build_report(self.records, settings, rootdir, end, self.unmeasured)
+        report = build_report(self.records, settings, rootdir, end, self.unmeasured)
+        if self.survey is not None:
+            report["survey"] = self.survey.to_dict()
+        return report
 
     def write(self, report: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         """Write the report, its history copy and the HTML the settings ask for: (what was written, errors)."""

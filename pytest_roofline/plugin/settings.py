@@ -109,6 +109,8 @@ _PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "max_drop": parse_max_drop,
     "html": _parse_path,
     "trace_all": parse_bool,
+    "survey": parse_bool,
+    "survey_strict": parse_bool,
 }
 
 
@@ -146,6 +148,9 @@ class Settings:
     html: str | None = None
     patterns: tuple[tuple[str, ThresholdSetting], ...] = ()  # per-test thresholds from the YAML config
     drop_patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test max_drop from the YAML config
+    survey: bool = False
+    survey_strict: bool = False
+    programs: tuple[tuple[str, ThresholdSetting], ...] = ()  # the survey's thresholds by program name (YAML)
     origins: Mapping[str, str] = field(default_factory=dict)
     hardware_entries: HardwareEntries | None = None  # from the pytest_roofline_hardware hook, over the config's
 
@@ -173,7 +178,8 @@ class Settings:
         return _over(self.hardware_entries, self.config)
 
 
-_CONFIG_KEYS = {"min", "max_drop", "thresholds", "devices", "ceilings", "model", "first_touch", "cache", "counts"}
+_CONFIG_KEYS = {"min", "max_drop", "thresholds", "programs", "devices", "ceilings", "model", "first_touch", "cache",
+                "counts"}
 _PATTERN_KEYS = {"min", "max_drop"}
 
 
@@ -188,9 +194,9 @@ def load_config_file(path: str, where: str) -> dict[str, Any]:
     unknown = set(data) - _CONFIG_KEYS
     if unknown:
         raise ConfigError(f"roofline config {path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_CONFIG_KEYS)}")
-    thresholds = data.get("thresholds", {}) or {}
-    if not isinstance(thresholds, dict):
-        raise ConfigError(f"roofline config {path}: 'thresholds' must map test-id patterns to fractions")
+    for key, what in (("thresholds", "test-id patterns"), ("programs", "program names (patterns)")):
+        if not isinstance(data.get(key, {}) or {}, dict):
+            raise ConfigError(f"roofline config {path}: '{key}' must map {what} to fractions")
     return data
 
 
@@ -298,11 +304,30 @@ def resolve_settings(
     data = load_config_file(config_path, origins["config"]) if config_path is not None else None
     _check_hardware(values.get("hardware"), origins.get("hardware", ""), _over(entries, config_path),
                     origins.get("config", ""))
+    programs: list[tuple[str, ThresholdSetting]] = []
     if data is not None:
         patterns, drop_patterns = _merge_config(data, str(config_path), values, origins)
+        programs = _program_patterns(data, str(config_path), origins)
     _check_outputs(values, origins)
+    if values.get("survey_strict"):
+        values["survey"] = True
     return Settings(patterns=tuple(patterns), drop_patterns=tuple(drop_patterns), origins=origins,
-                    hardware_entries=entries, **values)
+                    hardware_entries=entries, programs=tuple(programs), **values)
+
+
+def _program_patterns(data: Mapping[str, Any], config_path: str,
+                      origins: Mapping[str, str]) -> list[tuple[str, ThresholdSetting]]:
+    """The ``programs:`` section: program-name patterns and their thresholds (one value, or one per platform and
+    hardware, as ``min`` takes), which the survey gates."""
+    out = []
+    for pattern, raw in (data.get("programs") or {}).items():
+        where = f"programs: {pattern!r}: {raw} in {config_path}"
+        entry = raw if isinstance(raw, dict) and "min" in raw else {"min": raw}
+        if set(entry) - {"min"}:
+            raise ConfigError(f"{where}: unknown key(s) {sorted(set(entry) - {'min'})}; allowed: ['min']")
+        out.append((str(pattern), parse_threshold_setting(entry["min"], where, where, lambda: hardware_names(
+            config_path, origins.get("config", "")))))
+    return out
 
 
 def _over(entries: HardwareEntries | None, config_path: str | None) -> HardwareSource:

@@ -113,9 +113,12 @@ def _count_notes(counts: Counts) -> list[str]:
 
 
 def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramKey,
-                      module: HloModule | None, spec: HardwareSpec | None) -> ProgramSummary:
+                      module: HloModule | None, spec: HardwareSpec | None, *,
+                      working_set: float | None = None) -> ProgramSummary:
     """One program of a profile: per-run device times (slowest device), counts from its HLO when the profile
-    embeds it, and with ``spec`` its roofline, utilization (median run) and per-op rows with measured times."""
+    embeds it, and with ``spec`` its roofline, utilization (median run) and per-op rows with measured times.
+    ``working_set``: the bytes of its buffers, where its runs ran back to back with the cache as they left it (a
+    working set that fits the last-level cache meets the cache's bandwidth)."""
     found = run_times(events, key.module, platform, program_id=key.program_id)
     runs = len(found.per_run_s)
     notes = list(found.notes)
@@ -132,10 +135,10 @@ def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramK
         rows = attach_tally(_rows_without_hardware(module, found.devices), tally)
         return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
                               hardware=None, roofline_time_s=None, bound=None, ops=tuple(rows), notes=tuple(notes))
-    model = program_model(spec, counts, module, found.devices)
+    model = program_model(spec, counts, module, found.devices, working_set=working_set)
     rows = attach_tally(model.rows, tally)
     return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
                           hardware=spec.name, roofline_time_s=model.estimate.roofline_time_s,
                           bound=model.estimate.bound, ops=tuple(rows),
-                          notes=tuple(notes))
+                          notes=tuple(notes + ([model.memory.note] if model.memory.note else [])))
 

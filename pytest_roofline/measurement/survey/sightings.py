@@ -1,0 +1,135 @@
+"""The programs a test ran, read from the survey's profile of it: each program's runs, its counts as they ran, its
+roofline on the hardware at hand (imports JAX to print the HLO the profile embeds).
+
+A profile embeds the HLO of every program the process has compiled; only those with runs in it are read, each
+parsed once per process (:class:`Programs` keeps them by the bytes of their HLO). The plugin's own programs
+(reference kernels, the cache eviction) are left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ...analysis.model.per_op import OpRow
+from ...analysis.model.recorded_profile import ProgramSummary, hlo_key, summarize_program
+from ...analysis.program.hlo_reader import HloModule, HloParseError, parse_hlo
+from ...analysis.program.memory import working_set
+from ...analysis.runs.trace_events import ProgramKey, TraceError, TraceEvent, flatten, platform_of, programs
+from ...analysis.runs.xspace import XSpaceError, hlo_module_protos, read_xspace
+from ...analysis.verdict.survey_book import Sighting
+from ...base.units import format_quantity, format_seconds
+from ...hardware.spec import HardwareSpec
+from ..fingerprint import normalized_hlo
+from ..profiler import HloProtoError, hlo_text
+
+__all__ = ["Programs", "read_sightings"]
+
+# The plugin's own programs: its reference kernels and its cache eviction, which run beside a measurement.
+_OWN = ("roofline_reference", "pytest_roofline")
+
+
+@dataclass
+class Programs:
+    """Each program's HLO, parsed once: by the digest of its serialized proto, (fingerprint, module) or the reason
+    it could not be read."""
+
+    read: dict[str, tuple[str, HloModule] | str] = field(default_factory=dict)
+
+    def module(self, proto: bytes, name: str) -> tuple[str, HloModule] | str:
+        digest = hashlib.sha1(proto).hexdigest()
+        if digest not in self.read:
+            try:
+                text = hlo_text(proto, name)
+                self.read[digest] = (hashlib.sha256(normalized_hlo(text).encode()).hexdigest()[:20],
+                                     parse_hlo(text))
+            except (HloProtoError, HloParseError) as exc:
+                self.read[digest] = str(exc).splitlines()[0]
+        return self.read[digest]
+
+
+def _top_op(ops: tuple[OpRow, ...]) -> str:
+    timed = [r for r in ops if r.measured_s is not None]
+    if not timed:
+        return ""
+    worst = max(timed, key=lambda r: r.time_lost_s)
+    return f"{worst.name} ({worst.kind}) lost {format_seconds(worst.time_lost_s)} per run"
+
+
+def _touch_note(module: HloModule, spec: HardwareSpec | None, s: ProgramSummary) -> tuple[str, ...]:
+    """On a CPU: what the first touch of the result's pages can cost, where that is a tenth of the run or more (a
+    fresh output buffer faults its pages in; one the allocator reuses does not: the survey cannot tell which, so
+    the roofline leaves it out)."""
+    if spec is None or spec.platform != "cpu" or spec.first_touch is None or not s.per_run_s:
+        return ()
+    written = module.entry.root.shape.bytes
+    touch = written / spec.first_touch.value
+    if touch < 0.1 * min(s.per_run_s):
+        return ()
+    return (f"the first touch of its result's pages ({format_quantity(written, 'B')}, where the allocator gave "
+            f"fresh ones) can take up to {format_seconds(touch)} per run here: not in the roofline",)
+
+
+def _sighting(s: ProgramSummary, fingerprint: str, nodeid: str, platform: str, notes: tuple[str, ...]) -> Sighting:
+    c = s.counts
+    return Sighting(fingerprint, s.module, nodeid, s.per_run_s, s.roofline_time_s, platform,
+                    flops=c.flops if c else 0.0, bytes_accessed=c.bytes_accessed if c else 0.0,
+                    transcendentals=c.transcendentals if c else 0.0, bound=s.bound, top_op=_top_op(s.ops),
+                    notes=s.notes + notes)
+
+
+def _program(key: ProgramKey, protos: Mapping[str, bytes], events: Sequence[TraceEvent],
+             known: Programs) -> tuple[str, HloModule] | str:
+    """The program's HLO: under its own id, else the one of its name whose instructions hold every op its events
+    name (an executable loaded from JAX's persistent compilation cache runs under the id it was compiled with, and
+    the profile embeds its HLO under a new one); the reason where none is."""
+    exact = protos.get(hlo_key(key))
+    if exact is not None:
+        return known.module(exact, hlo_key(key))
+    named = {name: p for name, p in protos.items() if name.rsplit("(", 1)[0] == key.module}
+    ops = {str(e.stats.get("hlo_op") or "") for e in events
+           if e.module == key.module and e.program_id == key.program_id}
+    ops.discard("")
+    fits: dict[str, tuple[str, HloModule]] = {}  # by fingerprint: the same program compiled twice fits once
+    for name, proto in named.items():
+        read = known.module(proto, name)
+        if not isinstance(read, str) and ops <= {i.name for c in read[1].computations.values() for i in c.instructions}:
+            fits.setdefault(read[0], read)
+    if len(fits) == 1:
+        return next(iter(fits.values()))
+    return ("the profile embeds no HLO for it" if not named else
+            f"{len(fits)} different programs of the {len(named)} the profile embeds under its name fit its ops")
+
+
+def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None,
+                   known: Programs) -> tuple[list[Sighting], list[str]]:
+    """The programs with runs in one part of a test's profile, and what could not be read (one line each)."""
+    try:
+        space = read_xspace(part, f"the survey's profile of {nodeid}")
+    except XSpaceError as exc:
+        return [], [str(exc)]
+    events = flatten(space)
+    if not events:  # a part in which nothing ran
+        return [], []
+    platform = platform_of(events)
+    try:
+        keys = [k for k in programs(events, platform) if not any(own in k.module for own in _OWN)]
+    except TraceError as exc:
+        return [], [f"{nodeid}: {exc}"]
+    protos = hlo_module_protos(space) if keys else {}
+    found, problems = [], []
+    for key in keys:
+        read = _program(key, protos, events, known)
+        if isinstance(read, str):
+            problems.append(f"{nodeid}: {key}: not counted: {read}")
+            continue
+        fingerprint, module = read
+        try:
+            summary = summarize_program(events, platform, key, module, spec, working_set=working_set(module, None))
+        except TraceError as exc:
+            problems.append(f"{nodeid}: {key}: its runs cannot be told apart: {exc}")
+            continue
+        if summary.per_run_s:
+            found.append(_sighting(summary, fingerprint, nodeid, platform, _touch_note(module, spec, summary)))
+    return found, problems

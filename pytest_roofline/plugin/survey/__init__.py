@@ -1,0 +1,1 @@
+"""``--roofline-survey``: every jitted program the tests run (:mod:`.watcher`)."""

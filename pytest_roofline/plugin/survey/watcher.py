@@ -1,0 +1,144 @@
+"""``--roofline-survey`` in pytest: a profile of each test's call, the programs it ran kept once each in the session's
+book, the tests that ran a gated program below its threshold failed after their call, the table at the end. Thin: the
+profile and its reading are :mod:`~pytest_roofline.measurement.survey`, the book and the gate
+:mod:`~pytest_roofline.analysis.verdict.survey_book`, the table :mod:`~pytest_roofline.report.survey_text`.
+
+No test's outcome changes but for the gate: where the profile cannot be read, the test stands and the summary says
+so. A test that imports no JAX is not profiled.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ...analysis.verdict.survey_book import Sighting, SurveyBook, below, by_test, program_setting
+from ...hardware.per_device import pick_threshold
+
+if TYPE_CHECKING:
+    from ...hardware.spec import HardwareSpec
+    from ...measurement.survey.sightings import Programs
+    from ..session import RooflineSession
+
+__all__ = ["SurveyPlugin", "judged_nothing"]
+
+
+def judged_nothing(state: RooflineSession, used: bool) -> str:
+    """The line a run with a threshold says where nothing was judged: no test used the fixture or the marker, and no
+    survey ran ("" otherwise)."""
+    if state.records or state.unmeasured or used or state.survey is not None or "min" not in state.settings.origins:
+        return ""
+    return (f"roofline: {state.settings.origins['min']} judged nothing: no test used the roofline fixture or marker "
+            f"(--roofline-survey measures every jitted program the tests run, and names those below it)")
+
+
+class SurveyPlugin:
+    def __init__(self, config: pytest.Config, session: Callable[[], RooflineSession], warning: type[Warning]) -> None:
+        """``session``: the plugin's session, looked up each time (a conftest may put another in its place)."""
+        self.config = config
+        self._session = session
+        self.book = SurveyBook()
+        self.failures: dict[str, list[str]] = {}
+        self._warning = warning
+        self._spec: HardwareSpec | None = None
+        self._known: Programs | None = None
+
+    @property
+    def session(self) -> RooflineSession:
+        """The plugin's session, which holds the book (for the reports and xdist's controller)."""
+        session = self._session()
+        session.survey = self.book
+        return session
+
+    def _hardware(self) -> HardwareSpec | None:
+        """The detected hardware's ceilings, found before the first test is profiled (a CPU calibrates then, where
+        nothing of it is in a test's profile)."""
+        if self._known is None:
+            from ...measurement.survey.sightings import Programs
+
+            self._known = Programs()
+            try:
+                self._spec, mode = self.session.hardware()
+                self.book.hardware = f"{self._spec.name} ({'calibrated' if mode == 'live' else mode} ceilings)"
+            except Exception as exc:  # noqa: BLE001 - the survey goes on with counts and times
+                self.book.problems.append(f"hardware: {type(exc).__name__}: {exc}: counts and times only")
+        return self._spec
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        if "jax" not in sys.modules:
+            return (yield)
+        spec = self._hardware()
+        from ...measurement.survey.watch import watching
+
+        context = watching()
+        watch = context.__enter__()
+        try:
+            return (yield)
+        finally:
+            context.__exit__(None, None, None)
+            self._read(item.nodeid, watch.parts, watch.problem, spec)
+
+    def _read(self, nodeid: str, parts: list[bytes], problem: str, spec: HardwareSpec | None) -> None:
+        from ...measurement.survey.sightings import read_sightings
+
+        begun = time.perf_counter()
+        self.book.tests += 1
+        if problem:
+            self.book.problems.append(f"{nodeid}: {problem}")
+        found: list[Sighting] = []
+        assert self._known is not None
+        for part in parts:
+            try:
+                seen, problems = read_sightings(part, nodeid, spec, self._known)
+            except Exception as exc:  # noqa: BLE001 - a profile the survey cannot read changes no test's outcome
+                seen, problems = [], [f"{nodeid}: the profile could not be read: {type(exc).__name__}: {exc}"]
+            found += seen
+            self.book.problems += problems
+        for s in by_test(found):
+            self.book.add(s)
+            self._judge(s, spec)
+        self.book.reading_s += time.perf_counter() - begun
+
+    def _judge(self, s: Sighting, spec: HardwareSpec | None) -> None:
+        settings = self.session.settings
+        setting, gated = program_setting(s.module, settings.programs, settings.min)
+        picked = pick_threshold(setting, spec.name if spec else "", s.platform)
+        if picked is None or picked.value is None or not below(s, picked.value):
+            return
+        fails = (gated or settings.survey_strict) and not settings.warn_only
+        self.book.note_below(s, picked.value, picked.where, fails)
+        line = (f"program {s.module} ran at {s.utilization:.1%} of its roofline here, below {picked.value:.0%} "
+                f"({picked.where}): {s.bound}-bound, the median of {len(s.per_run_s)} run(s)"
+                + (f"; top op {s.top_op}" if s.top_op else ""))
+        if fails:
+            self.failures.setdefault(s.nodeid, []).append(line)
+        elif gated or settings.survey_strict:
+            warnings.warn(self._warning(f"roofline survey: {line}"), stacklevel=2)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        lines = self.failures.pop(item.nodeid, None) if call.when == "call" else None
+        if lines and report.passed:
+            report.outcome = "failed"
+            report.longrepr = "\n".join(["roofline survey: a program this test ran is below its threshold", *lines])
+        return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        self.session  # noqa: B018 - the book into the session, which reports it (and hands it to xdist's controller)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        if hasattr(config, "workerinput"):
+            return
+        from ...report.survey_text import survey_lines
+
+        terminalreporter.write_sep("=", "roofline survey (worst first by time lost)")
+        for line in survey_lines(self.book, every=int(config.getoption("verbose", 0) or 0) >= 1):
+            terminalreporter.write_line(line)

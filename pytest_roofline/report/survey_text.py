@@ -1,0 +1,75 @@
+"""The survey's table (``--roofline-survey``): every program large enough to judge, worst first by the time it lost
+over all its runs, within 120 columns; the programs too small to judge in one line; the runs below a threshold."""
+
+from __future__ import annotations
+
+from ..analysis.verdict.survey_book import SMALL_S, SurveyBook, SurveyedProgram
+from ..base.units import format_seconds
+from .text import WIDTH, wrap_lines
+
+__all__ = ["survey_lines", "SHOWN"]
+
+SHOWN = 20  # rows in the table without -v
+_NAME = 38
+
+
+def _name(p: SurveyedProgram) -> str:
+    """The program's name, its middle cut where it is too long (its ends tell programs apart)."""
+    keep = _NAME - 3
+    return p.module if len(p.module) <= _NAME else p.module[: keep - keep // 2] + "..." + p.module[-(keep // 2):]
+
+
+def _util(p: SurveyedProgram) -> str:
+    u = p.utilization
+    if u is None:
+        return "-"
+    return f"{u:.1%}" + (" [above roofline]" if u > 1 else "")
+
+
+def _tests(p: SurveyedProgram) -> str:
+    first = next(iter(p.tests))
+    return first + (f" (+{len(p.tests) - 1} more)" if len(p.tests) > 1 else "")
+
+
+def _rows(programs: list[SurveyedProgram]) -> list[str]:
+    head = (f"{'program':<{_NAME}} {'tests':>5} {'runs':>6} {'median run':>10} {'util':>7}  {'bound':<15}"
+            f" {'time lost':>10}")
+    out = [head]
+    for p in programs:
+        vary = " [counts vary]" if p.counts_vary else ""
+        out.append(f"{_name(p):<{_NAME}} {len(p.tests):>5} {p.runs:>6} {format_seconds(p.median_s):>10} "
+                   f"{_util(p):>7}  {(p.bound or '-'):<15} {format_seconds(p.time_lost_s):>10}{vary}")
+        detail = "; ".join(x for x in (f"top op {p.top_op}" if p.top_op else "", f"in {_tests(p)}") if x)
+        out.append(f"    {detail}")
+    return out
+
+
+def survey_lines(book: SurveyBook, *, every: bool = False) -> list[str]:
+    """The table, the small programs, the runs below a threshold and what could not be read."""
+    judged = book.judged()
+    shown = judged if every else judged[:SHOWN]
+    lines = [f"{len(book.programs)} compiled programs in {book.tests} tests; utilization of the median run against "
+             f"{book.hardware or 'no known hardware (counts and times only)'}"]
+    if shown:
+        lines += _rows(shown)
+    if len(judged) > len(shown):
+        lines.append(f"... {len(judged) - len(shown)} more (pytest -v lists every one; the JSON report holds them)")
+    small = book.small()
+    if small:
+        runs = sum(p.runs for p in small)
+        lines.append(f"{len(small)} programs too small to judge (median run under {format_seconds(SMALL_S)}): {runs} "
+                     f"runs, {format_seconds(sum(p.device_s for p in small))} in all")
+    if any(p.utilization is not None and p.utilization > 1 for p in shown):
+        lines.append("[above roofline]: faster than the roofline of the ceilings in use (a working set the cache "
+                     "held, a calibration the machine has outrun): not a verdict; see the program's notes in the "
+                     "JSON report")
+    if book.below:
+        lines.append(f"below their threshold ({len(book.below)}):")
+        lines += [f"  {b.line()}" for b in sorted(book.below.values(), key=lambda b: b.worst)]
+    if book.problems:
+        lines.append(f"not read ({len(book.problems)}):")
+        lines += [f"  {line}" for line in book.problems[:10]]
+        if len(book.problems) > 10:
+            lines.append(f"  ... {len(book.problems) - 10} more in the JSON report")
+    lines.append(f"survey cost: {format_seconds(book.reading_s)} stopping the profiler and reading the profiles")
+    return wrap_lines(lines, WIDTH)

@@ -1,0 +1,36 @@
+"""The survey's table: within 120 columns, worst first, the small programs in one line, the programs below a
+threshold named (made-up sightings)."""
+
+from __future__ import annotations
+
+from pytest_roofline.analysis.verdict.survey_book import SMALL_S, Sighting, SurveyBook
+from pytest_roofline.report.survey_text import SHOWN, survey_lines
+
+
+def _book(n: int) -> SurveyBook:
+    book = SurveyBook(hardware="fake CPU (calibrated ceilings)", tests=n)
+    for i in range(n):
+        s = Sighting(f"f{i}", f"jit_a_rather_long_function_name_of_a_library_{i}", f"tests/test_m.py::test_{i}",
+                     (1e-3 * (i + 1),), 5e-4, "cpu", bound="memory", top_op="fusion.3 (fusion:kLoop) lost 1 ms")
+        book.add(s)
+        if i == 0:
+            book.note_below(s, 0.8, "--roofline-min=0.8 on the command line", False)
+    book.add(Sighting("tiny", "jit_ones", "tests/test_m.py::test_0", (SMALL_S / 2,), 1e-7, "cpu"))
+    return book
+
+
+def test_the_table_fits_120_columns_worst_first_with_the_rest_counted() -> None:
+    lines = survey_lines(_book(SHOWN + 3))
+    assert all(len(line) <= 120 for line in lines)
+    rows = [line for line in lines if line.startswith("jit_a_")]
+    assert len(rows) == SHOWN
+    assert rows[0].startswith("jit_a_rather_long_...e_of_a_library_22 ")  # its middle cut, its ends kept
+    assert "time lost" in lines[1]
+    assert any(line.startswith("... 3 more") for line in lines)
+    assert any(line.startswith("1 programs too small to judge") for line in lines)
+    assert "below 80% (--roofline-min=0.8 on the command line)" in " ".join(" ".join(lines).split())
+
+
+def test_verbose_lists_every_program() -> None:
+    lines = survey_lines(_book(SHOWN + 3), every=True)
+    assert len([line for line in lines if line.startswith("jit_a_")]) == SHOWN + 3
