@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.model.contention import waiting_share
 from ..analysis.runs.program_runs import run_times
 from ..analysis.runs.run_stats import Timing, relative_iqr
 from ..analysis.runs.time_spent import phase, spend
@@ -175,20 +176,11 @@ def _timed(prepare: Callable[[], Any], execute: Callable[[Any], Any], marker: st
         spend("references" if marker == REFERENCE_RUN_MARKER else "cache state",
               time.perf_counter() - begun - evicting)
     return _Run(wall, after - faults if after is not None and faults is not None else None,
-                _waiting_share(threads, threads_after))
+                waiting_share(threads, threads_after))
 
 
 def _progress(text: str) -> None:
     say(text)
-
-
-def _waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
-    """The share of the time this process's threads were ready to run during a run that they spent waiting for
-    a CPU (other processes had it); None where the system does not say."""
-    if before is None or after is None:
-        return None
-    on_cpu, waiting = max(after[0] - before[0], 0), max(after[1] - before[1], 0)
-    return waiting / (on_cpu + waiting) if on_cpu + waiting > 0 else 0.0
 
 
 def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,

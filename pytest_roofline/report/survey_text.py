@@ -3,6 +3,7 @@ over all its runs, within 120 columns; the programs too small to judge in one li
 
 from __future__ import annotations
 
+from ..analysis.model.contention import CONTENDED_ABOVE
 from ..analysis.verdict.survey_book import SMALL_S, SurveyBook, SurveyedProgram
 from ..base.units import format_seconds
 from .text import WIDTH, wrap_lines
@@ -36,7 +37,8 @@ def _rows(programs: list[SurveyedProgram]) -> list[str]:
             f" {'time lost':>10}")
     out = [head]
     for p in programs:
-        vary = " [counts vary]" if p.counts_vary else ""
+        vary = (" [counts vary]" if p.counts_vary else "") + (
+            f" [contended {p.contended_runs}/{p.runs}]" if p.contended_runs else "")
         out.append(f"{_name(p):<{_NAME}} {len(p.tests):>5} {p.runs:>6} {format_seconds(p.median_s):>10} "
                    f"{_util(p):>7}  {(p.bound or '-'):<15} {format_seconds(p.time_lost_s):>10}{vary}")
         detail = "; ".join(x for x in (f"top op {p.top_op}" if p.top_op else "", f"in {_tests(p)}") if x)
@@ -63,6 +65,10 @@ def survey_lines(book: SurveyBook, *, every: bool = False) -> list[str]:
         lines.append("[above roofline]: faster than the roofline of the ceilings in use (a working set the cache "
                      "held, a calibration the machine has outrun): not a verdict; see the program's notes in the "
                      "JSON report")
+    if book.contended:
+        lines.append(f"[contended]: {len(book.contended)} tests ran while other processes held the CPUs (their threads "
+                     f"waited for a CPU over {CONTENDED_ABOVE:.0%} of their ready time): their runs are counted, "
+                     f"and no threshold judged them")
     if book.below:
         lines.append(f"below their threshold ({len(book.below)}):")
         lines += [f"  {b.line()}" for b in sorted(book.below.values(), key=lambda b: b.worst)]

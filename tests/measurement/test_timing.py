@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.analysis.model.contention import CONTENDED_ABOVE, OTHERS_ABOVE
+from pytest_roofline.analysis.model.contention import CONTENDED_ABOVE, OTHERS_ABOVE, waiting_share
 from pytest_roofline.analysis.runs.run_stats import relative_iqr
 from pytest_roofline.hardware.cpu import minor_page_faults, thread_times_ns
 from pytest_roofline.measurement import timing
@@ -117,9 +117,9 @@ def test_page_faults_of_a_run_are_counted(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_waiting_share_is_the_waiting_part_of_the_ready_time() -> None:
-    assert timing._waiting_share((1_000, 500), (4_000, 1_500)) == pytest.approx(1_000 / 4_000)
-    assert timing._waiting_share((0, 0), (0, 0)) == 0.0
-    assert timing._waiting_share(None, (1, 1)) is None
+    assert waiting_share((1_000, 500), (4_000, 1_500)) == pytest.approx(1_000 / 4_000)
+    assert waiting_share((0, 0), (0, 0)) == 0.0
+    assert waiting_share(None, (1, 1)) is None
 
 
 def _spin(seconds: float) -> None:

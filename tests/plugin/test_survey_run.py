@@ -14,11 +14,16 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-# A fake hardware (made up): a CPU with 10 PFLOP/s and 100 TB/s, so that every program is far below any threshold.
+# A fake hardware (made up): a CPU with 10 PFLOP/s and 100 TB/s, so that every program is far below any threshold;
+# and a fake reading of the CPU time the test's threads waited for (none: whatever else this machine runs, the gate is
+# this test's subject; tests/plugin/test_survey_contended.py fakes a neighbour).
 FAST_FAKE = """
 import pytest
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 from pytest_roofline.plugin.hooks import SESSION_KEY, activate
+from pytest_roofline.plugin.survey import watcher
+
+watcher.thread_times_ns = lambda: None
 
 FAKE_FAST_CPU = HardwareSpec("fake fast CPU", "cpu", {"f32": Ceiling(1e16, "calibration", "fake", "2026-11-28")},
                              Ceiling(1e14, "calibration", "fake", "2026-11-28"))

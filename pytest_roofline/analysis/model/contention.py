@@ -21,14 +21,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-__all__ = ["CONTENDED_ABOVE", "OTHERS_ABOVE", "contended", "on_cpu_utilization", "plausible", "describe",
-           "waited_text", "ABOVE_ROOFLINE"]
+__all__ = ["waiting_share", "CONTENDED_ABOVE", "OTHERS_ABOVE", "contended", "on_cpu_utilization", "plausible",
+           "describe", "waited_text", "ABOVE_ROOFLINE"]
 
 # Quiet, the threads of a measuring process wait for a CPU during 0-1.5% of their ready time (a 2-core AMD EPYC
 # VM); beside a busy or memory-copying neighbour process 28-55%. Between the two, well clear of both.
 CONTENDED_ABOVE = 0.10
 # Quiet, other processes use 0-1.2% of the 2-core VM's CPUs while a kernel is measured; one busy neighbour about 50%.
 OTHERS_ABOVE = 0.10
+
+
+def waiting_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of the time a process's threads were ready to run between two readings of their times (on a CPU,
+    waiting for one: :func:`~pytest_roofline.hardware.cpu.thread_times_ns`) that they spent waiting for a CPU
+    (other processes had it); None where the system does not say."""
+    if before is None or after is None:
+        return None
+    on_cpu, waiting = max(after[0] - before[0], 0), max(after[1] - before[1], 0)
+    return waiting / (on_cpu + waiting) if on_cpu + waiting > 0 else 0.0
 
 
 def contended(waiting: float | None, others: float | None = None) -> bool:

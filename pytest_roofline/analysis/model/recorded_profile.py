@@ -17,7 +17,7 @@ from ..program.hlo_reader import HloModule
 from ..program.interpreted import estimated_note
 from ..program.pallas_costs import PALLAS_REMEDY
 from ..runs.program_runs import run_times
-from ..runs.trace_events import ProgramKey, TraceEvent
+from ..runs.trace_events import ProgramKey, TraceEvent, TraceIndex
 from .per_op import OpRow, attach_tally, op_rows, tally_events
 from .program_model import program_model
 
@@ -114,12 +114,13 @@ def _count_notes(counts: Counts) -> list[str]:
 
 def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramKey,
                       module: HloModule | None, spec: HardwareSpec | None, *,
-                      working_set: float | None = None) -> ProgramSummary:
+                      working_set: float | None = None, index: TraceIndex | None = None) -> ProgramSummary:
     """One program of a profile: per-run device times (slowest device), counts from its HLO when the profile
     embeds it, and with ``spec`` its roofline, utilization (median run) and per-op rows with measured times.
     ``working_set``: the bytes of its buffers, where its runs ran back to back with the cache as they left it (a
-    working set that fits the last-level cache meets the cache's bandwidth)."""
-    found = run_times(events, key.module, platform, program_id=key.program_id)
+    working set that fits the last-level cache meets the cache's bandwidth). ``index``: the events grouped once,
+    where several programs are read from one trace."""
+    found = run_times(events, key.module, platform, program_id=key.program_id, index=index)
     runs = len(found.per_run_s)
     notes = list(found.notes)
     if module is None:

@@ -240,21 +240,27 @@ def _line(buf: bytes, events_meta: Mapping[int, tuple[str, str, dict[str, Any]]]
     return XLine(name or display, tuple(events))
 
 
-def read_xspace(data: bytes, source: str = "the profile") -> XSpace:
-    """Parse serialized XSpace bytes. Raises :class:`XSpaceError` naming ``source`` when they are not one."""
+def _plane_name(buf: bytes) -> str:
+    return next((_text(raw) for number, _wire, raw in _fields(buf) if number == 2), "")
+
+
+def read_xspace(data: bytes, source: str = "the profile", *, only: str | None = None) -> XSpace:
+    """Parse serialized XSpace bytes. Raises :class:`XSpaceError` naming ``source`` when they are not one. ``only``:
+    the one plane to read (the metadata plane's HLO, where the events are read by JAX's own reader)."""
     try:
         planes = []
         hostnames = []
         for number, wire, raw in _fields(data):
             if number == 1 and wire == 2:
-                planes.append(_plane(raw))
+                if only is None or _plane_name(raw) == only:
+                    planes.append(_plane(raw))
             elif number == 4 and wire == 2:
                 hostnames.append(_text(raw))
             elif number not in (2, 3) or wire != 2:
                 raise XSpaceError(f"field {number} (wire type {wire}) is not part of an XSpace")
     except XSpaceError as exc:
         raise XSpaceError(f"{source} is not a profiler XSpace (.xplane.pb): {exc}") from None
-    if not planes:
+    if not planes and only is None:
         raise XSpaceError(f"{source} is not a profiler XSpace (.xplane.pb): it holds no planes")
     return XSpace(tuple(planes), tuple(hostnames))
 

@@ -46,6 +46,7 @@ class Sighting:
     bound: str | None = None
     top_op: str = ""  # the op that lost the most time, in words
     notes: tuple[str, ...] = ()
+    contended: bool = False  # the test's threads waited for a CPU that other processes held: not judged
 
     @property
     def median_s(self) -> float:
@@ -90,6 +91,7 @@ class SurveyedProgram:
     bound: str | None = None
     top_op: str = ""
     notes: list[str] = field(default_factory=list)
+    contended_runs: int = 0  # runs made while other processes held the CPUs
 
     @property
     def runs(self) -> int:
@@ -121,6 +123,7 @@ class SurveyedProgram:
         if self.tests and (s.flops, s.bytes_accessed) != (self.flops, self.bytes_accessed):
             self.counts_vary = True
         self.tests[s.nodeid] = self.tests.get(s.nodeid, 0) + len(s.per_run_s)
+        self.contended_runs += len(s.per_run_s) if s.contended else 0
         self.per_run_s.extend(s.per_run_s[: max(0, _KEPT_RUNS - len(self.per_run_s))])
         self.device_s += sum(s.per_run_s)
         self.roofline_total_s = (None if s.roofline_s is None or self.roofline_total_s is None
@@ -136,6 +139,7 @@ class SurveyedProgram:
                 "utilization": self.utilization, "time_lost_s": self.time_lost_s, "small": self.small,
                 "flops": self.flops, "bytes_accessed": self.bytes_accessed, "transcendentals": self.transcendentals,
                 "counts_vary": self.counts_vary, "bound": self.bound, "top_op": self.top_op, "notes": self.notes,
+                "contended_runs": self.contended_runs,
                 "per_run_s": list(self.per_run_s)}
 
     @classmethod
@@ -146,7 +150,8 @@ class SurveyedProgram:
                    roofline_total_s=None if d.get("roofline_total_s") is None else float(d["roofline_total_s"]),
                    flops=float(d.get("flops") or 0.0), bytes_accessed=float(d.get("bytes_accessed") or 0.0),
                    transcendentals=float(d.get("transcendentals") or 0.0), counts_vary=bool(d.get("counts_vary")),
-                   bound=d.get("bound"), top_op=str(d.get("top_op") or ""), notes=list(d.get("notes") or ()))
+                   bound=d.get("bound"), top_op=str(d.get("top_op") or ""), notes=list(d.get("notes") or ()),
+                   contended_runs=int(d.get("contended_runs") or 0))
 
 
 @dataclass
@@ -192,8 +197,10 @@ class SurveyBook:
     problems: list[str] = field(default_factory=list)
     hardware: str = ""  # the hardware utilization is against, in words
     tests: int = 0  # the tests surveyed
+    _: KW_ONLY
     below: dict[str, Below] = field(default_factory=dict)  # the programs whose runs in a test fell below a threshold
     reading_s: float = 0.0  # the time spent stopping the profiler and reading the profiles
+    contended: list[str] = field(default_factory=list)  # the tests that ran while other processes held the CPUs
 
     def add(self, s: Sighting) -> None:
         key = f"{s.platform}:{s.fingerprint}"
@@ -230,6 +237,7 @@ class SurveyBook:
                 mine.tests[nodeid] = mine.tests.get(nodeid, 0) + runs
             mine.per_run_s.extend(theirs.per_run_s[: max(0, _KEPT_RUNS - len(mine.per_run_s))])
             mine.device_s += theirs.device_s
+            mine.contended_runs += theirs.contended_runs
             mine.roofline_total_s = (None if mine.roofline_total_s is None or theirs.roofline_total_s is None
                                      else mine.roofline_total_s + theirs.roofline_total_s)
             mine.notes.extend(n for n in theirs.notes if n not in mine.notes)
@@ -242,17 +250,18 @@ class SurveyBook:
         self.hardware = self.hardware or other.hardware
         self.tests += other.tests
         self.reading_s += other.reading_s
+        self.contended.extend(other.contended)
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "tests": self.tests, "small_floor_s": SMALL_S, "reading_s": self.reading_s,
                 "programs": [p.to_dict() for p in self.judged() + self.small()], "problems": list(self.problems),
-                "below": [b.to_dict() for b in self.below.values()]}
+                "below": [b.to_dict() for b in self.below.values()], "contended": list(self.contended)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SurveyBook:
         book = cls(problems=list(d.get("problems") or ()), hardware=str(d.get("hardware") or ""),
                    tests=int(d.get("tests") or 0),
-                   reading_s=float(d.get("reading_s") or 0.0))
+                   reading_s=float(d.get("reading_s") or 0.0), contended=list(d.get("contended") or ()))
         for b in d.get("below") or ():
             below = Below.from_dict(b)
             book.below[f"{below.platform}:{below.fingerprint}"] = below

@@ -13,11 +13,14 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ...analysis.model.contention import contended, waiting_share
 from ...analysis.verdict.survey_book import Sighting, SurveyBook, below, by_test, program_setting
+from ...hardware.cpu import thread_times_ns
 from ...hardware.per_device import pick_threshold
 
 if TYPE_CHECKING:
@@ -43,6 +46,7 @@ class SurveyPlugin:
         self.config = config
         self._session = session
         self.book = SurveyBook()
+        session().survey = self.book  # also on xdist's controller, which merges the workers' books into it
         self.failures: dict[str, list[str]] = {}
         self._warning = warning
         self._spec: HardwareSpec | None = None
@@ -77,14 +81,17 @@ class SurveyPlugin:
         from ...measurement.survey.watch import watching
 
         context = watching()
+        before = thread_times_ns()
         watch = context.__enter__()
         try:
             return (yield)
         finally:
             context.__exit__(None, None, None)
-            self._read(item.nodeid, watch.parts, watch.problem, spec)
+            waited = contended(waiting_share(before, thread_times_ns()))
+            self._read(item.nodeid, watch.parts, watch.problem, spec, waited)
 
-    def _read(self, nodeid: str, parts: list[bytes], problem: str, spec: HardwareSpec | None) -> None:
+    def _read(self, nodeid: str, parts: list[bytes], problem: str, spec: HardwareSpec | None,
+              waited: bool) -> None:
         from ...measurement.survey.sightings import read_sightings
 
         begun = time.perf_counter()
@@ -98,11 +105,14 @@ class SurveyPlugin:
                 seen, problems = read_sightings(part, nodeid, spec, self._known)
             except Exception as exc:  # noqa: BLE001 - a profile the survey cannot read changes no test's outcome
                 seen, problems = [], [f"{nodeid}: the profile could not be read: {type(exc).__name__}: {exc}"]
-            found += seen
+            found += [replace(s, contended=waited) for s in seen]
             self.book.problems += problems
+        if waited and found:
+            self.book.contended.append(nodeid)
         for s in by_test(found):
             self.book.add(s)
-            self._judge(s, spec)
+            if not waited:  # a neighbour never fails a test: runs made while it held the CPUs are not judged
+                self._judge(s, spec)
         self.book.reading_s += time.perf_counter() - begun
 
     def _judge(self, s: Sighting, spec: HardwareSpec | None) -> None:
