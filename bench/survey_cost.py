@@ -1,6 +1,7 @@
 """What ``--roofline-survey`` costs a test suite: the suite's wall time with and without it, in alternating runs.
 
-Run: python bench/survey_cost.py [--rounds 3] [--cwd DIR] [--python PY] [-- PYTEST ARGS]   (prints a table)
+Run: python bench/survey_cost.py [--rounds 3] [--cwd DIR] [--python PY] [--keep REPORT] [-- PYTEST ARGS]
+(prints a table; --keep: where to copy the last survey's JSON report)
 
 Each round runs ``PY -m pytest -q -p no:cacheprovider ARGS`` plainly and with ``--roofline-survey
 --roofline-report=...`` (in alternating order), each in a fresh process, and times the whole process (start-up,
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,6 +43,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cwd", default=str(ROOT))
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--keep", help="copy the last survey's JSON report here")
     parser.add_argument("pytest_args", nargs="*", default=["example_suite"])
     options = parser.parse_args()
     cwd = Path(options.cwd)
@@ -61,6 +64,8 @@ def main() -> None:
             print(f"round {r + 1}: plain {p:.1f} s, survey {s:.1f} s, factor {s / p:.2f}; outcomes plain "
                   f"{rows[-1][2]} survey {rows[-1][3]}{'' if rows[-1][2] == rows[-1][3] else '  DIFFERENT'}; "
                   f"{rows[-1][4]} programs ({judged} judged), {rows[-1][6]:.1f} s reading", flush=True)
+        if options.keep:
+            shutil.copyfile(report, options.keep)
     factors = [s / p for p, s, *_ in rows]
     print(f"\n{'runs':>4}  {'plain median':>12}  {'survey median':>13}  {'factor median':>13}  {'factor max':>10}  "
           f"outcomes")

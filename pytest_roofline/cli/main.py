@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
                                description="Print a report's run (time, commit, pytest exit status, whether "
                                            "complete) and its roofline summary, worst first.")
     show.add_argument("report", help="a JSON report written by --roofline-report or --roofline-history")
+    show.add_argument("--all", action="store_true", help="every program of a survey, not only the first 20")
     _add_compare(commands)
     hist = commands.add_parser(
         "history", help="per-kernel series of a history directory, change points, regressions; exit 1 on one",
@@ -74,7 +75,52 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("report", help="a JSON report")
     export.add_argument("--format", required=True, choices=["github-action-benchmark"], help="the output format")
     _add_ab(commands)
+    _add_suggest(commands)
+    _add_noise(commands)
     return parser
+
+
+def _add_noise(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    noise = commands.add_parser(
+        "noise", help="A/A rounds on this runner: how often ab's gate would call a regression with nothing changed, "
+                      "and the smallest drop it can call",
+        usage="pytest-roofline noise [--rounds N] [--comparisons C] [--max-drop F] [--json FILE] [-- PYTEST_ARGS]",
+        description="Run the selected tests (PYTEST_ARGS, after --) in two fresh pytest processes of the same "
+                    "working tree per round, in alternating order, as ab runs a base and a head, every kernel "
+                    "measured once per process. Then, per kernel, draw COMPARISONS comparisons from the rounds, each "
+                    "judged as ab judges one, and print how many called a regression (false alarms: nothing "
+                    "changed), the smallest drop the gate can call from all the rounds, and the smallest max_drop "
+                    "at which none of the comparisons called one.")
+    noise.add_argument("--rounds", type=_positive, default=12, metavar="N",
+                       help=f"A/A rounds, two processes each (default 12, at least {MIN_ROUNDS})")
+    noise.add_argument("--comparisons", type=_positive, default=20, metavar="C",
+                       help="comparisons drawn per kernel (default 20)")
+    noise.add_argument("--max-drop", type=_fraction, metavar="F",
+                       help=f"the floor to judge with (default: each kernel's max_drop setting, else "
+                            f"{DEFAULT_MAX_DROP})")
+    noise.add_argument("--json", metavar="FILE", help="also write the study as JSON")
+
+
+def _add_suggest(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    suggest = commands.add_parser(
+        "suggest", help="thresholds for the programs a survey found (--roofline-survey), as the YAML config's "
+                        "programs: section",
+        description="Read the survey in each REPORT (pytest --roofline-survey --roofline-report=REPORT; one per "
+                    "platform) and write a threshold for each program kept: the top N by time lost, and those "
+                    "named by --program (patterns on the program's name, e.g. 'jit_attention*'). Each threshold is "
+                    "--share of the program's median utilization on its platform, with the reason in a comment. "
+                    "The next run with --roofline-survey and that config fails a test that runs one of them below "
+                    "it.")
+    suggest.add_argument("reports", nargs="+", metavar="REPORT", help="a JSON report holding a survey")
+    suggest.add_argument("--top", type=_positive, metavar="N",
+                         help="keep the N programs that lost the most time (default 10 where no --program is given)")
+    suggest.add_argument("--program", action="append", default=[], metavar="PATTERN",
+                         help="keep the programs of these names (repeatable)")
+    suggest.add_argument("--share", type=_share, default=0.5, metavar="F",
+                         help="the threshold as a share of the measured median, in (0, 1] (default 0.5)")
+    suggest.add_argument("-o", "--output", metavar="FILE",
+                         help="write into this YAML config (its other settings kept; its programs: section "
+                              "replaced) instead of printing")
 
 
 def _add_compare(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -152,6 +198,7 @@ _positive = _argument(values.whole_number)
 _fraction = _argument(values.max_drop)
 _ratio = _argument(values.ratio_above_one)
 _duration = _argument(values.duration)
+_share = _argument(values.threshold)
 
 
 # The exit status of a command whose reader closed the pipe early (``pytest-roofline show R | head``): a process
@@ -177,8 +224,8 @@ def _main(argv: list[str]) -> int:
     if "--" in argv:  # what follows goes to pytest untouched
         argv, passed = argv[: argv.index("--")], argv[argv.index("--") + 1:]
     args = _parser().parse_args(argv)
-    if passed and args.command != "ab":
-        _parser().error(f"arguments after -- are for ab only: {' '.join(passed)}")
+    if passed and args.command not in ("ab", "noise"):
+        _parser().error(f"arguments after -- are for ab and noise only: {' '.join(passed)}")
     try:
         if args.command == "analyze":
             if args.hlo and args.profile:
@@ -193,7 +240,7 @@ def _main(argv: list[str]) -> int:
             print(out)
             return 0
         if args.command == "show":
-            out, status = report_commands.show(args.report)
+            out, status = report_commands.show(args.report, args.all)
         elif args.command == "compare":
             out, status = report_commands.compare(args.baseline, args.current, args.max_drop, args.max_compile,
                                                   args.strict, args.summary_md)
@@ -203,6 +250,14 @@ def _main(argv: list[str]) -> int:
             out, status = _ab(args, passed)
         elif args.command == "export":
             out, status = report_commands.export(args.report, args.format)
+        elif args.command == "noise":
+            from .noise import noise_command
+
+            if (off := plugin_turned_off(passed)) is not None:
+                raise CliError(f"the pytest arguments after -- turn pytest-roofline off ({off}): drop {off}")
+            out, status = noise_command(args.rounds, args.comparisons, args.max_drop, passed, args.json)
+        elif args.command == "suggest":
+            out, status = report_commands.suggest(args.reports, args.top, args.program, args.share, args.output)
         else:  # html
             from .html import html_command
 

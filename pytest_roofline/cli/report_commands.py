@@ -25,7 +25,7 @@ from ..report.history_text import (
 from ..report.summary_md import compare_markdown
 from .analyze import CliError
 
-__all__ = ["show", "compare", "history", "export", "check_summary", "publish_summary"]
+__all__ = ["show", "compare", "history", "export", "suggest", "check_summary", "publish_summary"]
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"  # GitHub Actions' file a step appends Markdown to, shown on the run's page
 
@@ -71,9 +71,15 @@ def _read(load: Callable[[], T]) -> T:
         raise CliError(str(exc)) from None
 
 
-def show(path: str) -> tuple[str, int]:
+def show(path: str, every: bool = False) -> tuple[str, int]:
+    """The report's run and summary; and its survey's table where it holds one (``every``: every program)."""
     run = _read(lambda: load_run(path))
-    return "\n".join(show_lines(run)), 0
+    lines = show_lines(run)
+    if run.survey is not None:
+        from ..report.survey_text import survey_lines
+
+        lines += ["", "roofline survey (worst first by time lost)", *survey_lines(run.survey, every=every)]
+    return "\n".join(lines), 0
 
 
 def compare(baseline_path: str, current_path: str, max_drop: float | None,
@@ -165,3 +171,41 @@ def export(path: str, fmt: str) -> tuple[str, int]:
     if fmt != "github-action-benchmark":
         raise CliError(f"--format {fmt}: unknown; known: github-action-benchmark")
     return json_text(github_benchmark(run)), 0
+
+
+def suggest(reports: Sequence[str], top: int | None, names: Sequence[str], share: float,
+            output: str | None) -> tuple[str, int]:
+    """Thresholds for the programs a survey found, as the config's ``programs:`` section: printed, or written into
+    ``output`` (a config there keeps everything but its ``programs:`` section)."""
+    from ..analysis.verdict.survey_book import SurveyBook
+    from ..base.files import read_text
+    from ..history.reports import load_report
+    from ..history.suggested import DEFAULT_TOP, SuggestError, config_text, with_programs
+    from ..history.suggested import suggest as suggested
+
+    books = []
+    for path in reports:
+        try:
+            data = load_report(path)
+        except ReportError as exc:
+            raise CliError(str(exc)) from None
+        if not isinstance(data.get("survey"), dict):
+            raise CliError(f"{path}: holds no survey: run pytest with --roofline-survey --roofline-report={path}")
+        books.append(SurveyBook.from_dict(data["survey"]))
+    try:
+        found = suggested(books, top=top if top is not None or names else DEFAULT_TOP, names=names, share=share)
+        section = config_text(found, share, " ".join(reports))
+        if output is None:
+            return section.rstrip("\n"), 0
+        existing = read_text(output) if os.path.exists(output) else ""
+        text = with_programs(existing, section, output)
+    except SuggestError as exc:
+        raise CliError(str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{output}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        write_text_atomic(output, text)
+    except OSError as exc:
+        raise CliError(f"{output}: cannot write it: {exc.strerror or exc}") from None
+    kept = ", ".join(sorted({s.name for s in found}))
+    return f"wrote {len(found)} threshold(s) for {kept} into {output} (programs:)", 0

@@ -12,6 +12,7 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.verdict.survey_book import SurveyBook
 from ..base.files import read_text, write_text_new
 from ..records.kernel_record import KernelRecord, Unmeasured
 
@@ -55,6 +56,7 @@ class Run:
     _: KW_ONLY  # fields from the seventh on are given by keyword
     records: tuple[KernelRecord, ...]
     unmeasured: tuple[Unmeasured, ...] = ()
+    survey: SurveyBook | None = None  # --roofline-survey: every program the tests ran
 
     @property
     def complete(self) -> bool:
@@ -129,8 +131,12 @@ def run_of(records: Iterable[KernelRecord], unmeasured: Iterable[Unmeasured], do
         raise ReportError(f"{where}: its session block is malformed (missing or bad {exc})") from None
     git = document.get("git") or {}
     versions = {str(k): str(v) for k, v in (document.get("versions") or {}).items() if v}
+    try:
+        survey = SurveyBook.from_dict(document["survey"]) if document.get("survey") else None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ReportError(f"{where}: its survey is malformed (missing or bad {exc})") from None
     return Run(where, str(document.get("created", "")), git.get("commit"), bool(git.get("dirty")), session, versions,
-               records=tuple(records), unmeasured=tuple(unmeasured))
+               records=tuple(records), unmeasured=tuple(unmeasured), survey=survey)
 
 
 def _warn(message: str) -> None:

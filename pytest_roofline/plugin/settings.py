@@ -37,6 +37,7 @@ from ..hardware.per_device import Threshold, ThresholdSetting
 from ..hardware.spec import HardwareError
 from ..hardware.table import HardwareEntries, HardwareSource, load_shipped_table, merge_overrides
 from .options import OPTIONS, Option
+from .survey.gates import ProgramGate, parse_programs
 from .thresholds import (
     ConfigError,
     parse_bool,
@@ -150,7 +151,7 @@ class Settings:
     drop_patterns: tuple[tuple[str, Threshold], ...] = ()  # per-test max_drop from the YAML config
     survey: bool = False
     survey_strict: bool = False
-    programs: tuple[tuple[str, ThresholdSetting], ...] = ()  # the survey's thresholds by program name (YAML)
+    programs: tuple[tuple[str, ProgramGate], ...] = ()  # the survey's gates by program name (YAML)
     origins: Mapping[str, str] = field(default_factory=dict)
     hardware_entries: HardwareEntries | None = None  # from the pytest_roofline_hardware hook, over the config's
 
@@ -304,30 +305,16 @@ def resolve_settings(
     data = load_config_file(config_path, origins["config"]) if config_path is not None else None
     _check_hardware(values.get("hardware"), origins.get("hardware", ""), _over(entries, config_path),
                     origins.get("config", ""))
-    programs: list[tuple[str, ThresholdSetting]] = []
+    programs: list[tuple[str, ProgramGate]] = []
     if data is not None:
         patterns, drop_patterns = _merge_config(data, str(config_path), values, origins)
-        programs = _program_patterns(data, str(config_path), origins)
+        programs = parse_programs(data, str(config_path), lambda: hardware_names(
+            str(config_path), origins.get("config", "")))
     _check_outputs(values, origins)
     if values.get("survey_strict"):
         values["survey"] = True
     return Settings(patterns=tuple(patterns), drop_patterns=tuple(drop_patterns), origins=origins,
                     hardware_entries=entries, programs=tuple(programs), **values)
-
-
-def _program_patterns(data: Mapping[str, Any], config_path: str,
-                      origins: Mapping[str, str]) -> list[tuple[str, ThresholdSetting]]:
-    """The ``programs:`` section: program-name patterns and their thresholds (one value, or one per platform and
-    hardware, as ``min`` takes), which the survey gates."""
-    out = []
-    for pattern, raw in (data.get("programs") or {}).items():
-        where = f"programs: {pattern!r}: {raw} in {config_path}"
-        entry = raw if isinstance(raw, dict) and "min" in raw else {"min": raw}
-        if set(entry) - {"min"}:
-            raise ConfigError(f"{where}: unknown key(s) {sorted(set(entry) - {'min'})}; allowed: ['min']")
-        out.append((str(pattern), parse_threshold_setting(entry["min"], where, where, lambda: hardware_names(
-            config_path, origins.get("config", "")))))
-    return out
 
 
 def _over(entries: HardwareEntries | None, config_path: str | None) -> HardwareSource:

@@ -27,6 +27,7 @@ from .ab_report import ab_html
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .full_failure import figure_lines
 from .history_text import run_line
+from .survey_text import survey_html
 from .text import bound_cells, cache_cell, compile_cell, other_utilization, verdict_marks
 
 __all__ = ["HtmlUnavailable", "html_report", "plotly_missing"]
@@ -233,6 +234,8 @@ def html_report(run: Run, series: Sequence[Series] = (), ab: Comparison | None =
                      "of the history's series.</p>")
     parts.append(f"<h2>Summary ({len(records)} kernels; click a column to sort)</h2>{_summary(records)}")
     parts.append(_unmeasured(run))
+    if run.survey is not None:
+        parts.append(survey_html(run.survey))
     parts.append("<h2>Roofline</h2><p class=meta>Each kernel at its arithmetic intensity and achieved FLOP/s "
                  "(FLOPs / measured device time), against the roofs of the hardware it was measured on: one flat "
                  "roof per compute dtype, the memory slope (and the interconnect where collectives run). With live "

@@ -37,11 +37,15 @@ def _rows(programs: list[SurveyedProgram]) -> list[str]:
             f" {'time lost':>10}")
     out = [head]
     for p in programs:
-        vary = (" [counts vary]" if p.counts_vary else "") + (
-            f" [contended {p.contended_runs}/{p.runs}]" if p.contended_runs else "")
+        vary = (" [counts vary]" if p.counts_vary else "") + (" [contended]" if p.contended_runs else "")
         out.append(f"{_name(p):<{_NAME}} {len(p.tests):>5} {p.runs:>6} {format_seconds(p.median_s):>10} "
                    f"{_util(p):>7}  {(p.bound or '-'):<15} {format_seconds(p.time_lost_s):>10}{vary}")
-        detail = "; ".join(x for x in (f"top op {p.top_op}" if p.top_op else "", f"in {_tests(p)}") if x)
+        contended = f"{p.contended_runs} of {p.runs} runs contended" if p.contended_runs else ""
+        touched = p.utilization_with_touch
+        touch = (f"{touched:.0%} with its result's first touch ({format_seconds(p.touch_s)})"
+                 if touched is not None and p.touch_s >= 0.1 * p.median_s else "")
+        detail = "; ".join(x for x in (f"top op {p.top_op}" if p.top_op else "", touch, f"in {_tests(p)}",
+                                       contended) if x)
         out.append(f"    {detail}")
     return out
 
@@ -79,3 +83,29 @@ def survey_lines(book: SurveyBook, *, every: bool = False) -> list[str]:
             lines.append(f"  ... {len(book.problems) - 10} more in the JSON report")
     lines.append(f"survey cost: {format_seconds(book.reading_s)} stopping the profiler and reading the profiles")
     return wrap_lines(lines, WIDTH)
+
+
+def survey_html(book: SurveyBook) -> str:
+    """The survey as an HTML section: every program, worst first, sortable like the summary."""
+    import html
+
+    def cell(text: str, num: bool = False) -> str:
+        return f"<td{' class=num' if num else ''}>{html.escape(text)}</td>"
+
+    rows = []
+    for p in book.judged() + book.small():
+        rows.append("<tr>" + cell(p.module) + cell(str(len(p.tests)), True) + cell(str(p.runs), True)
+                    + cell(format_seconds(p.median_s), True) + cell(_util(p), True) + cell(p.bound or "-")
+                    + cell(format_seconds(p.time_lost_s), True) + cell("too small to judge" if p.small else p.top_op)
+                    + cell(", ".join(list(p.tests)[:3]) + (f" (+{len(p.tests) - 3} more)" if len(p.tests) > 3 else ""))
+                    + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("program", "tests", "runs", "median run", "util", "bound", "time lost",
+                                             "top op", "tests that ran it"))
+    below = "".join(f"<li>{html.escape(b.line())}</li>" for b in book.below.values())
+    return (f"<h2>Survey: every compiled program the tests ran ({len(book.programs)} in {book.tests} tests)</h2>"
+            f"<p class=meta>Utilization of each program's median run against "
+            f"{html.escape(book.hardware or 'no known hardware')}; worst first by the time lost over all its runs; "
+            f"programs whose median run is under "
+            f"{format_seconds(SMALL_S)} are too small to judge.</p>"
+            + (f"<p class=bad>Below their threshold:</p><ul>{below}</ul>" if below else "")
+            + f"<table class=sortable><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")

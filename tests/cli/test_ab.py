@@ -133,7 +133,7 @@ def test_arguments_after_double_dash_are_for_ab_only(capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit) as stop:
         main(["show", "r.json", "--", "-k", "x"])
     assert stop.value.code == 2
-    assert "arguments after -- are for ab only" in capsys.readouterr().err
+    assert "arguments after -- are for ab and noise only" in capsys.readouterr().err
 
 
 @needs_git

@@ -18,12 +18,11 @@ pytest_plugins = ["pytester"]
 # and a fake reading of the CPU time the test's threads waited for (none: whatever else this machine runs, the gate is
 # this test's subject; tests/plugin/test_survey_contended.py fakes a neighbour).
 FAST_FAKE = """
+THREAD_TIMES = lambda: None
+
 import pytest
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 from pytest_roofline.plugin.hooks import SESSION_KEY, activate
-from pytest_roofline.plugin.survey import watcher
-
-watcher.thread_times_ns = lambda: None
 
 FAKE_FAST_CPU = HardwareSpec("fake fast CPU", "cpu", {"f32": Ceiling(1e16, "calibration", "fake", "2026-11-28")},
                              Ceiling(1e14, "calibration", "fake", "2026-11-28"))
@@ -31,6 +30,9 @@ FAKE_FAST_CPU = HardwareSpec("fake fast CPU", "cpu", {"f32": Ceiling(1e16, "cali
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     activate(config)._hardware = lambda settings, recalibrate: (FAKE_FAST_CPU, "calibrated")
+    survey = config.pluginmanager.get_plugin("roofline-survey")
+    if survey is not None:
+        survey.thread_times = THREAD_TIMES
 """
 
 TESTS = """

@@ -34,3 +34,11 @@ def test_the_table_fits_120_columns_worst_first_with_the_rest_counted() -> None:
 def test_verbose_lists_every_program() -> None:
     lines = survey_lines(_book(SHOWN + 3), every=True)
     assert len([line for line in lines if line.startswith("jit_a_")]) == SHOWN + 3
+
+
+def test_the_html_section_holds_every_program_and_the_ones_below_their_threshold() -> None:
+    from pytest_roofline.report.survey_text import survey_html
+
+    page = survey_html(_book(SHOWN + 3))
+    assert page.count("<tr>") == 1 + SHOWN + 3 + 1  # the header, every judged program, the small one
+    assert "too small to judge" in page and "Below their threshold" in page and "jit_ones" in page

@@ -21,7 +21,9 @@ from ..runs.trace_events import ProgramKey, TraceEvent, TraceIndex
 from .per_op import OpRow, attach_tally, op_rows, tally_events
 from .program_model import program_model
 
-__all__ = ["ProgramSummary", "summarize_program", "counts_summary", "hlo_key"]
+__all__ = ["ProgramSummary", "summarize_program", "counts_summary", "hlo_key", "Work"]
+
+Work = tuple[float, float, float]  # FLOPs, bytes, transcendentals per run
 
 _TIME_KEYS = ("compute_time_s", "memory_time_s", "comms_time_s", "roofline_time_s", "bound", "utilization",
               "time_lost_s")
@@ -114,12 +116,14 @@ def _count_notes(counts: Counts) -> list[str]:
 
 def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramKey,
                       module: HloModule | None, spec: HardwareSpec | None, *,
-                      working_set: float | None = None, index: TraceIndex | None = None) -> ProgramSummary:
+                      working_set: float | None = None, index: TraceIndex | None = None,
+                      stated: Work | None = None) -> ProgramSummary:
     """One program of a profile: per-run device times (slowest device), counts from its HLO when the profile
     embeds it, and with ``spec`` its roofline, utilization (median run) and per-op rows with measured times.
     ``working_set``: the bytes of its buffers, where its runs ran back to back with the cache as they left it (a
     working set that fits the last-level cache meets the cache's bandwidth). ``index``: the events grouped once,
-    where several programs are read from one trace."""
+    where several programs are read from one trace. ``stated``: the work to judge it on (FLOPs, bytes,
+    transcendentals per run), where someone stated it, in place of the counts as it ran."""
     found = run_times(events, key.module, platform, program_id=key.program_id, index=index)
     runs = len(found.per_run_s)
     notes = list(found.notes)
@@ -136,7 +140,9 @@ def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramK
         rows = attach_tally(_rows_without_hardware(module, found.devices), tally)
         return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
                               hardware=None, roofline_time_s=None, bound=None, ops=tuple(rows), notes=tuple(notes))
-    model = program_model(spec, counts, module, found.devices, working_set=working_set)
+    flops, nbytes, trans = stated if stated is not None else (None, None, None)
+    model = program_model(spec, counts, module, found.devices, flops, nbytes, transcendentals=trans,
+                          working_set=working_set)
     rows = attach_tally(model.rows, tally)
     return ProgramSummary(key.module, found.program_id, found.devices, found.per_run_s, found.method, counts,
                           hardware=spec.name, roofline_time_s=model.estimate.roofline_time_s,

@@ -16,11 +16,12 @@ metadata=3, display_name=4, stats=5}; XStatMetadata{id=1, name=2}. HloProto{hlo_
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["XSpaceError", "XEvent", "XLine", "XPlane", "XSpace", "read_xspace", "hlo_module_protos"]
+__all__ = ["XSpaceError", "XEvent", "XLine", "XPlane", "XSpace", "read_xspace", "hlo_module_protos",
+           "hlo_protos_wanted"]
 
 METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
@@ -244,23 +245,21 @@ def _plane_name(buf: bytes) -> str:
     return next((_text(raw) for number, _wire, raw in _fields(buf) if number == 2), "")
 
 
-def read_xspace(data: bytes, source: str = "the profile", *, only: str | None = None) -> XSpace:
-    """Parse serialized XSpace bytes. Raises :class:`XSpaceError` naming ``source`` when they are not one. ``only``:
-    the one plane to read (the metadata plane's HLO, where the events are read by JAX's own reader)."""
+def read_xspace(data: bytes, source: str = "the profile") -> XSpace:
+    """Parse serialized XSpace bytes. Raises :class:`XSpaceError` naming ``source`` when they are not one."""
     try:
         planes = []
         hostnames = []
         for number, wire, raw in _fields(data):
             if number == 1 and wire == 2:
-                if only is None or _plane_name(raw) == only:
-                    planes.append(_plane(raw))
+                planes.append(_plane(raw))
             elif number == 4 and wire == 2:
                 hostnames.append(_text(raw))
             elif number not in (2, 3) or wire != 2:
                 raise XSpaceError(f"field {number} (wire type {wire}) is not part of an XSpace")
     except XSpaceError as exc:
         raise XSpaceError(f"{source} is not a profiler XSpace (.xplane.pb): {exc}") from None
-    if not planes and only is None:
+    if not planes:
         raise XSpaceError(f"{source} is not a profiler XSpace (.xplane.pb): it holds no planes")
     return XSpace(tuple(planes), tuple(hostnames))
 
@@ -282,4 +281,36 @@ def hlo_module_protos(space: XSpace) -> dict[str, bytes]:
         module = next((v for n, w, v in _fields(bytes(raw)) if n == 1 and w == 2), None)
         if module is not None:
             out[name] = bytes(module)
+    return out
+
+
+def hlo_protos_wanted(data: bytes, wanted: Callable[[str], bool]) -> dict[str, bytes]:
+    """:func:`hlo_module_protos` of the programs whose names ``wanted`` accepts, read straight from serialized XSpace
+    bytes: the metadata plane alone, and of it only the entries asked for (a process that has compiled thousands of
+    programs carries every one's HLO in each profile it records)."""
+    out: dict[str, bytes] = {}
+    for number, wire, raw in _fields(data):
+        if number != 1 or wire != 2 or _plane_name(raw) != METADATA_PLANE:
+            continue
+        stat_names: dict[int, str] = {}
+        entries = []
+        for n, _w, v in _fields(raw):
+            if n == 5:  # stat metadata: key=1, value=2 (XStatMetadata: id=1, name=2)
+                for n2, _w2, v2 in _fields(v):
+                    if n2 == 2:
+                        found = dict((n3, v3) for n3, _w3, v3 in _fields(v2))
+                        stat_names[int(found.get(1, 0))] = _text(found.get(2, b""))
+            elif n == 4:
+                entries.append(v)
+        for entry in entries:
+            for n, _w, v in _fields(entry):
+                name = next((_text(v2) for n2, _w2, v2 in _fields(v) if n2 == 2), "") if n == 2 else ""
+                if not name or not wanted(name):
+                    continue
+                stats = dict(_stat(v2, stat_names) for n2, _w2, v2 in _fields(v) if n2 == 5)
+                proto = stats.get(HLO_PROTO_STAT)
+                if isinstance(proto, (bytes, bytearray)):
+                    module = next((m for a, w, m in _fields(bytes(proto)) if a == 1 and w == 2), None)
+                    if module is not None:
+                        out[name] = bytes(module)
     return out

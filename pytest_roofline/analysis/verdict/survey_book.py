@@ -47,6 +47,7 @@ class Sighting:
     top_op: str = ""  # the op that lost the most time, in words
     notes: tuple[str, ...] = ()
     contended: bool = False  # the test's threads waited for a CPU that other processes held: not judged
+    touch_s: float = 0.0  # a CPU's first touch of the result's pages, where fresh: not in the roofline
 
     @property
     def median_s(self) -> float:
@@ -92,6 +93,13 @@ class SurveyedProgram:
     top_op: str = ""
     notes: list[str] = field(default_factory=list)
     contended_runs: int = 0  # runs made while other processes held the CPUs
+    touch_s: float = 0.0  # what the first touch of its result's fresh pages can take per run (a CPU), at most
+
+    @property
+    def utilization_with_touch(self) -> float | None:
+        """Utilization had every run faulted its result's pages in (an upper end: the allocator may reuse them)."""
+        roof = self.roofline_s
+        return None if roof is None or not self.touch_s or self.median_s <= 0 else (roof + self.touch_s) / self.median_s
 
     @property
     def runs(self) -> int:
@@ -124,6 +132,7 @@ class SurveyedProgram:
             self.counts_vary = True
         self.tests[s.nodeid] = self.tests.get(s.nodeid, 0) + len(s.per_run_s)
         self.contended_runs += len(s.per_run_s) if s.contended else 0
+        self.touch_s = max(self.touch_s, s.touch_s)
         self.per_run_s.extend(s.per_run_s[: max(0, _KEPT_RUNS - len(self.per_run_s))])
         self.device_s += sum(s.per_run_s)
         self.roofline_total_s = (None if s.roofline_s is None or self.roofline_total_s is None
@@ -139,7 +148,8 @@ class SurveyedProgram:
                 "utilization": self.utilization, "time_lost_s": self.time_lost_s, "small": self.small,
                 "flops": self.flops, "bytes_accessed": self.bytes_accessed, "transcendentals": self.transcendentals,
                 "counts_vary": self.counts_vary, "bound": self.bound, "top_op": self.top_op, "notes": self.notes,
-                "contended_runs": self.contended_runs,
+                "contended_runs": self.contended_runs, "first_touch_s": self.touch_s,
+                "utilization_with_first_touch": self.utilization_with_touch,
                 "per_run_s": list(self.per_run_s)}
 
     @classmethod
@@ -151,7 +161,7 @@ class SurveyedProgram:
                    flops=float(d.get("flops") or 0.0), bytes_accessed=float(d.get("bytes_accessed") or 0.0),
                    transcendentals=float(d.get("transcendentals") or 0.0), counts_vary=bool(d.get("counts_vary")),
                    bound=d.get("bound"), top_op=str(d.get("top_op") or ""), notes=list(d.get("notes") or ()),
-                   contended_runs=int(d.get("contended_runs") or 0))
+                   contended_runs=int(d.get("contended_runs") or 0), touch_s=float(d.get("first_touch_s") or 0.0))
 
 
 @dataclass
@@ -238,6 +248,7 @@ class SurveyBook:
             mine.per_run_s.extend(theirs.per_run_s[: max(0, _KEPT_RUNS - len(mine.per_run_s))])
             mine.device_s += theirs.device_s
             mine.contended_runs += theirs.contended_runs
+            mine.touch_s = max(mine.touch_s, theirs.touch_s)
             mine.roofline_total_s = (None if mine.roofline_total_s is None or theirs.roofline_total_s is None
                                      else mine.roofline_total_s + theirs.roofline_total_s)
             mine.notes.extend(n for n in theirs.notes if n not in mine.notes)

@@ -25,7 +25,7 @@ from ..analyze import CliError
 from .job import EMPTY_RUN, NOTHING_MEASURED, Found, Job, Selection, round_line
 from .sides import EXIT_NAMES, SideProcess, command, problem_line
 
-__all__ = ["FreshRounds"]
+__all__ = ["FreshRounds", "run_side"]
 
 
 class FreshRounds:
@@ -52,7 +52,7 @@ class FreshRounds:
             round_start = time.perf_counter()
             for name in order:
                 args = (*selection.args, *deselect_args(done))
-                runs[name], seconds = _run_side(job, job.side(name), args, job.tmp / f"{index}-{name}.json")
+                runs[name], seconds = run_side(job, job.side(name), args, job.tmp / f"{index}-{name}.json")
                 spent[name] += seconds
             last_round = time.perf_counter() - round_start
             last_head = runs["head"]
@@ -69,7 +69,7 @@ class FreshRounds:
         return Found(kernels, len(pairs), stopped, (spent["base"], spent["head"]), last_head, self.name)
 
 
-def _run_side(job: Job, side: SideProcess, args: tuple[str, ...], report: Path) -> tuple[Run, float]:
+def run_side(job: Job, side: SideProcess, args: tuple[str, ...], report: Path) -> tuple[Run, float]:
     """One pytest process; its report (an empty run where it measured nothing: the plugin then writes none)."""
     start = time.perf_counter()
     done = subprocess.run(command(side, job.root, args, report=report, once=True), cwd=side.cwd, env=job.env,

@@ -9,12 +9,12 @@ parsed once per process (:class:`Programs` keeps them by the bytes of their HLO)
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import median
 
 from ...analysis.model.per_op import OpRow
-from ...analysis.model.recorded_profile import ProgramSummary, hlo_key, summarize_program
+from ...analysis.model.recorded_profile import ProgramSummary, Work, hlo_key, summarize_program
 from ...analysis.program.hlo_reader import HloModule, HloParseError, parse_hlo
 from ...analysis.program.memory import working_set
 from ...analysis.runs.program_runs import run_times
@@ -27,7 +27,7 @@ from ...analysis.runs.trace_events import (
     platform_of,
     programs,
 )
-from ...analysis.runs.xspace import METADATA_PLANE, XSpaceError, hlo_module_protos, read_xspace
+from ...analysis.runs.xspace import hlo_protos_wanted
 from ...analysis.verdict.survey_book import SMALL_S, Sighting
 from ...base.units import format_quantity, format_seconds
 from ...hardware.spec import HardwareSpec
@@ -51,6 +51,7 @@ class Programs:
     it could not be read."""
 
     read: dict[str, tuple[str, HloModule] | str] = field(default_factory=dict)
+    by_key: dict[ProgramKey, tuple[str, HloModule]] = field(default_factory=dict)  # a process's programs, once read
 
     def module(self, proto: bytes, name: str) -> tuple[str, HloModule] | str:
         digest = hashlib.sha1(proto).hexdigest()
@@ -72,18 +73,18 @@ def _top_op(ops: tuple[OpRow, ...]) -> str:
     return f"{worst.name} ({worst.kind}) lost {format_seconds(worst.time_lost_s)} per run"
 
 
-def _touch_note(module: HloModule, spec: HardwareSpec | None, s: ProgramSummary) -> tuple[str, ...]:
-    """On a CPU: what the first touch of the result's pages can cost, where that is a tenth of the run or more (a
-    fresh output buffer faults its pages in; one the allocator reuses does not: the survey cannot tell which, so
-    the roofline leaves it out)."""
+def _touch(module: HloModule, spec: HardwareSpec | None, s: ProgramSummary) -> tuple[float, tuple[str, ...]]:
+    """On a CPU: what the first touch of the result's pages can cost per run, and the note that says so where that is
+    a tenth of the run or more (a fresh output buffer faults its pages in; one the allocator reuses does not: the
+    survey cannot tell which, so the roofline leaves it out)."""
     if spec is None or spec.platform != "cpu" or spec.first_touch is None or not s.per_run_s:
-        return ()
+        return 0.0, ()
     written = module.entry.root.shape.bytes
     touch = written / spec.first_touch.value
     if touch < 0.1 * min(s.per_run_s):
-        return ()
-    return (f"the first touch of its result's pages ({format_quantity(written, 'B')}, where the allocator gave "
-            f"fresh ones) can take up to {format_seconds(touch)} per run here: not in the roofline",)
+        return touch, ()
+    return touch, (f"the first touch of its result's pages ({format_quantity(written, 'B')}, where the allocator "
+                   f"gave fresh ones) can take up to {format_seconds(touch)} per run here: not in the roofline",)
 
 
 def _sighting(s: ProgramSummary, fingerprint: str, nodeid: str, platform: str, notes: tuple[str, ...]) -> Sighting:
@@ -92,6 +93,14 @@ def _sighting(s: ProgramSummary, fingerprint: str, nodeid: str, platform: str, n
                     flops=c.flops if c else 0.0, bytes_accessed=c.bytes_accessed if c else 0.0,
                     transcendentals=c.transcendentals if c else 0.0, bound=s.bound, top_op=_top_op(s.ops),
                     notes=s.notes + notes)
+
+
+def _protos(part: bytes, unknown: Sequence[ProgramKey]) -> dict[str, bytes]:
+    """The HLO of the programs not read before, and of any other program of their names (see :func:`_program`)."""
+    if not unknown:
+        return {}
+    names, modules = {hlo_key(k) for k in unknown}, {k.module for k in unknown}
+    return hlo_protos_wanted(part, lambda name: name in names or name.rsplit("(", 1)[0] in modules)
 
 
 def _program(key: ProgramKey, protos: Mapping[str, bytes], events: Sequence[TraceEvent],
@@ -117,14 +126,14 @@ def _program(key: ProgramKey, protos: Mapping[str, bytes], events: Sequence[Trac
             f"{len(fits)} different programs of the {len(named)} the profile embeds under its name fit its ops")
 
 
-def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None,
-                   known: Programs) -> tuple[list[Sighting], list[str]]:
-    """The programs with runs in one part of a test's profile, and what could not be read (one line each)."""
+def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None, known: Programs,
+                   stated: Callable[[str, str], Work | None] = lambda _m, _p: None) -> tuple[list[Sighting], list[str]]:
+    """The programs with runs in one part of a test's profile, and what could not be read (one line each).
+    ``stated(name, platform)``: the work the config states for a program, which it is judged on."""
     try:
         events = flatten(parsed(part), skip=_BOOKKEEPING)  # JAX's own reader: far faster than one in Python
-        space = read_xspace(part, f"the survey's profile of {nodeid}", only=METADATA_PLANE)
-    except XSpaceError as exc:
-        return [], [str(exc)]
+    except Exception as exc:  # noqa: BLE001 - JAX's reader raises its own runtime error types
+        return [], [f"the survey's profile of {nodeid} cannot be read: {exc}"]
     if not events:  # a part in which nothing ran
         return [], []
     platform = platform_of(events)
@@ -132,16 +141,18 @@ def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None,
         keys = [k for k in programs(events, platform) if not any(own in k.module for own in _OWN)]
     except TraceError as exc:
         return [], [f"{nodeid}: {exc}"]
-    protos = hlo_module_protos(space) if keys else {}
+    protos = _protos(part, [k for k in keys if k not in known.by_key])
     index = TraceIndex.of(events, platform)
     found, problems = [], []
     for key in keys:
-        read = _program(key, protos, events, known)
+        read = known.by_key.get(key) or _program(key, protos, events, known)
+        if not isinstance(read, str):
+            known.by_key[key] = read
         if isinstance(read, str):
             problems.append(f"{nodeid}: {key}: not counted: {read}")
             continue
         try:
-            seen = _seen(key, read, index, platform, spec)
+            seen = _seen(key, read, index, platform, spec, stated(key.module, platform))
         except TraceError as exc:
             problems.append(f"{nodeid}: {key}: its runs cannot be told apart: {exc}")
             continue
@@ -151,7 +162,7 @@ def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None,
 
 
 def _seen(key: ProgramKey, read: tuple[str, HloModule], index: TraceIndex, platform: str,
-          spec: HardwareSpec | None) -> Sighting | None:
+          spec: HardwareSpec | None, stated: Work | None) -> Sighting | None:
     """One program's runs in one part: a program too small to judge by its run times alone (nothing modelled: a
     suite that calls jax.numpy op by op runs thousands of them), the others counted as they ran and modelled."""
     fingerprint, module = read
@@ -161,5 +172,8 @@ def _seen(key: ProgramKey, read: tuple[str, HloModule], index: TraceIndex, platf
     if median(runs.per_run_s) < SMALL_S:
         return Sighting(fingerprint, key.module, "", runs.per_run_s, None, platform)
     summary = summarize_program(index.events, platform, key, module, spec, working_set=working_set(module, None),
-                                index=index)
-    return _sighting(summary, fingerprint, "", platform, _touch_note(module, spec, summary))
+                                index=index, stated=stated)
+    said = (f"judged on the work the config states: {format_quantity(stated[0], 'FLOP')}, "
+            f"{format_quantity(stated[1], 'B')} per run",) if stated is not None else ()
+    touch, note = _touch(module, spec, summary)
+    return replace(_sighting(summary, fingerprint, "", platform, note + said), touch_s=touch)

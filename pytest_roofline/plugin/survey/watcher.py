@@ -22,6 +22,7 @@ from ...analysis.model.contention import contended, waiting_share
 from ...analysis.verdict.survey_book import Sighting, SurveyBook, below, by_test, program_setting
 from ...hardware.cpu import thread_times_ns
 from ...hardware.per_device import pick_threshold
+from .gates import stated_work
 
 if TYPE_CHECKING:
     from ...hardware.spec import HardwareSpec
@@ -47,10 +48,12 @@ class SurveyPlugin:
         self._session = session
         self.book = SurveyBook()
         session().survey = self.book  # also on xdist's controller, which merges the workers' books into it
+        self.thread_times = thread_times_ns  # how long the test's threads ran and waited (a test may fake it)
         self.failures: dict[str, list[str]] = {}
         self._warning = warning
         self._spec: HardwareSpec | None = None
         self._known: Programs | None = None
+        self._stated = stated_work(self.session.settings.programs)
 
     @property
     def session(self) -> RooflineSession:
@@ -81,13 +84,13 @@ class SurveyPlugin:
         from ...measurement.survey.watch import watching
 
         context = watching()
-        before = thread_times_ns()
+        before = self.thread_times()
         watch = context.__enter__()
         try:
             return (yield)
         finally:
             context.__exit__(None, None, None)
-            waited = contended(waiting_share(before, thread_times_ns()))
+            waited = contended(waiting_share(before, self.thread_times()))
             self._read(item.nodeid, watch.parts, watch.problem, spec, waited)
 
     def _read(self, nodeid: str, parts: list[bytes], problem: str, spec: HardwareSpec | None,
@@ -102,7 +105,7 @@ class SurveyPlugin:
         assert self._known is not None
         for part in parts:
             try:
-                seen, problems = read_sightings(part, nodeid, spec, self._known)
+                seen, problems = read_sightings(part, nodeid, spec, self._known, self._stated)
             except Exception as exc:  # noqa: BLE001 - a profile the survey cannot read changes no test's outcome
                 seen, problems = [], [f"{nodeid}: the profile could not be read: {type(exc).__name__}: {exc}"]
             found += [replace(s, contended=waited) for s in seen]
@@ -117,7 +120,8 @@ class SurveyPlugin:
 
     def _judge(self, s: Sighting, spec: HardwareSpec | None) -> None:
         settings = self.session.settings
-        setting, gated = program_setting(s.module, settings.programs, settings.min)
+        gate, gated = program_setting(s.module, settings.programs, None)
+        setting = gate.min if gated else settings.min
         picked = pick_threshold(setting, spec.name if spec else "", s.platform)
         if picked is None or picked.value is None or not below(s, picked.value):
             return

@@ -19,7 +19,7 @@ from pytest_roofline.analysis.model.recorded_profile import hlo_key, summarize_p
 from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.runs.program_runs import run_times
 from pytest_roofline.analysis.runs.trace_events import ProgramKey, TraceIndex, flatten, platform_of, programs
-from pytest_roofline.analysis.runs.xspace import hlo_module_protos, read_xspace
+from pytest_roofline.analysis.runs.xspace import hlo_module_protos, hlo_protos_wanted, read_xspace
 from pytest_roofline.cli.main import main
 from pytest_roofline.hardware.spec import UnknownDeviceError
 from pytest_roofline.hardware.table import find_spec_for_profile, load_shipped_table
@@ -94,6 +94,13 @@ def test_our_xspace_reader_reads_what_profile_data_reads(path: Path) -> None:
         assert x[:3] == y[:3]
         assert x[3] == pytest.approx(y[3], abs=1.0) and x[4] == pytest.approx(y[4], abs=1.0)  # ns rounding
         assert all(x[5].get(k) == v for k, v in y[5].items())  # ours adds the metadata's stats
+
+
+def test_the_hlo_asked_for_is_read_straight_from_the_bytes_as_the_whole_profile_reads_it() -> None:
+    """The survey reads only the programs it has not seen from each profile (a real H100 profile here)."""
+    everything = hlo_module_protos(real_space(GEMM))
+    asked = hlo_protos_wanted(GEMM.read_bytes(), lambda name: name in ("jit_dot(21)", "jit_dot(5)"))
+    assert asked == {name: everything[name] for name in ("jit_dot(21)", "jit_dot(5)")}
 
 
 def test_every_program_carries_its_hlo() -> None:

@@ -1,0 +1,76 @@
+"""``pytest-roofline noise`` as a user runs it: bad arguments in one line (exit 2), a selection that measures nothing
+said so, and (slow) A/A rounds of a real kernel end to end: both sides the same working tree, every kernel measured
+in each process, the table with the false alarms of the comparisons drawn from the rounds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline.cli.main import main
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed on this machine")
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+
+def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "first"]):
+        subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT_ENV}, check=True, capture_output=True)
+    return repo
+
+
+def _noise(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
+    old = Path.cwd()
+    os.chdir(repo)
+    try:
+        status = main(["noise", *args])
+    finally:
+        os.chdir(old)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_too_few_rounds_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = _noise(capsys, tmp_path, "--rounds", "3")
+    assert status == 2 and err.strip() == ("pytest-roofline noise: error: --rounds 3: at least 6 (a 95% interval of a "
+                                           "median needs six pairs)")
+
+
+def test_the_plugin_turned_off_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["noise", "--", "-p", "no:roofline"]) == 2
+    assert "turn pytest-roofline off (-p no:roofline)" in capsys.readouterr().err
+
+
+@needs_git
+@pytest.mark.slow
+def test_a_selection_that_measures_nothing_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _repo(tmp_path, {"test_plain.py": "def test_x():\n    pass\n"})
+    status, _, err = _noise(capsys, repo, "--rounds", "6")
+    assert status == 2 and "measured no kernel on either side" in err
+
+
+@needs_git
+@pytest.mark.slow
+def test_a_real_kernel_a_over_a(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _repo(tmp_path, {"test_k.py": "import jax.numpy as jnp\n\n\ndef test_sum(roofline):\n"
+                                         "    roofline(lambda x: x.sum(), jnp.ones(1 << 22), name='total')\n"})
+    status, out, err = _noise(capsys, repo, "--rounds", "6", "--comparisons", "5", "--json",
+                              str(tmp_path / "noise.json"))
+    assert status == 0, err
+    assert err.count("round ") == 6 and "round 2/6 (B then A" in err
+    assert out.startswith("6 A/A rounds (the same code on both sides, 12 pytest processes) in ")
+    (kernel,) = json.loads((tmp_path / "noise.json").read_text())["kernels"]
+    assert kernel["label"] == "total" and len(kernel["ratios"]) + 0 <= 6
+    if len(kernel["ratios"]) == 6:  # every round quiet on both sides: judged (a contended round is left out)
+        assert kernel["comparisons"] == 5 and kernel["detectable_drop"] is not None
+        assert "test_k.py::test_sum [total]" in out
