@@ -33,6 +33,8 @@
 #   corpus     DIR/corpus.txt and DIR/corpus.tgz: bench/record_corpus.py (the recorded programs the CPU tests replay;
 #              unpack the archive into tests/data/corpus and add the folder's row to its README)
 #   kept       DIR/kept.txt: bench/kept_memory.py (what a long-lived ab side holds on the device over 20 tests)
+#   survey     DIR/survey.txt and DIR/survey.json: the example suite with --roofline-survey (every program its
+#              fixtures measure found in a GPU profile, with its counts), then bench/survey_gate_demo.py
 set -u
 out=${1:?usage: gpu_checks.sh DIR [CHECK ...]}
 shift
@@ -103,6 +105,10 @@ for check in $checks; do
                     --variants default nocb && tar czf "$out/corpus.tgz" -C /tmp/corpus . ;;
         kept) header >>"$out/kept.txt" 2>&1
               run "$out/kept.txt" 120 "$py" bench/kept_memory.py ;;
+        survey) header >>"$out/survey.txt" 2>&1
+                run "$out/survey.txt" 300 "$py" -m pytest example_suite -p no:cacheprovider --roofline-survey \
+                    --roofline-warn-only --roofline-report="$out/survey.json"
+                run "$out/survey.txt" 300 "$py" bench/survey_gate_demo.py /tmp/survey-gate ;;
         control) header >>"$out/control.txt" 2>&1
                  run "$out/control.txt" 300 "$py" -m pytest -v -p no:cacheprovider tests/measurement/test_control_flow.py \
                      tests/measurement/test_trace_plan_runs.py tests/frameworks/test_diffrax.py \

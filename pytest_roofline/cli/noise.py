@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..base.files import check_writable, json_text, write_text_atomic
 from ..base.units import format_seconds
+from ..report.text import wrap_lines
 from ..history.noise import KernelNoise, study_kernel
 from ..history.paired import MIN_ROUNDS, RoundReport, collect, schedule
 from ..history.reports import Run
@@ -66,23 +67,23 @@ def noise_lines(studies: Sequence[KernelNoise], rounds: int, comparisons: int, s
     head = [f"{rounds} A/A rounds (the same code on both sides, {2 * rounds} pytest processes) in "
             f"{format_seconds(seconds)}; {comparisons} comparisons per kernel, each judged as ab judges one (6 or more "
             f"of these rounds in a random order, stopped where its verdict settles)",
-            f"{'test [kernel]':<58} {'B/A median [95%]':>20} {'false alarms':>13} {'undecided':>9} "
+            f"{'test [kernel]':<50} {'B/A median [95%]':>20} {'false alarms':>12} {'undecided':>9} "
             f"{'detectable':>10} {'quiet above':>11}"]
     rows = []
     for s in sorted(studies, key=lambda s: -(s.detectable_drop or 0.0)):
-        name = s.kernel if len(s.kernel) <= 58 else s.kernel[:27] + "..." + s.kernel[-28:]
+        name = s.kernel if len(s.kernel) <= 50 else s.kernel[:23] + "..." + s.kernel[-24:]
         if s.error or not s.comparisons:
-            rows.append(f"{name:<58} {'cannot judge: ' + (s.error or f'{len(s.ratios)} quiet rounds'):>20}")
+            rows.append(f"{name:<50} cannot judge: {s.error or f'{len(s.ratios)} quiet rounds'}")
             continue
         ratio = f"{s.median:.3f} [{_cell(s.low, '{:.3f}')}, {_cell(s.high, '{:.3f}')}]"
-        rows.append(f"{name:<58} {ratio:>20} {f'{s.false_alarms}/{s.comparisons}':>13} {s.undecided:>9} "
+        rows.append(f"{name:<50} {ratio:>20} {f'{s.false_alarms}/{s.comparisons}':>12} {s.undecided:>9} "
                     f"{_cell(s.detectable_drop):>10} {_cell(s.quiet_above, '{:.0%}'):>11}")
-    drops = {f"{s.max_drop:g} ({s.max_drop_origin})" for s in studies if s.comparisons}
-    foot = [f"max_drop judged with: {', '.join(sorted(drops))}" if drops else "",
+    drops = {f"{s.max_drop:g}, from {s.max_drop_origin}" for s in studies if s.comparisons}
+    foot = [f"judged with max_drop {'; '.join(sorted(drops))}" if drops else "",
             "false alarms: regressions called with nothing changed; detectable: the smallest drop the gate calls from "
             "all the rounds at that max_drop; quiet above: the smallest max_drop at which no comparison here called "
             "a regression (set max_drop at or above it for this runner)"]
-    return head + rows + [line for line in foot if line]
+    return wrap_lines(head[:1]) + head[1:] + rows + wrap_lines([line for line in foot if line])
 
 
 def noise_command(rounds: int, comparisons: int, max_drop: float | None, pytest_args: Sequence[str],

@@ -20,7 +20,7 @@ import pytest
 
 from ...analysis.model.contention import contended, waiting_share
 from ...analysis.verdict.survey_book import Sighting, SurveyBook, below, by_test, program_setting
-from ...hardware.cpu import thread_times_ns
+from ...hardware.cpu import Contention, thread_times_ns
 from ...hardware.per_device import pick_threshold
 from .gates import stated_work
 
@@ -48,7 +48,10 @@ class SurveyPlugin:
         self._session = session
         self.book = SurveyBook()
         session().survey = self.book  # also on xdist's controller, which merges the workers' books into it
-        self.thread_times = thread_times_ns  # how long the test's threads ran and waited (a test may fake it)
+        # How long the test's threads ran and waited for a CPU, and how much of the machine other processes used
+        # meanwhile (a test may fake either): its own threads waiting for each other is no neighbour.
+        self.thread_times = thread_times_ns
+        self.contention = Contention
         self.failures: dict[str, list[str]] = {}
         self._warning = warning
         self._spec: HardwareSpec | None = None
@@ -83,21 +86,23 @@ class SurveyPlugin:
         spec = self._hardware()
         from ...measurement.survey.watch import watching
 
-        context = watching()
+        context, others = watching(), self.contention()
         before = self.thread_times()
-        watch = context.__enter__()
+        watch, _ = context.__enter__(), others.__enter__()
         try:
             return (yield)
         finally:
-            context.__exit__(None, None, None)
-            waited = contended(waiting_share(before, self.thread_times()))
+            others.__exit__(None, None, None)
+            waited = contended(waiting_share(before, self.thread_times()), others.share)
+            begun = time.perf_counter()
+            context.__exit__(None, None, None)  # the profiler stops: part of the survey's cost
             self._read(item.nodeid, watch.parts, watch.problem, spec, waited)
+            self.book.reading_s += time.perf_counter() - begun
 
     def _read(self, nodeid: str, parts: list[bytes], problem: str, spec: HardwareSpec | None,
               waited: bool) -> None:
         from ...measurement.survey.sightings import read_sightings
 
-        begun = time.perf_counter()
         self.book.tests += 1
         if problem:
             self.book.problems.append(f"{nodeid}: {problem}")
@@ -116,7 +121,6 @@ class SurveyPlugin:
             self.book.add(s)
             if not waited:  # a neighbour never fails a test: runs made while it held the CPUs are not judged
                 self._judge(s, spec)
-        self.book.reading_s += time.perf_counter() - begun
 
     def _judge(self, s: Sighting, spec: HardwareSpec | None) -> None:
         settings = self.session.settings

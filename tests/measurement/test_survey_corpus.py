@@ -1,0 +1,27 @@
+"""The survey's reader on real GPU profiles: the recorded H200 programs of tests/data/corpus (their provenance is in
+the README there), each read from its profile as ``--roofline-survey`` reads a test's (JAX's trace reader, the HLO
+the profile embeds, the runtime's bookkeeping left out), found once with its runs and counted as the live
+measurement counts it: loops and branches as they ran."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from corpus import Recording, recordings, replay
+
+from pytest_roofline.measurement.survey.sightings import Programs, read_sightings
+
+pytest.importorskip("jax")
+
+
+@pytest.mark.parametrize("recording", [r for r in recordings() if r.has("nocb")], ids=lambda r: r.id)
+def test_the_survey_counts_a_recorded_gpu_program_as_the_live_path_does(recording: Recording) -> None:
+    variant = recording.entry["variants"]["nocb"]  # every kernel an event of its own, as a test's own runs are
+    data = gzip.decompress((recording.folder / variant["xplane"]).read_bytes())
+    found, problems = read_sightings(data, "corpus", None, Programs())
+    assert problems == []
+    (seen,) = [s for s in found if s.module == variant["module"]]
+    assert len(seen.per_run_s) == int(recording.entry["runs"]) and not seen.small
+    assert seen.platform == "gpu"
+    assert seen.flops == pytest.approx(replay(recording).as_ran.counts.flops, rel=0.01)
