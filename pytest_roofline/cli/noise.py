@@ -14,10 +14,10 @@ from pathlib import Path
 
 from ..base.files import check_writable, json_text, write_text_atomic
 from ..base.units import format_seconds
-from ..report.text import wrap_lines
 from ..history.noise import KernelNoise, study_kernel
 from ..history.paired import MIN_ROUNDS, RoundReport, collect, schedule
 from ..history.reports import Run
+from ..report.text import wrap_lines
 from .ab.fresh import run_side
 from .ab.job import NOTHING_MEASURED, AbOptions, Job
 from .ab.sides import SideProcess

@@ -2,7 +2,8 @@
 suite's survey, ``pytest-roofline suggest`` on its report, then the same suite with that config and the survey. The
 unchanged code passes; a kept program made four times slower (its matmul computed four times) fails the test that
 runs it, named so, unless its runs were made beside a neighbour, which the survey never judges (it says so). The
-thresholds are half the medians measured: a quarter of the median lies well under them."""
+config states the program's work as surveyed, so four times the work is four times the time for the same work; the
+threshold is half the median measured: a quarter of the median lies well under it."""
 
 from __future__ import annotations
 

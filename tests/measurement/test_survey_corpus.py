@@ -14,8 +14,14 @@ from pytest_roofline.measurement.survey.sightings import Programs, read_sighting
 
 pytest.importorskip("jax")
 
+# The quick loop reads four (a conditional, a data-dependent loop, a cond inside a loop, a library's program); the
+# full run every recording.
+QUICK = {"cond_cheap", "while_power", "cond_in_loop", "numpyro_nuts"}
+RECORDED = [pytest.param(r, marks=() if r.name in QUICK else pytest.mark.slow, id=r.id)
+            for r in recordings() if r.has("nocb")]
 
-@pytest.mark.parametrize("recording", [r for r in recordings() if r.has("nocb")], ids=lambda r: r.id)
+
+@pytest.mark.parametrize("recording", RECORDED)
 def test_the_survey_counts_a_recorded_gpu_program_as_the_live_path_does(recording: Recording) -> None:
     variant = recording.entry["variants"]["nocb"]  # every kernel an event of its own, as a test's own runs are
     data = gzip.decompress((recording.folder / variant["xplane"]).read_bytes())

@@ -61,7 +61,8 @@ def parse_programs(data: Mapping[str, Any], config_path: str,
         if set(entry) - _KEYS or entry.get("min") is None:
             raise ConfigError(f"{where}: give min (and work, as pytest-roofline suggest writes it); "
                               f"not {sorted(set(entry) - _KEYS) or 'without min'}")
-        out.append((str(pattern), ProgramGate(parse_threshold_setting(entry["min"], where, where, names),
+        origin = f"programs: {pattern!r} in {config_path}"
+        out.append((str(pattern), ProgramGate(parse_threshold_setting(entry["min"], where, origin, names),
                                               _work(entry.get("work"), where))))
     return out
 
