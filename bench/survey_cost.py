@@ -1,6 +1,6 @@
 """What ``--roofline-survey`` costs a test suite: the suite's wall time with and without it, in alternating runs.
 
-Run: python bench/survey_cost.py [--rounds 3] [--cwd DIR] [--python PY] [--keep REPORT] [-- PYTEST ARGS]
+Run: python bench/survey_cost.py [--rounds 3] [--cwd DIR] [--python PY] [--keep REPORT] [--no-first] [-- PYTEST ARGS]
 (prints a table; --keep: where to copy the last survey's JSON report)
 
 Each round runs ``PY -m pytest -q -p no:cacheprovider ARGS`` plainly and with ``--roofline-survey
@@ -44,14 +44,17 @@ def main() -> None:
     parser.add_argument("--cwd", default=str(ROOT))
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--keep", help="copy the last survey's JSON report here")
+    parser.add_argument("--no-first", action="store_true",
+                        help="no first survey run (the machine's ceilings are in the calibration cache already)")
     parser.add_argument("pytest_args", nargs="*", default=["example_suite"])
     options = parser.parse_args()
     cwd = Path(options.cwd)
     with tempfile.TemporaryDirectory() as tmp:
         report = str(Path(tmp) / "survey.json")
         surveyed = [*options.pytest_args, "--roofline-survey", f"--roofline-report={report}"]
-        first, _, _ = _run(options.python, cwd, surveyed)
-        print(f"first survey run (finds the ceilings; not counted): {first:.1f} s", flush=True)
+        if not options.no_first:
+            first, _, _ = _run(options.python, cwd, surveyed)
+            print(f"first survey run (finds the ceilings; not counted): {first:.1f} s", flush=True)
         rows = []
         for r in range(options.rounds):
             order = [("plain", options.pytest_args), ("survey", surveyed)]
