@@ -3,8 +3,10 @@ over all its runs, within 120 columns; the programs too small to judge in one li
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from ..analysis.model.contention import CONTENDED_ABOVE
-from ..analysis.verdict.survey_book import SMALL_S, SurveyBook, SurveyedProgram
+from ..analysis.verdict.survey_book import FULL_PROFILE_S, SMALL_S, SurveyBook, SurveyedProgram
 from ..base.units import format_seconds
 from .text import WIDTH, wrap_lines
 
@@ -32,12 +34,13 @@ def _tests(p: SurveyedProgram) -> str:
     return first + (f" (+{len(p.tests) - 1} more)" if len(p.tests) > 1 else "")
 
 
-def _rows(programs: list[SurveyedProgram]) -> list[str]:
+def _rows(programs: list[SurveyedProgram], sampled: Container[str] = ()) -> list[str]:
     head = (f"{'program':<{_NAME}} {'tests':>5} {'runs':>6} {'median run':>10} {'util':>7}  {'bound':<15}"
             f" {'time lost':>10}")
     out = [head]
     for p in programs:
         vary = (" [counts vary]" if p.counts_vary else "") + (" [contended]" if p.contended_runs else "")
+        vary += " [sampled]" if any(t in sampled for t in p.tests) else ""
         out.append(f"{_name(p):<{_NAME}} {len(p.tests):>5} {p.runs:>6} {format_seconds(p.median_s):>10} "
                    f"{_util(p):>7}  {(p.bound or '-'):<15} {format_seconds(p.time_lost_s):>10}{vary}")
         contended = f"{p.contended_runs} of {p.runs} runs contended" if p.contended_runs else ""
@@ -57,7 +60,7 @@ def survey_lines(book: SurveyBook, *, every: bool = False) -> list[str]:
     lines = [f"{len(book.programs)} compiled programs in {book.tests} tests; utilization of the median run against "
              f"{book.hardware or 'no known hardware (counts and times only)'}"]
     if shown:
-        lines += _rows(shown)
+        lines += _rows(shown, book.sampled)
     if len(judged) > len(shown):
         lines.append(f"... {len(judged) - len(shown)} more (pytest -v lists every one; the JSON report holds them)")
     small = book.small()
@@ -73,6 +76,12 @@ def survey_lines(book: SurveyBook, *, every: bool = False) -> list[str]:
         lines.append(f"[contended]: {len(book.contended)} tests ran while other processes held the CPUs (their threads "
                      f"waited for a CPU over {CONTENDED_ABOVE:.0%} of their ready time): their runs are counted, "
                      f"and no threshold judged them")
+    if book.sampled:
+        profiled = sum(p for p, _ in book.sampled.values())
+        ran = sum(r for _, r in book.sampled.values())
+        lines.append(f"[sampled]: {len(book.sampled)} tests ran longer than {format_seconds(FULL_PROFILE_S)}: profiled "
+                     f"in full for that long, then in windows ({format_seconds(profiled)} of their "
+                     f"{format_seconds(ran)}): their programs' runs and time lost are those seen")
     if book.below:
         lines.append(f"below their threshold ({len(book.below)}):")
         lines += [f"  {b.line()}" for b in sorted(book.below.values(), key=lambda b: b.worst)]

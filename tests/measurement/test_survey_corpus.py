@@ -25,7 +25,7 @@ RECORDED = [pytest.param(r, marks=() if r.name in QUICK else pytest.mark.slow, i
 def test_the_survey_counts_a_recorded_gpu_program_as_the_live_path_does(recording: Recording) -> None:
     variant = recording.entry["variants"]["nocb"]  # every kernel an event of its own, as a test's own runs are
     data = gzip.decompress((recording.folder / variant["xplane"]).read_bytes())
-    found, problems = read_sightings(data, "corpus", None, Programs())
+    found, problems, _ = read_sightings(data, "corpus", None, Programs())
     assert problems == []
     (seen,) = [s for s in found if s.module == variant["module"]]
     assert len(seen.per_run_s) == int(recording.entry["runs"]) and not seen.small

@@ -31,6 +31,17 @@ def test_the_table_fits_120_columns_worst_first_with_the_rest_counted() -> None:
     assert "below 80% (--roofline-min=0.8 on the command line)" in " ".join(" ".join(lines).split())
 
 
+def test_a_sampled_test_marks_its_programs_and_says_how_much_was_profiled() -> None:
+    book = _book(2)
+    book.sampled["tests/test_m.py::test_1"] = (2.5, 14.0)
+    lines = survey_lines(book)
+    text = " ".join(" ".join(lines).split())
+    (row,) = [line for line in lines if line.startswith("jit_a_") and line.endswith("[sampled]")]
+    assert row.startswith("jit_a_rather_long_...me_of_a_library_1 ")
+    assert "[sampled]: 1 tests ran longer than 2 s: profiled in full for that long, then in windows (2.5 s of their " \
+           "14 s)" in text
+
+
 def test_verbose_lists_every_program() -> None:
     lines = survey_lines(_book(SHOWN + 3), every=True)
     assert len([line for line in lines if line.startswith("jit_a_")]) == SHOWN + 3

@@ -17,7 +17,7 @@ from ..program.hlo_reader import HloModule
 from ..program.interpreted import estimated_note
 from ..program.pallas_costs import PALLAS_REMEDY
 from ..runs.program_runs import run_times
-from ..runs.trace_events import ProgramKey, TraceEvent, TraceIndex
+from ..runs.trace_events import ProgramKey, RunTimes, TraceEvent, TraceIndex
 from .per_op import OpRow, attach_tally, op_rows, tally_events
 from .program_model import program_model
 
@@ -117,14 +117,15 @@ def _count_notes(counts: Counts) -> list[str]:
 def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramKey,
                       module: HloModule | None, spec: HardwareSpec | None, *,
                       working_set: float | None = None, index: TraceIndex | None = None,
-                      stated: Work | None = None) -> ProgramSummary:
+                      stated: Work | None = None, told: RunTimes | None = None) -> ProgramSummary:
     """One program of a profile: per-run device times (slowest device), counts from its HLO when the profile
     embeds it, and with ``spec`` its roofline, utilization (median run) and per-op rows with measured times.
     ``working_set``: the bytes of its buffers, where its runs ran back to back with the cache as they left it (a
     working set that fits the last-level cache meets the cache's bandwidth). ``index``: the events grouped once,
     where several programs are read from one trace. ``stated``: the work to judge it on (FLOPs, bytes,
-    transcendentals per run), where someone stated it, in place of the counts as it ran."""
-    found = run_times(events, key.module, platform, program_id=key.program_id, index=index)
+    transcendentals per run), where someone stated it, in place of the counts as it ran. ``told``: its runs, where
+    the caller has told them apart already."""
+    found = told or run_times(events, key.module, platform, program_id=key.program_id, index=index)
     runs = len(found.per_run_s)
     notes = list(found.notes)
     if module is None:

@@ -26,7 +26,7 @@ or CPU run on one device lasts from its first op's start to its last op's end.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -312,7 +312,7 @@ def run_times(events: Iterable[TraceEvent], module_name: str, platform: str,
     # window closed (its thread descheduled after the result was handed over) is not the run's time.
     same_window = ((lambda a, b: _containing(marker_windows, a.start_ns) == _containing(marker_windows, b.start_ns))
                    if marker_windows and platform == "cpu" else None)
-    ops_all, assignment = _with_consumers(index.consumers, ops, split.assignment, same_window)
+    ops_all, assignment = _with_consumers(index.consumers_of, ops, split.assignment, same_window)
     per_device, run_of_event = _device_runs(ops_all, assignment, split, module_name, method)
     n_runs = len(next(iter(per_device.values())))  # the same on every device (_device_runs checks)
     per_run = tuple(max(t[k] for t in per_device.values()) for k in range(n_runs))
@@ -340,19 +340,21 @@ def _one_program(ops: list[TraceEvent], module_events: list[TraceEvent], module_
     return program_id if program_id is not None else (ids[0] if ids else None)
 
 
-def _with_consumers(candidates: list[TraceEvent], ops: list[TraceEvent], assignment: dict[int, RunKey],
-                    same_run: Callable[[TraceEvent, TraceEvent], bool] | None = None,
+def _with_consumers(consumers_of: Mapping[object, list[tuple[int, TraceEvent]]], ops: list[TraceEvent],
+                    assignment: dict[int, RunKey], same_run: Callable[[TraceEvent, TraceEvent], bool] | None = None,
                     ) -> tuple[list[TraceEvent], dict[int, RunKey]]:
-    """The op events with the async consumers ("end: op" events with a ``_c`` stat, of ``candidates``), each in
-    the run of its producer; ``same_run``: whether a consumer (second) lies in its producer's (first) run, where
-    the caller can tell."""
+    """The op events with their async consumers ("end: op" events with a ``_c`` stat, looked up by the producer
+    they name, in trace order), each in the run of its producer; ``same_run``: whether a consumer (second) lies in
+    its producer's (first) run, where the caller can tell. Looked up per producer: a trace of hundreds of programs
+    holds tens of thousands of consumers, and scanning them all once per program is quadratic."""
     producer_index = {e.stats["_p"]: i for i, e in enumerate(ops) if "_p" in e.stats}
-    consumers = [e for e in candidates if e.stats["_c"] in producer_index
-                 and (same_run is None or same_run(ops[producer_index[e.stats["_c"]]], e))]
+    found = sorted((c for p in producer_index for c in consumers_of.get(p, ())), key=lambda c: c[0])
+    consumers = [e for _, e in found
+                 if same_run is None or same_run(ops[producer_index[e.stats["_c"]]], e)]
     out = dict(assignment)
     for j, ev in enumerate(consumers, start=len(ops)):
-        owner = producer_index.get(ev.stats["_c"])
-        if owner is not None and owner in out:
+        owner = producer_index[ev.stats["_c"]]
+        if owner in out:
             out[j] = out[owner]
     return ops + consumers, out
 

@@ -23,7 +23,7 @@ import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 __all__ = ["TraceEvent", "TraceError", "TraceIndex", "RunTimes", "ProgramKey", "flatten", "programs", "device_events",
@@ -85,6 +85,15 @@ class RunTimes:
     @property
     def devices(self) -> int:
         return max(len(self.per_device_s), 1)
+
+    def without(self, first: bool, last: bool) -> RunTimes:
+        """Without the first run (``first``) and the last (``last``): the runs of a profile started or stopped while
+        the program ran (a sampled window of a long test), where those may be cut short."""
+        lo, hi = int(first), len(self.per_run_s) - int(last)
+        kept = {i: r - lo for i, r in self.run_of_event.items() if lo <= r < hi}
+        return replace(self, per_run_s=self.per_run_s[lo:hi], run_of_event=kept,
+                       per_device_s={d: t[lo:hi] for d, t in self.per_device_s.items()},
+                       launched_ns={i: t for i, t in self.launched_ns.items() if i in kept})
 
 
 def device_of(event: TraceEvent) -> Any:
@@ -210,15 +219,16 @@ def device_events(events: list[TraceEvent], platform: str) -> list[TraceEvent]:
 class TraceIndex:
     """One trace's events grouped once for every program read from it (a measurement reads its kernel's runs, its
     reference's and its warm check's from one trace): the events on the platform's device planes, their op events
-    by module, the "XLA Modules" events, the async consumers ("end: ..." events with a ``_c`` stat) and the host
-    events by name, each list in trace order. A trace of a loop holds hundreds of thousands of events; each pass
+    by module, the "XLA Modules" events, the async consumers ("end: ..." events with a ``_c`` stat) by the producer
+    they name, each with its position among the device events, and the host events by name, each list in trace
+    order. A trace of a loop holds hundreds of thousands of events; each pass
     over them in Python costs a tenth of a second or more."""
 
     events: list[TraceEvent]
     on_device: list[TraceEvent]
     ops_by_module: Mapping[str, list[TraceEvent]]
     module_lines: list[TraceEvent]
-    consumers: list[TraceEvent]
+    consumers_of: Mapping[object, list[tuple[int, TraceEvent]]]
     host_by_name: Mapping[str, list[TraceEvent]]
 
     @classmethod
@@ -228,8 +238,8 @@ class TraceIndex:
         on_device = device_events(events, platform)
         by_module: dict[str, list[TraceEvent]] = {}
         module_lines: list[TraceEvent] = []
-        consumers: list[TraceEvent] = []
-        for e in on_device:
+        consumers: dict[object, list[tuple[int, TraceEvent]]] = {}
+        for position, e in enumerate(on_device):
             if e.line == "XLA Modules":
                 module_lines.append(e)
                 continue
@@ -238,7 +248,7 @@ class TraceIndex:
             if module is not None:
                 by_module.setdefault(str(module), []).append(e)
             if "_c" in stats and e.name.startswith(CONSUMER_PREFIX):
-                consumers.append(e)
+                consumers.setdefault(stats["_c"], []).append((position, e))
         host: dict[str, list[TraceEvent]] = {}
         for e in events:
             if e.plane.startswith("/host:"):

@@ -25,6 +25,8 @@ __all__ = ["SMALL_S", "Sighting", "SurveyedProgram", "SurveyBook", "Below", "pro
            "by_test"]
 
 SMALL_S = 20e-6  # a program whose median run is shorter is too small to judge
+# A test is profiled in full for this long; one that runs longer is then profiled in windows (survey/watch.py)
+FULL_PROFILE_S = 2.0
 _KEPT_RUNS = 2048  # per program: the run times kept for its median (every run is summed)
 
 
@@ -211,6 +213,8 @@ class SurveyBook:
     below: dict[str, Below] = field(default_factory=dict)  # the programs whose runs in a test fell below a threshold
     reading_s: float = 0.0  # the time spent stopping the profiler and reading the profiles
     contended: list[str] = field(default_factory=list)  # the tests that ran while other processes held the CPUs
+    # the tests profiled in sampled windows (they ran longer than the sampling's first stretch): seconds profiled, ran
+    sampled: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def add(self, s: Sighting) -> None:
         key = f"{s.platform}:{s.fingerprint}"
@@ -262,17 +266,21 @@ class SurveyBook:
         self.tests += other.tests
         self.reading_s += other.reading_s
         self.contended.extend(other.contended)
+        self.sampled.update(other.sampled)
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "tests": self.tests, "small_floor_s": SMALL_S, "reading_s": self.reading_s,
                 "programs": [p.to_dict() for p in self.judged() + self.small()], "problems": list(self.problems),
-                "below": [b.to_dict() for b in self.below.values()], "contended": list(self.contended)}
+                "below": [b.to_dict() for b in self.below.values()], "contended": list(self.contended),
+                "sampled": [{"test": t, "profiled_s": p, "ran_s": r} for t, (p, r) in self.sampled.items()]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SurveyBook:
         book = cls(problems=list(d.get("problems") or ()), hardware=str(d.get("hardware") or ""),
                    tests=int(d.get("tests") or 0),
-                   reading_s=float(d.get("reading_s") or 0.0), contended=list(d.get("contended") or ()))
+                   reading_s=float(d.get("reading_s") or 0.0), contended=list(d.get("contended") or ()),
+                   sampled={str(t["test"]): (float(t["profiled_s"]), float(t["ran_s"]))
+                            for t in d.get("sampled") or ()})
         for b in d.get("below") or ():
             below = Below.from_dict(b)
             book.below[f"{below.platform}:{below.fingerprint}"] = below

@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import median
+from typing import NamedTuple
 
 from ...analysis.model.per_op import OpRow
 from ...analysis.model.recorded_profile import ProgramSummary, Work, hlo_key, summarize_program
@@ -20,6 +21,7 @@ from ...analysis.program.memory import working_set
 from ...analysis.runs.program_runs import run_times
 from ...analysis.runs.trace_events import (
     ProgramKey,
+    RunTimes,
     TraceError,
     TraceEvent,
     TraceIndex,
@@ -34,7 +36,7 @@ from ...hardware.spec import HardwareSpec
 from ..fingerprint import normalized_hlo
 from ..profiler import HloProtoError, hlo_text, parsed
 
-__all__ = ["Programs", "read_sightings"]
+__all__ = ["Programs", "read_sightings", "Read"]
 
 # The plugin's own programs: its reference kernels and its cache eviction, which run beside a measurement.
 _OWN = ("roofline_reference", "pytest_roofline")
@@ -126,24 +128,37 @@ def _program(key: ProgramKey, protos: Mapping[str, bytes], events: Sequence[Trac
             f"{len(fits)} different programs of the {len(named)} the profile embeds under its name fit its ops")
 
 
+class Read(NamedTuple):
+    """What one part of a test's profile showed (:func:`read_sightings`)."""
+
+    found: list[Sighting]
+    problems: list[str]
+    at_edges: list[str] = []  # programs whose only runs in the part lay at a cut edge (names)
+
+
 def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None, known: Programs,
-                   stated: Callable[[str, str], Work | None] = lambda _m, _p: None) -> tuple[list[Sighting], list[str]]:
-    """The programs with runs in one part of a test's profile, and what could not be read (one line each).
-    ``stated(name, platform)``: the work the config states for a program, which it is judged on."""
+                   stated: Callable[[str, str], Work | None] = lambda _m, _p: None, *,
+                   cut: tuple[bool, bool] = (False, False)) -> Read:
+    """The programs with runs in one part of a test's profile, what could not be read (one line each), and the programs
+    whose only runs in it lay at a cut edge.
+    ``stated(name, platform)``: the work the config states for a program, which it is judged on. ``cut``: whether the
+    part was started, and whether it was stopped, while the test ran (a sampled window): a run going on at that edge
+    may be cut short, and is left out (:func:`_at_edges`)."""
     try:
         events = flatten(parsed(part), skip=_BOOKKEEPING)  # JAX's own reader: far faster than one in Python
     except Exception as exc:  # noqa: BLE001 - JAX's reader raises its own runtime error types
-        return [], [f"the survey's profile of {nodeid} cannot be read: {exc}"]
+        return Read([], [f"the survey's profile of {nodeid} cannot be read: {exc}"])
     if not events:  # a part in which nothing ran
-        return [], []
+        return Read([], [])
     platform = platform_of(events)
     try:
         keys = [k for k in programs(events, platform) if not any(own in k.module for own in _OWN)]
     except TraceError as exc:
-        return [], [f"{nodeid}: {exc}"]
+        return Read([], [f"{nodeid}: {exc}"])
     protos = _protos(part, [k for k in keys if k not in known.by_key])
     index = TraceIndex.of(events, platform)
-    found, problems = [], []
+    edges = _edges(index, cut) if any(cut) else None
+    found, problems, at_edges = [], [], []
     for key in keys:
         read = known.by_key.get(key) or _program(key, protos, events, known)
         if not isinstance(read, str):
@@ -152,27 +167,62 @@ def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None, known: P
             problems.append(f"{nodeid}: {key}: not counted: {read}")
             continue
         try:
-            seen = _seen(key, read, index, platform, spec, stated(key.module, platform))
+            seen = _seen(key, read, index, platform, spec, stated(key.module, platform), edges=edges)
         except TraceError as exc:
             problems.append(f"{nodeid}: {key}: its runs cannot be told apart: {exc}")
             continue
+        if seen is None and any(cut):
+            at_edges.append(key.module)
         if seen is not None:
             found.append(replace(seen, nodeid=nodeid))
-    return found, problems
+    return Read(found, problems, at_edges)
+
+
+@dataclass(frozen=True)
+class _Edges:
+    """A cut part's edges, as its op events show them: the first end where the part was started while the test ran,
+    the last start where it was stopped so (None: not cut there)."""
+
+    first_end: float | None
+    last_start: float | None
+
+
+def _edges(index: TraceIndex, cut: tuple[bool, bool]) -> _Edges:
+    ends = [e.end_ns for evs in index.ops_by_module.values() for e in evs] if cut[0] else []
+    starts = [e.start_ns for evs in index.ops_by_module.values() for e in evs] if cut[1] else []
+    return _Edges(min(ends, default=None), max(starts, default=None))
+
+
+def _at_edges(runs: RunTimes, edges: _Edges) -> tuple[bool, bool]:
+    """Whether the first run, and the last, may be cut short by the part's edges. A run going on when the profile
+    started holds the part's first op to end (nothing else ran before it finished); one going on when it stopped, the
+    last op to start (nothing ran after it). A complete run can hold them too (the first program's first run): left
+    out all the same, which costs a run."""
+    last = len(runs.per_run_s) - 1
+
+    def holds(run: int, edge: Callable[[TraceEvent], bool]) -> bool:
+        return any(edge(e) for i, e in enumerate(runs.op_events) if runs.run_of_event.get(i) == run)
+
+    first_end, last_start = edges.first_end, edges.last_start
+    return (first_end is not None and holds(0, lambda e: e.end_ns <= first_end),
+            last_start is not None and holds(last, lambda e: e.start_ns >= last_start))
 
 
 def _seen(key: ProgramKey, read: tuple[str, HloModule], index: TraceIndex, platform: str,
-          spec: HardwareSpec | None, stated: Work | None) -> Sighting | None:
+          spec: HardwareSpec | None, stated: Work | None, *, edges: _Edges | None = None) -> Sighting | None:
     """One program's runs in one part: a program too small to judge by its run times alone (nothing modelled: a
-    suite that calls jax.numpy op by op runs thousands of them), the others counted as they ran and modelled."""
+    suite that calls jax.numpy op by op runs thousands of them), the others counted as they ran and modelled
+    (``edges``: without the runs cut short by a sampled window's edges, see :func:`read_sightings`)."""
     fingerprint, module = read
     runs = run_times(index.events, key.module, platform, program_id=key.program_id, index=index)
+    if edges is not None:
+        runs = runs.without(*_at_edges(runs, edges))
     if not runs.per_run_s:
         return None
     if median(runs.per_run_s) < SMALL_S:
         return Sighting(fingerprint, key.module, "", runs.per_run_s, None, platform)
     summary = summarize_program(index.events, platform, key, module, spec, working_set=working_set(module, None),
-                                index=index, stated=stated)
+                                index=index, stated=stated, told=runs)
     said = (f"judged on the work the config states: {format_quantity(stated[0], 'FLOP')}, "
             f"{format_quantity(stated[1], 'B')} per run",) if stated is not None else ()
     touch, note = _touch(module, spec, summary)

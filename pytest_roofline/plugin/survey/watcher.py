@@ -25,8 +25,10 @@ from ...hardware.per_device import pick_threshold
 from .gates import stated_work
 
 if TYPE_CHECKING:
+    from ...analysis.model.recorded_profile import Work
     from ...hardware.spec import HardwareSpec
     from ...measurement.survey.sightings import Programs
+    from ...measurement.survey.watch import Part
     from ..session import RooflineSession
 
 __all__ = ["SurveyPlugin", "judged_nothing"]
@@ -87,7 +89,7 @@ class SurveyPlugin:
         from ...measurement.survey.watch import watching
 
         context, others = watching(), self.contention()
-        before = self.thread_times()
+        before, started = self.thread_times(), time.perf_counter()
         watch, _ = context.__enter__(), others.__enter__()
         try:
             return (yield)
@@ -97,24 +99,20 @@ class SurveyPlugin:
             begun = time.perf_counter()
             context.__exit__(None, None, None)  # the profiler stops: part of the survey's cost
             self._read(item.nodeid, watch.parts, watch.problem, spec, waited)
+            if watch.sampled:
+                self.book.sampled[item.nodeid] = (watch.profiled_s, begun - started)
             self.book.reading_s += time.perf_counter() - begun
 
-    def _read(self, nodeid: str, parts: list[bytes], problem: str, spec: HardwareSpec | None,
+    def _read(self, nodeid: str, parts: list[Part], problem: str, spec: HardwareSpec | None,
               waited: bool) -> None:
-        from ...measurement.survey.sightings import read_sightings
 
         self.book.tests += 1
         if problem:
             self.book.problems.append(f"{nodeid}: {problem}")
-        found: list[Sighting] = []
         assert self._known is not None
-        for part in parts:
-            try:
-                seen, problems = read_sightings(part, nodeid, spec, self._known, self._stated)
-            except Exception as exc:  # noqa: BLE001 - a profile the survey cannot read changes no test's outcome
-                seen, problems = [], [f"{nodeid}: the profile could not be read: {type(exc).__name__}: {exc}"]
-            found += [replace(s, contended=waited) for s in seen]
-            self.book.problems += problems
+        found, problems = _parts_read(parts, nodeid, spec, self._known, self._stated)
+        found = [replace(s, contended=waited) for s in found]
+        self.book.problems += problems
         if waited and found:
             self.book.contended.append(nodeid)
         for s in by_test(found):
@@ -160,3 +158,27 @@ class SurveyPlugin:
         terminalreporter.write_sep("=", "roofline survey (worst first by time lost)")
         for line in survey_lines(self.book, every=int(config.getoption("verbose", 0) or 0) >= 1):
             terminalreporter.write_line(line)
+
+
+def _parts_read(parts: list[Part], nodeid: str, spec: HardwareSpec | None, known: Programs,
+                stated: Callable[[str, str], Work | None]) -> tuple[list[Sighting], list[str]]:
+    """A test's programs over the parts of its profile, and what could not be read; a program whose only runs lay at a
+    sampled window's edge, in every part that held it, is said so."""
+    from ...measurement.survey.sightings import read_sightings
+
+    found: list[Sighting] = []
+    problems: list[str] = []
+    at_edges: dict[str, None] = {}
+    for part in parts:
+        try:
+            read = read_sightings(part.xspace, nodeid, spec, known, stated, cut=part.cut)
+        except Exception as exc:  # noqa: BLE001 - a profile the survey cannot read changes no test's outcome
+            problems.append(f"{nodeid}: the profile could not be read: {type(exc).__name__}: {exc}")
+            continue
+        found += read.found
+        problems += read.problems
+        at_edges.update(dict.fromkeys(read.at_edges))
+    seen = {s.module for s in found}
+    problems += [f"{nodeid}: {name}: not counted: its only runs seen lay at the edge of a sampled window, where a run "
+                 "may be cut short" for name in at_edges if name not in seen]
+    return found, problems

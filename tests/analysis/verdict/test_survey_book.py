@@ -75,9 +75,11 @@ def test_the_book_survives_json_and_merges_another_process_book() -> None:
     other.add(seen("b", "t.py::two", (3e-3,)))
     other.note_below(seen("b", "t.py::two", (3e-3,)), 0.5, "--roofline-min=0.5", False)
     other.tests = 1
+    other.sampled["t.py::two"] = (2.5, 14.0)
     book.merge(SurveyBook.from_dict(other.to_dict()))
     again = SurveyBook.from_dict(book.to_dict())
     assert again.programs["cpu:a"].tests == {"t.py::one": 1, "t.py::two": 1}
     assert again.programs["cpu:a"].device_s == pytest.approx(5e-3)
     assert "cpu:b" in again.below and again.below["cpu:b"].tests == ["t.py::two"]
     assert again.hardware == "fake CPU" and again.tests == 1
+    assert again.sampled == {"t.py::two": (2.5, 14.0)}
