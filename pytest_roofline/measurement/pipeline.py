@@ -310,7 +310,7 @@ def _time_in_state(program: CompiledProgram, settings: TimingSettings, ops: int,
                    agree: Agree | None = None) -> tuple[Timed, CacheState]:
     """Time the program in the cache state planned (evicting before each run where cold), and the state with its
     check: the median of the cold runs against the warm runs after them, where ``check``."""
-    evict = Evictor(program.device, cache.evicted_bytes) if cache.evicted_bytes else None
+    evict = Evictor.shared(program.device, cache.evicted_bytes) if cache.evicted_bytes else None
     warm = replace(settings, ops_per_run=max(ops, 1)).warm_check_runs(WARM_CHECK_RUNS) if check else 0
     timed = time_compiled(program, settings, ops, beside, settled, CacheRuns(evict, warm),
                           agree=agree)

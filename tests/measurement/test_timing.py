@@ -219,3 +219,18 @@ def test_a_program_of_many_ops_keeps_its_trace_within_budget() -> None:
     small = TimingSettings(min_runs=5, max_runs=100, ops_per_run=10)
     assert small.profiled_max_runs() == 100 and small.warm_check_runs(5) == 5
     assert TimingSettings(min_runs=2, ops_per_run=90_000).profiled_max_runs() == 2  # never more than min_runs needs
+
+
+def test_every_measurement_on_a_device_evicts_with_one_buffer_made_once() -> None:
+    """Making an eviction buffer touches twice the cache's pages for the first time: it is made once per device and
+    size, and each call still writes the whole of it (this CPU's real device, a small size)."""
+    jax = pytest.importorskip("jax")
+    from pytest_roofline.measurement.machine.eviction import Evictor
+
+    device = jax.devices()[0]
+    first = Evictor.shared(device, 1 << 16)
+    first()
+    assert Evictor.shared(device, 1 << 16) is first
+    assert int(first._buffer[0]) == 2  # made (one write), then one eviction: every element written each time
+    other = Evictor.shared(device, 1 << 17)
+    assert other is not first and other.nbytes == 1 << 17 and Evictor.shared(device, 1 << 17) is other
