@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from git_repos import commit, git, make_repo, needs_git, run_cli
 from paths import ROOT
 
 from pytest_roofline.cli.ab.job import uses_xdist
@@ -23,47 +23,13 @@ from pytest_roofline.cli.ab.worktree import worktree
 from pytest_roofline.cli.analyze import CliError
 from pytest_roofline.cli.main import main
 
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed on this machine")
-
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com"}
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT_ENV}, capture_output=True, text=True,
-                          check=True)
-    return done.stdout
-
-
-def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _commit(repo, files, "first")
-    return repo
-
-
-def _commit(repo: Path, files: dict[str, str], message: str) -> None:
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", message)
-
 
 def _ab(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
-    old = Path.cwd()
-    os.chdir(repo)
-    try:
-        status = main(["ab", *args])
-    finally:
-        os.chdir(old)
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run_cli(capsys, repo, "ab", *args)
 
 
 def _worktrees(repo: Path) -> int:
-    return _git(repo, "worktree", "list", "--porcelain").count("worktree ")
+    return git(repo, "worktree", "list", "--porcelain").count("worktree ")
 
 
 @needs_git
@@ -76,7 +42,7 @@ def test_not_a_git_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 @needs_git
 def test_unknown_revision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    repo = _repo(tmp_path, {"README": "x\n"})
+    repo = make_repo(tmp_path, {"README": "x\n"})
     status, _, err = _ab(capsys, repo, "--base", "no-such-branch")
     assert status == 2 and len(err.strip().splitlines()) == 1
     assert "--base no-such-branch: not a commit of the repository at" in err
@@ -85,7 +51,7 @@ def test_unknown_revision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 @needs_git
 def test_too_few_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    repo = _repo(tmp_path, {"README": "x\n"})
+    repo = make_repo(tmp_path, {"README": "x\n"})
     status, _, err = _ab(capsys, repo, "--base", "HEAD", "--rounds", "3")
     assert status == 2 and "--rounds 3: at least 6" in err
     status, _, err = _ab(capsys, repo, "--base", "HEAD", "--rounds", "8", "--long-lived")
@@ -96,20 +62,20 @@ def test_too_few_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 @pytest.mark.slow  # a pytest process
 @pytest.mark.parametrize("schedule", [[], ["--long-lived"]])
 def test_pytest_cannot_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str], schedule: list[str]) -> None:
-    repo = _repo(tmp_path, {"test_broken.py": "def test_x(:\n    pass\n"})
+    repo = make_repo(tmp_path, {"test_broken.py": "def test_x(:\n    pass\n"})
     status, out, err = _ab(capsys, repo, "--base", "HEAD", *schedule, "--", "test_broken.py")
     assert status == 2 and out == ""
     line = err.strip().splitlines()[-1]
     assert line.startswith("pytest-roofline ab: error: pytest cannot run the tests of the base (")
     assert "exit status 2 (interrupted or errors during collection)" in line and "test_broken.py" in line
     assert _worktrees(repo) == 1  # the worktree is gone after the error
-    assert _git(repo, "status", "--porcelain") == ""
+    assert git(repo, "status", "--porcelain") == ""
 
 
 @needs_git
 @pytest.mark.slow  # a pytest process
 def test_no_kernel_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    repo = _repo(tmp_path, {"test_plain.py": "def test_x():\n    pass\n"})
+    repo = make_repo(tmp_path, {"test_plain.py": "def test_x():\n    pass\n"})
     status, _, err = _ab(capsys, repo, "--base", "HEAD")
     assert status == 2 and err.strip().splitlines() == [
         "pytest-roofline ab: error: the selected tests measured no kernel on either side (no roofline(...) call "
@@ -138,8 +104,8 @@ def test_arguments_after_double_dash_are_for_ab_only(capsys: pytest.CaptureFixtu
 
 @needs_git
 def test_worktree_is_removed_when_the_block_fails(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, {"a.txt": "one\n"})
-    commit = _git(repo, "rev-parse", "HEAD").strip()
+    repo = make_repo(tmp_path, {"a.txt": "one\n"})
+    commit = git(repo, "rev-parse", "HEAD").strip()
     (repo / "a.txt").write_text("uncommitted\n")
     with pytest.raises(KeyboardInterrupt), worktree(repo, commit) as path:
         assert (path / "a.txt").read_text() == "one\n"
@@ -160,8 +126,8 @@ def test_a_killed_runs_worktree_is_removed_by_the_next_run(tmp_path: Path) -> No
 
     from pytest_roofline.cli.ab.worktree import remove_leftovers
 
-    repo = _repo(tmp_path, {"a.txt": "one\n"})
-    commit = _git(repo, "rev-parse", "HEAD").strip()
+    repo = make_repo(tmp_path, {"a.txt": "one\n"})
+    commit = git(repo, "rev-parse", "HEAD").strip()
     hold = ("import sys; from pathlib import Path; from pytest_roofline.cli.ab.worktree import worktree\n"
             f"with worktree(Path({str(repo)!r}), {commit!r}) as p:\n    print(p, flush=True); sys.stdin.readline()\n")
     killed = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -185,7 +151,7 @@ def test_a_killed_runs_worktree_is_removed_by_the_next_run(tmp_path: Path) -> No
 @needs_git
 def test_an_unwritable_json_path_stops_ab_before_its_first_round(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    repo = _repo(tmp_path, {"tests/test_k.py": "open('ran', 'w').close()\n\ndef test_k():\n    pass\n"})
+    repo = make_repo(tmp_path, {"tests/test_k.py": "open('ran', 'w').close()\n\ndef test_k():\n    pass\n"})
     target = Path("/proc/pytest-roofline/ab.json")  # no one can write there, a superuser neither
     if not Path("/proc/self").exists():
         pytest.skip("no /proc on this system")
@@ -431,11 +397,11 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     XLA does not fuse the second pass (jax 0.9.0) it writes a fresh 64 MiB temporary whose page faults the
     roofline would otherwise count as work, raising the head's utilization. Both schedules: every round in fresh
     processes ("rounds", the default), and two long-lived processes, each test in its own rounds ("kernels")."""
-    repo = _repo(tmp_path, SUITE)
+    repo = make_repo(tmp_path, SUITE)
     monkeypatch.setenv("PYTHONPATH", str(repo / "src"))  # the head's code, as an editable install would give it
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # as in a user's shell: ab itself writes none
     tests = SUITE["tests/test_kernels.py"].replace("== 'one'", "== 'two'")
-    _commit(repo, {"src/demokern/__init__.py": SLOWER, "tests/test_kernels.py": tests}, "total: two passes")
+    commit(repo, {"src/demokern/__init__.py": SLOWER, "tests/test_kernels.py": tests}, "total: two passes")
     # Six units of the interval: six rounds in fresh processes, or six pairs of long-lived processes of two rounds
     long_lived, rounds = (["--long-lived"], 12) if schedule == "kernels" else ([], 6)
     status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--rounds", str(rounds), "--max-drop", "0.3", *long_lived,
@@ -462,7 +428,7 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     page = (tmp_path / "ab.html").read_text()
     assert "Base against head (pytest-roofline ab)" in page and "[total]: op by op</h3>" in page
     # the head's working tree as ab found it, ignored files included (no __pycache__, no .pytest_cache)
-    assert _worktrees(repo) == 1 and _git(repo, "status", "--porcelain", "--ignored") == ""
+    assert _worktrees(repo) == 1 and git(repo, "status", "--porcelain", "--ignored") == ""
 
 
 @needs_git
@@ -472,11 +438,11 @@ def test_no_program_changed_times_nothing(tmp_path: Path, capsys: pytest.Capture
     """A pull request that changes no kernel's program (a comment in the kernel, a README, a conftest): both sides
     compile, nothing is timed, every kernel "same program", exit 0; the Markdown summary says so too, and the head's
     conftest receives the verdicts in its pytest_roofline_ab hook, as a user's would."""
-    repo = _repo(tmp_path, SUITE)
+    repo = make_repo(tmp_path, SUITE)
     monkeypatch.setenv("PYTHONPATH", str(repo / "src"))
     monkeypatch.setenv("AB_HOOK_OUT", str(tmp_path / "hooked.json"))
     changed = SUITE["src/demokern/__init__.py"].replace("return x.sum()", "return x.sum()  # the same sum")
-    _commit(repo, {"src/demokern/__init__.py": changed, "README.md": "words\n", "conftest.py": AB_HOOK},
+    commit(repo, {"src/demokern/__init__.py": changed, "README.md": "words\n", "conftest.py": AB_HOOK},
             "no program changed")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--summary-md", str(tmp_path / "s.md"), "--", "tests")
@@ -490,7 +456,7 @@ def test_no_program_changed_times_nothing(tmp_path: Path, capsys: pytest.Capture
     assert "2 kernels compiled to the same program on both sides: not timed." in summary
     hooked = json.loads((tmp_path / "hooked.json").read_text())
     assert sorted(k["verdict"] for k in hooked["kernels"]) == ["same", "same"] and hooked["exit_status"] == 0
-    assert _worktrees(repo) == 1 and _git(repo, "status", "--porcelain", "--ignored") == ""
+    assert _worktrees(repo) == 1 and git(repo, "status", "--porcelain", "--ignored") == ""
 
 
 # A user's conftest that receives a comparison's verdicts (docs/hooks.md).
@@ -512,9 +478,9 @@ def test_a_budget_that_runs_out_leaves_the_open_kernels_undecided(tmp_path: Path
     with fewer than six rounds, never a pass; --strict fails them. In both ways of running a round: a pair of
     processes that prepare and then measure in turn, and (with xdist's -n, here without workers) processes that run
     the tests to their end."""
-    repo = _repo(tmp_path, SUITE)
+    repo = make_repo(tmp_path, SUITE)
     monkeypatch.setenv("PYTHONPATH", str(repo / "src"))
-    _commit(repo, {"README.md": "words\n"}, "no program changed")
+    commit(repo, {"README.md": "words\n"}, "no program changed")
     status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--time-all", "--budget", "1s", "--strict", "--",
                            "tests", "-k", "total", *xdist)
     assert "programs pass" not in err and "round 1/20" in err and "round 2/20" not in err

@@ -5,39 +5,16 @@ in each process, the table with the false alarms of the comparisons drawn from t
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from git_repos import make_repo, needs_git, run_cli
 
 from pytest_roofline.cli.main import main
 
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed on this machine")
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com"}
-
-
-def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for name, text in files.items():
-        (repo / name).write_text(text)
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "first"]):
-        subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT_ENV}, check=True, capture_output=True)
-    return repo
-
 
 def _noise(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
-    old = Path.cwd()
-    os.chdir(repo)
-    try:
-        status = main(["noise", *args])
-    finally:
-        os.chdir(old)
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run_cli(capsys, repo, "noise", *args)
 
 
 def test_too_few_rounds_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,7 +31,7 @@ def test_the_plugin_turned_off_is_refused(capsys: pytest.CaptureFixture[str]) ->
 @needs_git
 @pytest.mark.slow
 def test_a_selection_that_measures_nothing_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    repo = _repo(tmp_path, {"test_plain.py": "def test_x():\n    pass\n"})
+    repo = make_repo(tmp_path, {"test_plain.py": "def test_x():\n    pass\n"})
     status, _, err = _noise(capsys, repo, "--rounds", "6")
     assert status == 2 and "measured no kernel on either side" in err
 
@@ -62,7 +39,7 @@ def test_a_selection_that_measures_nothing_says_so(tmp_path: Path, capsys: pytes
 @needs_git
 @pytest.mark.slow
 def test_a_real_kernel_a_over_a(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    repo = _repo(tmp_path, {"test_k.py": "import jax.numpy as jnp\n\n\ndef test_sum(roofline):\n"
+    repo = make_repo(tmp_path, {"test_k.py": "import jax.numpy as jnp\n\n\ndef test_sum(roofline):\n"
                                          "    roofline(lambda x: x.sum(), jnp.ones(1 << 22), name='total')\n"})
     status, out, err = _noise(capsys, repo, "--rounds", "6", "--comparisons", "5", "--json",
                               str(tmp_path / "noise.json"))
