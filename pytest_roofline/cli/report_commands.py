@@ -76,7 +76,7 @@ def show(path: str, every: bool = False) -> tuple[str, int]:
     run = _read(lambda: load_run(path))
     lines = show_lines(run)
     if run.survey is not None:
-        from ..report.survey_text import survey_lines
+        from ..report.survey_report import survey_lines
 
         lines += ["", "roofline survey (worst first by time lost)", *survey_lines(run.survey, every=every)]
     return "\n".join(lines), 0

@@ -27,7 +27,7 @@ from .ab_report import ab_html
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .full_failure import figure_lines
 from .history_text import run_line
-from .survey_text import survey_html
+from .survey_report import survey_html
 from .text import bound_cells, cache_cell, compile_cell, other_utilization, verdict_marks
 
 __all__ = ["HtmlUnavailable", "html_report", "plotly_missing"]

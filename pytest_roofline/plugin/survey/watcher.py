@@ -1,7 +1,7 @@
 """``--roofline-survey`` in pytest: a profile of each test's call, the programs it ran kept once each in the session's
 book, the tests that ran a gated program below its threshold failed after their call, the table at the end. Thin: the
 profile and its reading are :mod:`~pytest_roofline.measurement.survey`, the book and the gate
-:mod:`~pytest_roofline.analysis.verdict.survey_book`, the table :mod:`~pytest_roofline.report.survey_text`.
+:mod:`~pytest_roofline.analysis.verdict.survey_book`, the table :mod:`~pytest_roofline.report.survey_report`.
 
 No test's outcome changes but for the gate: where the profile cannot be read, the test stands and the summary says
 so. A test that imports no JAX is not profiled.
@@ -153,7 +153,7 @@ class SurveyPlugin:
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         if hasattr(config, "workerinput"):
             return
-        from ...report.survey_text import survey_lines
+        from ...report.survey_report import survey_lines
 
         terminalreporter.write_sep("=", "roofline survey (worst first by time lost)")
         for line in survey_lines(self.book, every=int(config.getoption("verbose", 0) or 0) >= 1):

@@ -4,7 +4,7 @@ threshold named (made-up sightings)."""
 from __future__ import annotations
 
 from pytest_roofline.analysis.verdict.survey_book import SMALL_S, Sighting, SurveyBook
-from pytest_roofline.report.survey_text import SHOWN, survey_lines
+from pytest_roofline.report.survey_report import SHOWN, survey_lines
 
 
 def _book(n: int) -> SurveyBook:
@@ -48,7 +48,7 @@ def test_verbose_lists_every_program() -> None:
 
 
 def test_the_html_section_holds_every_program_and_the_ones_below_their_threshold() -> None:
-    from pytest_roofline.report.survey_text import survey_html
+    from pytest_roofline.report.survey_report import survey_html
 
     page = survey_html(_book(SHOWN + 3))
     assert page.count("<tr>") == 1 + SHOWN + 3 + 1  # the header, every judged program, the small one

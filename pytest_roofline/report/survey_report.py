@@ -1,5 +1,6 @@
-"""The survey's table (``--roofline-survey``): every program large enough to judge, worst first by the time it lost
-over all its runs, within 120 columns; the programs too small to judge in one line; the runs below a threshold."""
+"""The survey's report (``--roofline-survey``), as text and as an HTML section: every program large enough to judge,
+worst first by the time it lost over all its runs (the text within 120 columns); the programs too small to judge in
+one line; the runs below a threshold; the tests sampled."""
 
 from __future__ import annotations
 
