@@ -34,7 +34,8 @@
 #              unpack the archive into tests/data/corpus and add the folder's row to its README)
 #   kept       DIR/kept.txt: bench/kept_memory.py (what a long-lived ab side holds on the device over 20 tests)
 #   survey     DIR/survey.txt and DIR/survey.json: the example suite with --roofline-survey (every program its
-#              fixtures measure found in a GPU profile, with its counts), then bench/survey_gate_demo.py
+#              fixtures measure found in a GPU profile, with its counts), then bench/survey_gate_demo.py, then the
+#              sampling of a long test (tests/measurement/test_survey_sampling.py on the GPU)
 set -u
 out=${1:?usage: gpu_checks.sh DIR [CHECK ...]}
 shift
@@ -108,7 +109,8 @@ for check in $checks; do
         survey) header >>"$out/survey.txt" 2>&1
                 run "$out/survey.txt" 300 "$py" -m pytest example_suite -p no:cacheprovider --roofline-survey \
                     --roofline-warn-only --roofline-report="$out/survey.json"
-                run "$out/survey.txt" 300 "$py" bench/survey_gate_demo.py /tmp/survey-gate ;;
+                run "$out/survey.txt" 300 "$py" bench/survey_gate_demo.py /tmp/survey-gate
+                run "$out/survey.txt" 120 "$py" -m pytest -v -p no:cacheprovider tests/measurement/test_survey_sampling.py ;;
         control) header >>"$out/control.txt" 2>&1
                  run "$out/control.txt" 300 "$py" -m pytest -v -p no:cacheprovider tests/measurement/test_control_flow.py \
                      tests/measurement/test_trace_plan_runs.py tests/frameworks/test_diffrax.py \
