@@ -117,7 +117,10 @@ def test_a_run_cancelled_by_sigterm_keeps_what_it_measured(pytester: pytest.Pyte
     started = pytester.path / "second-started"
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--roofline-ceilings=calibrated",
                              "--roofline-report=r.json", "--roofline-history=hist"], cwd=pytester.path,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            # the signal's default action, as a shell gives its jobs: a runner started under nohup
+                            # passes SIGHUP on ignored, and an ignored signal is left ignored (base/signals.py)
+                            preexec_fn=lambda: signal.signal(getattr(signal, name), signal.SIG_DFL))
     try:
         while not started.exists():  # waits on the suite's own progress, not on a clock
             assert proc.poll() is None, proc.communicate()[0]
