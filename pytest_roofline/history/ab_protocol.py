@@ -4,6 +4,8 @@ ends (``cli/ab/served.py`` sends the requests, ``plugin/ab/server.py`` the answe
 One JSON object a line, each with its ``kind``; the driver writes requests on one pipe and reads answers on another::
 
     -> hello {version}                       first, before collection: which protocol the process speaks
+    <- go {}                                 a process started to wait: find your hardware now (the other side of
+                                             the first pair has found its own, a CPU's calibration cached)
     -> hardware {name}                       a preparing process, once it has found its hardware alone
     -> items {nodeids, programs, listening}  after collection (and preparation); programs: the first pair's pass;
                                              listening: whether a pytest_roofline_ab hook wants the verdicts
@@ -30,9 +32,10 @@ from ..records.kernel_record import KernelRecord, Unmeasured
 from .programs import ProgramsPass
 
 __all__ = ["VERSION", "VERDICTS_VARIABLE", "ProtocolError", "Hello", "Hardware", "Items", "Prepare", "Prepared",
-           "RunTest", "Measured", "Failed", "Quit", "Message", "encode", "decode", "check_hello", "REQUESTS", "ANSWERS"]
+           "RunTest", "Measured", "Failed", "Quit", "Go", "Message", "encode", "decode", "check_hello", "REQUESTS",
+           "ANSWERS"]
 
-VERSION = 2  # 1: the untyped messages of before, with no version and no hello
+VERSION = 3  # 1: the untyped messages of before, with no version and no hello; 2: no go
 # Set for the pytest process of the head that ab starts once its verdicts are in: the comparison's JSON file, handed
 # to the suite's pytest_roofline_ab hooks (plugin/ab/side_modes.py).
 VERDICTS_VARIABLE = "PYTEST_ROOFLINE_AB_VERDICTS"
@@ -98,8 +101,13 @@ class Quit:
     kind: ClassVar[str] = "quit"
 
 
-Message = Hello | Hardware | Items | Prepare | Prepared | RunTest | Measured | Failed | Quit
-REQUESTS: tuple[type[Message], ...] = (Prepare, RunTest, Quit)  # what the driver sends
+@dataclass(frozen=True)
+class Go:
+    kind: ClassVar[str] = "go"
+
+
+Message = Hello | Hardware | Items | Prepare | Prepared | RunTest | Measured | Failed | Quit | Go
+REQUESTS: tuple[type[Message], ...] = (Go, Prepare, RunTest, Quit)  # what the driver sends
 ANSWERS: tuple[type[Message], ...] = (Hello, Hardware, Items, Prepared, Measured, Failed)  # what a process sends
 
 
@@ -165,6 +173,8 @@ def _build(chosen: type[Message], body: Mapping[str, Any]) -> Message:
                         tuple(Unmeasured.from_dict(u) for u in body["unmeasured"]), float(body["seconds"]))
     if chosen is Failed:
         return Failed(str(body["error"]))
+    if chosen is Go:
+        return Go()
     return Prepared() if chosen is Prepared else Quit()  # nothing but their kind
 
 

@@ -22,6 +22,7 @@ from pytest_roofline.cli.ab.sides import CHILD
 from pytest_roofline.cli.ab.worktree import worktree
 from pytest_roofline.cli.analyze import CliError
 from pytest_roofline.cli.main import main
+from pytest_roofline.history.ab_protocol import VERSION
 
 
 def _ab(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
@@ -297,7 +298,7 @@ def test_reads(roofline):
 """
 
 
-def _preparing_server(tmp_path: Path, *, first: bool = False) -> Server:
+def _preparing_server(tmp_path: Path, *, first: bool = False, wait: bool = False) -> Server:
     """A round's process of ab's default schedule on PREPARED, started; a fake CPU entry with made-up peaks
     (datasheet ceilings): nothing to calibrate."""
     (tmp_path / "test_k.py").write_text(PREPARED)
@@ -307,7 +308,7 @@ def _preparing_server(tmp_path: Path, *, first: bool = False) -> Server:
     command = [sys.executable, str(CHILD), str(tmp_path), "", "-q", "-p", "no:cacheprovider",
                "--roofline-config=fake_cpu.yaml", "--roofline-ceilings=datasheet"]
     return Server.start("head", "the head", command, tmp_path, dict(os.environ), tmp_path / "head.log", prepare=True,
-                        first=first)
+                        first=first, wait=wait)
 
 
 @pytest.mark.slow  # a pytest process timing two real kernels
@@ -331,6 +332,27 @@ def test_a_preparing_process_compiles_first_and_measures_when_asked(tmp_path: Pa
     log = (tmp_path / "head.log").read_text()
     # while preparing, the test that reads its result stopped there (a skip), the other ran to its end
     assert "3 passed, 1 skipped in" in log and server.process.returncode == 0, log
+
+
+@pytest.mark.slow  # two pytest processes
+def test_a_waiting_process_finds_its_hardware_once_told_to_go_and_ends_when_asked_to_quit_instead(
+        tmp_path: Path) -> None:
+    """The second process of a first pair (``--serve=R,W,prepare,first,wait``) starts up and collects beside the
+    first, and finds its hardware (a CPU's calibration) only once the driver says go: told to quit instead, it ends
+    having found none."""
+    server = _preparing_server(tmp_path, first=True, wait=True)
+    try:
+        server.go()
+        server.hardware()
+        server.ready()
+        assert server.found == "Fake CPU" and server.items == ["test_k.py::test_plain", "test_k.py::test_reads"]
+    finally:
+        server.stop()
+    assert server.process.returncode == 0
+    quitting = _preparing_server(tmp_path, first=True, wait=True)
+    quitting.stop()
+    assert quitting.process.returncode == 0
+    assert quitting.answers.closed and not quitting.hardware_said
 
 
 @pytest.mark.slow  # a pytest process timing two real kernels
@@ -570,9 +592,9 @@ def _fake_side(tmp_path: Path, lines: list[str]) -> Server:
 @pytest.mark.slow  # a Python process
 @pytest.mark.parametrize(("lines", "refused"), [
     (['{"items": ["t.py::test_a"]}'], "the base (fake) sent a message with no kind (items): it speaks no ab protocol "
-                                      "version (a pytest-roofline from before version 2)"),
+                                      f"version (a pytest-roofline from before version {VERSION})"),
     (['{"kind": "hello", "version": 99}', '{"kind": "items", "nodeids": ["t.py::test_a"]}'],
-     "the base (fake) speaks version 99 of the ab protocol, this pytest-roofline version 2"),
+     f"the base (fake) speaks version 99 of the ab protocol, this pytest-roofline version {VERSION}"),
 ], ids=["older", "newer"])
 def test_a_side_that_speaks_another_protocol_is_refused_in_one_line(tmp_path: Path, lines: list[str],
                                                                      refused: str) -> None:
@@ -587,7 +609,7 @@ def test_a_side_that_speaks_another_protocol_is_refused_in_one_line(tmp_path: Pa
 
 @pytest.mark.slow  # a Python process
 def test_a_message_of_an_unknown_kind_from_a_side_is_an_error_that_names_it(tmp_path: Path) -> None:
-    server = _fake_side(tmp_path, ['{"kind": "hello", "version": 2}', '{"kind": "frobnicate", "x": 1}'])
+    server = _fake_side(tmp_path, [f'{{"kind": "hello", "version": {VERSION}}}', '{"kind": "frobnicate", "x": 1}'])
     try:
         with pytest.raises(CliError, match=r"^the base \(fake\) sent a message of an unexpected kind 'frobnicate' "
                                            r"\(expected items, failed\)$"):

@@ -17,6 +17,7 @@ from typing import IO
 
 from ...history.ab_protocol import (
     Failed,
+    Go,
     Hardware,
     Hello,
     Items,
@@ -68,12 +69,14 @@ class Server:
 
     @classmethod
     def start(cls, name: Side, label: str, command: Sequence[str], cwd: Path, env: dict[str, str],
-              log: Path, *, prepare: bool = False, first: bool = False) -> Server:
+              log: Path, *, prepare: bool = False, first: bool = False, wait: bool = False) -> Server:
         """Start it (``prepare``: it compiles every test's kernels before saying its items, nothing timed;
-        ``first``: it says what every test compiled with its items, then prepares the tests :meth:`prepare` names)."""
+        ``first``: it says what every test compiled with its items, then prepares the tests :meth:`prepare` names;
+        ``wait``: it finds its hardware only once :meth:`go` is called)."""
         request_r, request_w = os.pipe()
         answer_r, answer_w = os.pipe()
-        serve = f"--serve={request_r},{answer_w}" + (",prepare" if prepare else "") + (",first" if first else "")
+        flags = "".join(f",{f}" for f, on in (("prepare", prepare), ("first", first), ("wait", wait)) if on)
+        serve = f"--serve={request_r},{answer_w}{flags}"
         with open(log, "wb") as out:
             process = subprocess.Popen([*command[:4], serve, *command[4:]], cwd=cwd,
                                        env=env, stdout=out, stderr=subprocess.STDOUT, pass_fds=(request_r, answer_w))
@@ -87,6 +90,10 @@ class Server:
         answer = self._answer(Hardware)
         assert isinstance(answer, Hardware)
         self.found, self.hardware_said = answer.name, True
+
+    def go(self) -> None:
+        """Tell a process started to wait that it may find its hardware now."""
+        self._send(Go())
 
     def ready(self) -> None:
         """Wait for its collection (and preparation); its test ids (a usage or collection error, or no test: a
@@ -192,15 +199,19 @@ def start_pair(sides: Sequence[SideProcess], root: Path, args: Sequence[str], en
                prepare: bool = False, hardware_alone: bool = False, first: bool = False) -> tuple[Server, Server]:
     """Start both sides (collecting, and with ``prepare`` compiling, at the same time), then wait for each; a side
     that cannot serve raises :class:`ServeUnavailable` after both are stopped. ``hardware_alone``: the second
-    starts once the first has found its hardware, so that a CPU calibrated there ran alone and is cached for
-    every later process. ``first``: each is a comparison's programs pass first (:meth:`Server.start`)."""
+    finds its hardware once the first has found its own, so that a CPU calibrated there ran alone and is cached for
+    every later process (the second starts up and collects meanwhile). ``first``: each is a comparison's programs
+    pass first (:meth:`Server.start`)."""
     servers: list[Server] = []
+    waits = prepare and hardware_alone
     try:
         for side in sides:
-            if servers and prepare and hardware_alone:
-                servers[0].hardware()
             servers.append(Server.start(side.name, side.label, command(side, root, serve_args(args)), side.cwd, env,
-                                        tmp / f"{side.name}.log", prepare=prepare, first=first))
+                                        tmp / f"{side.name}.log", prepare=prepare, first=first,
+                                        wait=waits and bool(servers)))
+        if waits:
+            servers[0].hardware()
+            servers[1].go()
         for server in servers:
             server.ready()
     except BaseException:

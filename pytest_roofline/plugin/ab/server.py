@@ -35,6 +35,7 @@ from ...history.ab_protocol import (
     REQUESTS,
     VERSION,
     Failed,
+    Go,
     Hardware,
     Hello,
     Items,
@@ -63,24 +64,27 @@ DRIVER = "the comparison"  # who sends the requests, as an error names it
 
 def serving(spec: str) -> AbServer:
     """The plugin of a serving process from the ``--serve`` argument of ``child.py``:
-    ``REQUESTS_FD,ANSWERS_FD[,prepare][,first]``. It says hello with its protocol version at once."""
+    ``REQUESTS_FD,ANSWERS_FD[,prepare][,first][,wait]``. It says hello with its protocol version at once."""
     requests_fd, answers_fd, *flags = spec.split(",")
-    unknown = set(flags) - {"prepare", "first"}
+    unknown = set(flags) - {"prepare", "first", "wait"}
     if unknown:
         raise SystemExit(f"pytest-roofline ab: --serve={spec}: unknown flag {sorted(unknown)[0]!r}")
-    return AbServer(int(requests_fd), int(answers_fd), prepare="prepare" in flags, first="first" in flags)
+    return AbServer(int(requests_fd), int(answers_fd), prepare="prepare" in flags, first="first" in flags,
+                    wait="wait" in flags)
 
 
 class AbServer:
     """The plugin: installs the mode and replaces pytest's run loop with the request loop."""
 
-    def __init__(self, requests_fd: int, answers_fd: int, *, prepare: bool = False, first: bool = False) -> None:
+    def __init__(self, requests_fd: int, answers_fd: int, *, prepare: bool = False, first: bool = False,
+                 wait: bool = False) -> None:
         self._requests: IO[str] = os.fdopen(requests_fd, "r", encoding="utf-8")
         self._answers: IO[str] = os.fdopen(answers_fd, "w", encoding="utf-8")
         self._mode = AbMode()
         self._kept: dict[str, list[KernelRecord]] = {}  # per test: its kernels' records, to measure them again
         self._prepare = prepare
         self._first = first  # the first pair of a comparison: a programs pass of every test, then prepare the chosen
+        self._wait = wait  # find the hardware only once told to go (the other process has found its own)
         self._prepared: dict[str, tuple[Any, list[Any]]] = {}  # per test: its restart and its deferred calls
         self._failed: dict[str, str] = {}  # tests that failed while being prepared, and in which step
         self._ran: set[str] = set()  # tests pytest reported on
@@ -109,6 +113,8 @@ class AbServer:
         self._listening = _listening(session.config)
         items = {item.nodeid: item for item in session.items}
         if self._prepare:
+            if self._wait and not self._go():
+                return True
             self._say(Hardware(_hardware_name(roofline)))
         if self._first:  # the first pair: a programs pass of every test, then the tests to time prepared
             if not self._first_pass(session.items, roofline):
@@ -118,6 +124,15 @@ class AbServer:
                 self._pass(session.items, roofline, defer=True)
             self._say(Items(tuple(items), listening=self._listening))
         self._serve(items, roofline)
+        return True
+
+    def _go(self) -> bool:
+        """Wait until the driver says go (False where it asks to quit instead)."""
+        request = self._request()
+        if isinstance(request, Quit):
+            return False
+        if not isinstance(request, Go):
+            raise ProtocolError(f"{DRIVER} sent {request.kind!r} where a waiting process waits for go")
         return True
 
     def _first_pass(self, items: list[pytest.Item], roofline: RooflineSession) -> bool:
