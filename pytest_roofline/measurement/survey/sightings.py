@@ -133,7 +133,7 @@ class Read(NamedTuple):
 
     found: list[Sighting]
     problems: list[str]
-    at_edges: list[str] = []  # programs whose only runs in the part lay at a cut edge (names)
+    at_edges: tuple[str, ...] = ()  # programs whose only runs in the part lay at a cut edge (names)
 
 
 def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None, known: Programs,
@@ -158,7 +158,9 @@ def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None, known: P
     protos = _protos(part, [k for k in keys if k not in known.by_key])
     index = TraceIndex.of(events, platform)
     edges = _edges(index, cut) if any(cut) else None
-    found, problems, at_edges = [], [], []
+    found: list[Sighting] = []
+    problems: list[str] = []
+    at_edges: list[str] = []
     for key in keys:
         read = known.by_key.get(key) or _program(key, protos, events, known)
         if not isinstance(read, str):
@@ -175,7 +177,7 @@ def read_sightings(part: bytes, nodeid: str, spec: HardwareSpec | None, known: P
             at_edges.append(key.module)
         if seen is not None:
             found.append(replace(seen, nodeid=nodeid))
-    return Read(found, problems, at_edges)
+    return Read(found, problems, tuple(at_edges))
 
 
 @dataclass(frozen=True)
