@@ -105,7 +105,6 @@ class SurveyPlugin:
 
     def _read(self, nodeid: str, parts: list[Part], problem: str, spec: HardwareSpec | None,
               waited: bool) -> None:
-
         self.book.tests += 1
         if problem:
             self.book.problems.append(f"{nodeid}: {problem}")
