@@ -46,8 +46,9 @@ def _rows(programs: list[SurveyedProgram], sampled: Container[str] = ()) -> list
                    f"{_util(p):>7}  {(p.bound or '-'):<15} {format_seconds(p.time_lost_s):>10}{vary}")
         contended = f"{p.contended_runs} of {p.runs} runs contended" if p.contended_runs else ""
         touched = p.utilization_with_touch
+        # Above 100%, the runs cannot have faulted their result's pages in (the allocator reused them): not a reason.
         touch = (f"{touched:.0%} with its result's first touch ({format_seconds(p.touch_s)})"
-                 if touched is not None and p.touch_s >= 0.1 * p.median_s else "")
+                 if touched is not None and p.touch_s >= 0.1 * p.median_s and touched <= 1 else "")
         detail = "; ".join(x for x in (f"top op {p.top_op}" if p.top_op else "", touch, f"in {_tests(p)}",
                                        contended) if x)
         out.append(f"    {detail}")

@@ -53,3 +53,14 @@ def test_the_html_section_holds_every_program_and_the_ones_below_their_threshold
     page = survey_html(_book(SHOWN + 3))
     assert page.count("<tr>") == 1 + SHOWN + 3 + 1  # the header, every judged program, the small one
     assert "too small to judge" in page and "Below their threshold" in page and "jit_ones" in page
+
+
+def test_the_first_touch_is_shown_where_it_could_explain_a_shortfall_never_above_the_roofline() -> None:
+    """A result's first touch (an upper end: the allocator may reuse its pages) beside the utilization, where it is a
+    tenth of a run or more; where it would take the utilization past 100% the runs cannot have paid it: not shown."""
+    book = SurveyBook(hardware="fake CPU", tests=2)
+    book.add(Sighting("a", "jit_fresh", "t.py::test_a", (1e-3,), 5e-4, "cpu", bound="memory", touch_s=3e-4))
+    book.add(Sighting("b", "jit_reused", "t.py::test_b", (1e-3,), 5e-4, "cpu", bound="memory", touch_s=2e-3))
+    text = " ".join(" ".join(survey_lines(book)).split())
+    assert "80% with its result's first touch (300 us)" in text
+    assert "250%" not in text and text.count("with its result's first touch") == 1
