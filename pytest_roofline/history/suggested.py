@@ -17,6 +17,7 @@ from dataclasses import KW_ONLY, dataclass
 
 import yaml
 
+from ..analysis.model.recorded_profile import Work
 from ..analysis.verdict.survey_book import SurveyBook, SurveyedProgram
 from ..base.units import format_seconds
 
@@ -45,7 +46,7 @@ class Suggestion:
     tests: int
     lost_s: float
     hardware: str = ""
-    work: tuple[float, float, float] | None = None  # FLOPs, bytes, transcendentals per run, where one program
+    work: Work | None = None  # FLOPs, bytes, transcendentals per run, where one program
 
     def comment(self, share: float) -> str:
         shared = f", the lowest of {self.programs} programs of this name" if self.programs > 1 else ""

@@ -36,7 +36,7 @@ def test_a_long_test_is_profiled_in_windows_and_no_run_cut_by_an_edge_is_counted
     assert watch.sampled and len(watch.parts) >= 4
     assert watch.parts[0].cut == (False, True)  # the test's start, then cut by the sampling
     assert all(p.cut == (True, True) for p in watch.parts[1:-1])  # windows, started and stopped while it ran
-    assert watch.parts[-1].cut[0]  # stopped by the sampling, or by the test's end (the work it left queued has run)
+    assert watch.parts[-1].cut[0]  # a window the sampling started (stopped by it, or by the test's end)
     known, runs = Programs(), []
     for part in watch.parts:
         read = read_sightings(part.xspace, "t.py::test_loop", None, known, cut=part.cut)

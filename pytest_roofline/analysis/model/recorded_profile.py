@@ -125,7 +125,8 @@ def summarize_program(events: Sequence[TraceEvent], platform: str, key: ProgramK
     where several programs are read from one trace. ``stated``: the work to judge it on (FLOPs, bytes,
     transcendentals per run), where someone stated it, in place of the counts as it ran. ``told``: its runs, where
     the caller has told them apart already."""
-    found = told or run_times(events, key.module, platform, program_id=key.program_id, index=index)
+    found = told if told is not None else run_times(events, key.module, platform, program_id=key.program_id,
+                                                     index=index)
     runs = len(found.per_run_s)
     notes = list(found.notes)
     if module is None:

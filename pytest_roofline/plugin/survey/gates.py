@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...analysis.model.recorded_profile import Work
 from ...analysis.verdict.survey_book import program_setting
 from ...base import values
 from ...hardware.per_device import ThresholdSetting
@@ -31,10 +32,10 @@ _WORK_KEYS = ("flops", "bytes", "transcendentals")
 @dataclass(frozen=True)
 class ProgramGate:
     min: ThresholdSetting
-    work: Mapping[str, tuple[float, float, float]] = field(default_factory=dict)  # by platform
+    work: Mapping[str, Work] = field(default_factory=dict)  # by platform
 
 
-def _work(raw: Any, where: str) -> dict[str, tuple[float, float, float]]:
+def _work(raw: Any, where: str) -> dict[str, Work]:
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
@@ -67,11 +68,11 @@ def parse_programs(data: Mapping[str, Any], config_path: str,
     return out
 
 
-def stated_work(gates: Iterable[tuple[str, ProgramGate]]) -> Callable[[str, str], tuple[float, float, float] | None]:
+def stated_work(gates: Iterable[tuple[str, ProgramGate]]) -> Callable[[str, str], Work | None]:
     """The work a program of this name is judged on, on this platform (None: its counts as it ran)."""
     listed = list(gates)
 
-    def stated(name: str, platform: str) -> tuple[float, float, float] | None:
+    def stated(name: str, platform: str) -> Work | None:
         gate, found = program_setting(name, listed, None)
         return gate.work.get(platform) if found else None
 
