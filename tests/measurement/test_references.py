@@ -70,3 +70,18 @@ def test_reference_runs_that_do_not_bracket_the_kernel_runs_leave_the_live_ceili
     good = Timed(Timing((0.04,) * 3, (0.04,) * 3, "profiler"), reference_s=(0.016, 0.016),
                  reference_timer="profiler", reference_slots=(0, 3))
     assert live_ceilings(LivePlan(fresh, rate), good, FAKE_CPU, ROOF, None)[0] is not None
+
+
+def test_inputs_filled_on_the_host_or_the_device_hold_the_value_asked_for() -> None:
+    """A reference's inputs: filled on the host and copied (small, on a CPU) or on the device (large, or any
+    accelerator, here a CPU standing in for one): the same values and dtype either way."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from pytest_roofline.measurement.machine.reference_kernels import filled
+
+    for shape, dtype, platform in (((64, 64), jnp.bfloat16, "cpu"), ((2**24 + 1,), jnp.float32, "cpu"),
+                                   ((64,), jnp.float32, "gpu")):
+        x = filled(shape, 0.5, dtype, platform)
+        assert x.shape == shape and x.dtype == dtype
+        assert np.all(np.asarray(x, np.float32) == 0.5)

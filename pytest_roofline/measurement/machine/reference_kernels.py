@@ -31,12 +31,14 @@ ceilings").
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ...analysis.model.live import Resource, usable_references
 from ...analysis.model.roofline import RooflineEstimate
@@ -51,6 +53,7 @@ REFERENCE_KEYS = ("matmul-f32", "matmul-bf16", "vector", "transcendental", "stre
 # Part of the calibration cache key: change it whenever a reference kernel changes (its rate is calibrated).
 REFERENCES_VERSION = 5  # 5: fresh-stream runs that faulted no fresh pages are left out of its rate
 _MIB = 2**20
+_HOST_FILL_MAX = 64 * _MIB
 
 _block: Callable[[Any], Any] = jax.block_until_ready
 
@@ -132,6 +135,16 @@ def _cache_loop(passes: int) -> Callable[[Any], Any]:
     return _roofline_reference_cache
 
 
+def filled(shape: tuple[int, ...], value: float, dtype: Any, platform: str) -> jax.Array:
+    """An array of ``value`` on the default device. On a CPU, up to 64 MiB, filled on the host and copied:
+    ``jnp.full`` compiles a program of its own for each shape, 50-70 ms of a reference's first use in a process on a
+    2-core Xeon VM, where a 4 MiB copy takes 7 ms and a 48 MiB one 48 ms (128 MiB: 155 ms, filled there 95 ms)."""
+    if platform != "cpu" or math.prod(shape) * np.dtype(dtype).itemsize > _HOST_FILL_MAX:
+        return jnp.full(shape, value, dtype)
+    copied: jax.Array = jax.device_put(np.full(shape, value, np.dtype(dtype)), may_alias=False)
+    return copied
+
+
 @functools.cache
 def reference(platform: str, key: str) -> Reference:
     """The reference kernel ``key`` (see :data:`REFERENCE_KEYS`) for the default device, compiled once."""
@@ -140,33 +153,34 @@ def reference(platform: str, key: str) -> Reference:
         dtype_name = key.split("-", 1)[1]
         n = 4096 if big else 1024
         dtype = jnp.float32 if dtype_name == "f32" else jnp.bfloat16
-        a = jnp.full((n, n), 0.5, dtype)
+        a = filled((n, n), 0.5, dtype, platform)
         return _plain(
             key, f"{dtype_name} matmul {n}x{n}x{n}", "compute", 2.0 * n**3, _roofline_reference_matmul, (a, a)
         )
     if key == "vector":
         n = (64 if big else 4) * _MIB
-        x = jnp.full((n,), 0.5, jnp.float32)
+        x = filled((n,), 0.5, jnp.float32, platform)
         return _plain(key, f"64 chained multiply-adds over {4 * n // _MIB} MiB of f32", "compute", 128.0 * n,
                       _roofline_reference_vector, (x,))
     if key == "transcendental":
         n = (16 if big else 4) * _MIB // 4
-        x = jnp.full((n,), 0.5, jnp.float32)
+        x = filled((n,), 0.5, jnp.float32, platform)
         return _plain(key, f"8 chained exp over {4 * n // _MIB} MiB of f32", "transcendental", 8.0 * n,
                       _roofline_reference_exp, (x,))
     if key == "stream":
         size = _stream_bytes(platform)
-        return _donated(key, f"donated f32 scale over {size // _MIB} MiB", _roofline_reference_stream, size, 2.0 * size)
+        return _donated(key, f"donated f32 scale over {size // _MIB} MiB", _roofline_reference_stream, size, 2.0 * size,
+                        platform)
     if key == "stream-cache":
         size, passes = cache_stream_bytes(platform)
         return _donated(key, f"{passes} passes of a donated f32 scale over {size // _MIB} MiB (in cache)",
-                        _cache_loop(passes), size, 2.0 * size * passes)
+                        _cache_loop(passes), size, 2.0 * size * passes, platform)
     if key == "stream-fresh":
         # Above glibc's largest dynamic mmap threshold (32 MiB): every run's output is freshly mapped, never a
         # heap block that an earlier free left behind (a 32 MiB one ran at twice its calibrated rate beside a
         # kernel that way).
         size = (48 if platform == "cpu" else 512) * _MIB
-        x = jnp.ones((size // 4,), jnp.float32)
+        x = filled((size // 4,), 1.0, jnp.float32, platform)
         fresh = _plain(key, f"f32 scale over {size // _MIB} MiB into a fresh output", "first-touch", 2.0 * size,
                        _roofline_reference_fresh, (x,))
         # Now and then (up to a quarter of the runs beside a kernel on a 2-core AMD EPYC Zen 4 VM) its output lands in
@@ -176,8 +190,8 @@ def reference(platform: str, key: str) -> Reference:
     raise ValueError(f"unknown reference kernel {key!r}; known: {', '.join(REFERENCE_KEYS)}")
 
 
-def _donated(key: str, name: str, fn: Callable[[Any], Any], size: int, work: float) -> Reference:
-    x = jnp.ones((size // 4,), jnp.float32)
+def _donated(key: str, name: str, fn: Callable[[Any], Any], size: int, work: float, platform: str) -> Reference:
+    x = filled((size // 4,), 1.0, jnp.float32, platform)
     program = compile_program(jax.jit(fn, donate_argnums=0), (x,), {}, f"reference {key}")
     compiled = program.compiled
     state = {"x": program.leaves[0]}
