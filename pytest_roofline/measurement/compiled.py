@@ -57,10 +57,8 @@ class CompiledProgram:
 
     @property
     def num_devices(self) -> int:
-        try:
-            return max(len(self.compiled.input_shardings[0][0].device_set), 1)
-        except (AttributeError, IndexError, TypeError):
-            return 1
+        shardings = input_shardings(self.compiled)
+        return max(len(shardings[0].device_set), 1) if shardings else 1
 
     @property
     def platform(self) -> str:
@@ -69,6 +67,24 @@ class CompiledProgram:
     @property
     def device_kind(self) -> str:
         return str(self.device.device_kind)
+
+
+def input_shardings(compiled: Any) -> list[Any]:
+    """The shardings of a compiled program's inputs, flat, in the order it takes them (empty where it does not say).
+
+    Read flat: ``Compiled.input_shardings`` rebuilds the arguments' tree with a sharding for each leaf, and a custom
+    pytree whose unflattening looks at its leaves cannot take them (a distrax distribution: "Too many leaves for
+    PyTreeDef; expected 1"). ``_input_shardings_flat`` is JAX's private flat list behind that property (JAX
+    0.4.36 to 0.10 at least); where it is missing or fails, the tree's leaves."""
+    flat = getattr(compiled, "_input_shardings_flat", None)
+    try:
+        found = list(flat()) if callable(flat) else jax.tree_util.tree_leaves(compiled.input_shardings)
+    except Exception:  # noqa: BLE001 - an input tree that cannot be rebuilt, or a JAX without either
+        try:
+            found = jax.tree_util.tree_leaves(compiled.input_shardings)
+        except Exception:  # noqa: BLE001
+            return []
+    return [s for s in found if hasattr(s, "device_set")]
 
 
 def compile_program(

@@ -11,10 +11,11 @@ Either way the stage says which arguments were static, in words, for the result.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 import jax
@@ -166,20 +167,23 @@ def _not_arrays(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return any(not is_array(leaf) for leaf in jax.tree_util.tree_leaves((args, kwargs)))
 
 
-def stage_as_given(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Staged | None:
-    """Trace and lower a jax.jit function as its author jitted it; None where it cannot take these arguments as
-    they are (a leaf it was not told is static) or gives no ``args_info`` (then the caller stages it filtered)."""
+def stage_as_given(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Staged | str:
+    """Trace and lower a jax.jit function as its author jitted it; where it cannot be, why not (then the caller
+    jits a function that calls it): a leaf it was not told is static, no ``args_info``, or a compiled form that
+    would refuse the arguments' own tree."""
     try:
         traced = fn.trace(*args, **kwargs)
     except TypeError:
         if _not_arrays(args, kwargs):
-            return None
+            return _NOT_DECLARED
         raise
     lowered = traced.lower()
     if not hasattr(lowered, "args_info"):
-        return None
+        return _NO_ARGS_INFO
     dyn_args, dyn_kwargs, static = _dynamic_args(name, args, kwargs, lowered.args_info)
     leaves, treedef = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    if getattr(lowered, "in_tree", treedef) != treedef:
+        return _OWN_TREE
     donated = [bool(getattr(info, "donated", False)) for info in jax.tree_util.tree_leaves(lowered.args_info)]
     if len(donated) != len(leaves):
         donated = [False] * len(leaves)
@@ -188,16 +192,52 @@ def stage_as_given(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name:
     return Staged(inner, lowered, leaves, treedef, donated, static)
 
 
+_NOT_DECLARED = ("its jit was given arguments that are not arrays and not declared static: the function it wraps was "
+                 "jitted with every non-array leaf static (its own jit options, such as donation, are not used)")
+_NO_ARGS_INFO = ("its lowering gives no args_info to tell its static arguments by: the function it wraps was jitted "
+                 "with every non-array leaf static (its own jit options, such as donation, are not used)")
+# JAX builds a lowered program's input tree from placeholders: a custom pytree that decides per leaf what goes in
+# its node data (distrax's distributions) then keeps the placeholders there, and the compiled program refuses the
+# arguments it was traced with ("Function compiled with input pytree does not match").
+_OWN_TREE = ("its compiled form refuses the arguments' own tree (a pytree that keeps some of its leaves in its node "
+             "data): a function of the argument arrays that calls it was jitted (its donation is not used)")
+
+
+def _bound_jitted(fn: Any) -> tuple[Any, Any] | None:
+    """(the jitted function, the instance) where ``fn`` is a bound method of a jitted function (evosax's ``es.ask``,
+    jitted with ``static_argnames=("self",)``) or an object whose class jitted ``__call__``: a bound method passes
+    ``trace`` through to the function, which would take the first argument as ``self``."""
+    if inspect.ismethod(fn) and _jax_jitted(fn.__func__):
+        return fn.__func__, fn.__self__
+    call = inspect.getattr_static(type(fn), "__call__", None)  # the class's own attribute, not bound to ``fn``
+    if not isinstance(fn, type) and not _jax_jitted(fn) and call is not None and _jax_jitted(call):
+        return call, fn
+    return None
+
+
+def _method_words(words: str) -> str:
+    """A static argument's words as the caller of a bound method numbers them: the instance is ``self``."""
+    found = re.match(r"argument (\d+)", words)
+    if found is None:
+        return words
+    k = int(found.group(1))
+    return ("self" if k == 0 else f"argument {k - 1}") + words[found.end():]
+
+
 def stage(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Staged:
     """The kernel traced and lowered for these arguments; see the module's rules."""
+    bound = _bound_jitted(fn)
+    if bound is not None:
+        function, instance = bound
+        as_method = stage(function, (instance, *args), kwargs, name)
+        return replace(as_method, static=tuple(_method_words(w) for w in as_method.static))
     if _jax_jitted(fn):
-        staged = stage_as_given(fn, args, kwargs, name)
-        if staged is not None:
-            return staged
+        given = stage_as_given(fn, args, kwargs, name)
+        if isinstance(given, Staged):
+            return given
         inner = getattr(fn, "__wrapped__", None)
+        if given == _OWN_TREE:  # the jitted function itself, called inside: its static arguments still hold
+            return stage_filtered(fn, args, kwargs, given)
         if callable(inner):
-            return stage_filtered(inner, args, kwargs,
-                                  "its jit was given arguments that are not arrays and not declared static: the "
-                                  "function it wraps was jitted with every non-array leaf static (its own jit "
-                                  "options, such as donation, are not used)")
+            return stage_filtered(inner, args, kwargs, given)
     return stage_filtered(fn, args, kwargs)

@@ -120,3 +120,76 @@ def test_an_error_inside_the_kernel_keeps_the_frames_that_raised_it() -> None:
     assert 'raise KeyError(f"unknown flag {flag!r}")' in frames and "pytest_roofline" not in frames
     assert len(origin_frames(info.value.__cause__, "short").splitlines()) == 3
     assert origin_frames(info.value.__cause__, "no") == "" == origin_frames(None)
+
+
+class Strategy:
+    """Written as evosax writes its strategies (evosax itself: tests/frameworks/test_evosax_distrax.py): methods
+    jitted with ``static_argnames=("self",)``, called bound, ``es.ask(key, state)``."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+
+    @partial(jax.jit, static_argnames=("self",))
+    def ask(self, key: Any, mean: Any) -> Any:
+        return mean + jax.random.normal(key, (self.width, mean.shape[0]))
+
+    @partial(jax.jit, static_argnums=0)
+    def __call__(self, x: Any) -> Any:
+        return jnp.tanh(x) * self.width
+
+
+def test_a_bound_method_of_a_jitted_function_takes_its_instance_as_self() -> None:
+    es, key, mean = Strategy(8), jax.random.key(1), jnp.zeros(4)
+    # Before: the bound method passed ``trace`` through to the function, and the key landed in ``self``.
+    for fn, args in ((es.ask, (key, mean)), (partial(es.ask, key), (mean,))):
+        program = compile_program(fn, args, {}, "ask")
+        assert program.module_name.startswith("jit_ask")
+        # Named as the caller sees it (the instance is not one of the arguments they passed).
+        assert program.static == (() if isinstance(fn, partial) else (f"self={es!r:.37}...",))
+        assert jnp.allclose(jax.tree_util.tree_leaves(_run(program))[0], es.ask(key, mean))
+
+
+def test_an_object_whose_class_jitted_call_is_traced_with_itself_as_self() -> None:
+    es, x = Strategy(3), jnp.arange(4.0)
+    for fn in (es, es.__call__):
+        program = compile_program(fn, (x,), {}, "strategy")
+        assert program.module_name.startswith("jit___call") and not program.staged_via
+        assert jnp.allclose(_run(program), jnp.tanh(x) * 3)
+
+
+@jax.tree_util.register_pytree_node_class
+class PerLeafPytree:
+    """A pytree that flattens as distrax's ``Jittable`` does (distrax itself: tests/frameworks/): every attribute
+    is a leaf, and whether it is a child or node data is decided per leaf by whether it is a JAX array."""
+
+    def __init__(self, loc: Any, scale: Any, name: str = "normal") -> None:
+        self.loc, self.scale, self.name = loc, scale, name
+
+    def log_prob(self, x: Any) -> Any:
+        return -0.5 * ((x - self.loc) / self.scale) ** 2 - jnp.log(self.scale)
+
+    def tree_flatten(self) -> tuple[list[Any], Any]:
+        leaves, treedef = jax.tree_util.tree_flatten(self.__dict__)
+        switch = [isinstance(leaf, jax.Array) or isinstance(leaf, jax.core.Tracer) for leaf in leaves]
+        return ([leaf if s else None for leaf, s in zip(leaves, switch, strict=True)],
+                ([None if s else leaf for leaf, s in zip(leaves, switch, strict=True)], switch, treedef))
+
+    @classmethod
+    def tree_unflatten(cls, aux: Any, children: list[Any]) -> PerLeafPytree:
+        metadata, switch, treedef = aux
+        leaves = [c if s else m for c, m, s in zip(children, metadata, switch, strict=True)]
+        obj = object.__new__(cls)
+        obj.__dict__.update(jax.tree_util.tree_unflatten(treedef, leaves))
+        return obj
+
+
+def test_a_pytree_that_decides_per_leaf_is_measured_under_the_users_own_jit() -> None:
+    d, x = PerLeafPytree(jnp.zeros(16), jnp.full(16, 2.0)), jnp.ones(16)
+    log_prob = jax.jit(lambda d, x: d.log_prob(x))
+    # JAX's own ahead-of-time call refuses it (its input tree holds placeholders): the reason the plugin steps around.
+    with pytest.raises(TypeError, match="does not match the input pytree"):
+        log_prob.trace(d, x).lower().compile()(d, x)
+    program = compile_program(log_prob, (d, x), {}, "log_prob")
+    assert program.num_devices == 1  # before: "Too many leaves for PyTreeDef; expected 1."
+    assert "refuses the arguments' own tree" in program.staged_via
+    assert jnp.allclose(jax.tree_util.tree_leaves(_run(program))[0], log_prob(d, x))

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...analysis.runs.across_processes import MatchError, Processes, ProcessTimes, match_runs, per_device_medians
 from ...analysis.runs.hosts import HostTraffic, Topology
+from ..compiled import input_shardings
 from ..timing import Agree, Timed
 from .peers import PeerError, Peers
 
@@ -20,8 +21,9 @@ __all__ = ["agree_with", "gather", "start_together", "topology_of"]
 def topology_of(compiled: Any) -> Topology | None:
     """The process of each device of the compiled program, in the order of its device assignment (the indices
     its collectives' replica groups use); None where the program does not say."""
+    shardings = input_shardings(compiled)
     try:
-        devices = list(compiled.input_shardings[0][0]._device_assignment)
+        devices = list(shardings[0]._device_assignment)
     except (AttributeError, IndexError, TypeError):
         return None
     return Topology(tuple(int(d.process_index) for d in devices)) if devices else None
