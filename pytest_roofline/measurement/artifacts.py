@@ -15,13 +15,14 @@ from ..result.result import Result
 __all__ = ["save_artifacts"]
 
 
-def _safe(text: str, plain: bool = True) -> str:
-    """A folder name for ``text`` (a test id and a kernel's label). Where characters other than a test id's
-    separators are lost, where the label itself is not ``plain`` (labels ``k/1``, ``k[1]``, ``k::1`` and ``k_1``
-    would all read ``k_1``), or the name is cut, a digest of the whole text keeps two kernels apart; the same kernel
-    always gets the same folder, so its trace replaces its last one."""
+def _safe(text: str) -> str:
+    """A folder name for ``text`` (a test id and a kernel's label): the text with each run of other characters than
+    letters, digits, ``_``, ``.`` and ``-`` made ``_``, and where any was (every test id: ``::``) or the name is cut,
+    a digest of the whole text, so that no two kernels share a folder: test ids ``t[a/b]``, ``t[a_b]``, ``t[a:b]``
+    and ``t[a[b]`` (and labels ``k/1``, ``k_1``, ``k[1]``) would all read alike without it. The same kernel always
+    gets the same folder, so its trace replaces its last one."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
-    if plain and len(safe) <= 150 and re.fullmatch(r"[A-Za-z0-9_.\-/:\[\]]*", text):
+    if safe == text and len(safe) <= 150:
         return safe or "kernel"
     return f"{safe[-140:]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}".lstrip("-_")
 
@@ -31,7 +32,7 @@ def save_artifacts(result: Result, root: str | Path, nodeid: str, label: str) ->
     ``plugins/profile/<ts>/<host>.xplane.pb`` + ``.trace.json.gz`` (open the directory in TensorBoard or
     XProf) and ``perfetto_trace.json.gz`` (open at ui.perfetto.dev). The directory appears whole or not at
     all. Returns the paths."""
-    folder = _safe(f"{nodeid}__{label}", plain=re.fullmatch(r"[A-Za-z0-9_.-]+", label) is not None)
+    folder = _safe(f"{nodeid}__{label}")
     final = write_directory_atomic(Path(root) / folder, lambda d: _write(result, d))
     paths = {"trace_dir": str(final), "hlo": str(final / "hlo.txt"), "perfetto": "", "xplane": ""}
     for name, pattern in (("perfetto", "perfetto_trace.json.gz"), ("xplane", "plugins/profile/*/*.xplane.pb"),

@@ -4,6 +4,7 @@ member cut out, which Perfetto rejects, without parsing the events), and one fol
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,7 +48,8 @@ def test_labels_that_reduce_to_one_folder_name_keep_their_own_folders(tmp_path: 
     assert Path(paths["β"]["hlo"]).read_text(encoding="utf-8") == "HloModule β"
     assert len(list(tmp_path.iterdir())) == 2  # no leftovers
     plain = save_artifacts(fake_result(0.5), tmp_path, "tests/test_k.py::test_one[4-8]", "matmul")
-    assert Path(plain["trace_dir"]).name == "tests_test_k.py_test_one_4-8___matmul"  # readable where nothing is lost
+    # Readable, with a digest of the whole id: characters were lost (every test id's "::").
+    assert re.fullmatch(r"tests_test_k\.py_test_one_4-8___matmul-[0-9a-f]{8}", Path(plain["trace_dir"]).name)
 
 
 def test_labels_that_read_alike_keep_their_own_folders(tmp_path: Path) -> None:
@@ -60,7 +62,20 @@ def test_labels_that_read_alike_keep_their_own_folders(tmp_path: Path) -> None:
     assert len(set(folders.values())) == 4 and len(list(tmp_path.iterdir())) == 4
     for label, folder in folders.items():
         assert (Path(folder) / "hlo.txt").read_text(encoding="utf-8") == f"HloModule {label}"
-    assert Path(folders["k_1"]).name == "tests_test_k.py_test_one__k_1"  # a plain label keeps its plain name
+    assert Path(folders["k_1"]).name.startswith("tests_test_k.py_test_one__k_1-")  # readable, and its own
+
+
+def test_parametrized_ids_that_read_alike_keep_their_own_folders(tmp_path: Path) -> None:
+    """Fake results: one label in tests whose ids differ only in characters a folder name cannot keep (before, the
+    digest was added for labels only, and these four shared one folder)."""
+    from fakes import fake_result
+
+    ids = ("t.py::test[a/b]", "t.py::test[a_b]", "t.py::test[a:b]", "t.py::test[a[b]")
+    folders = {nodeid: save_artifacts(replace(fake_result(0.5), hlo_text=f"HloModule {nodeid}"), tmp_path, nodeid,
+                                      "k")["trace_dir"] for nodeid in ids}
+    assert len(set(folders.values())) == 4 and len(list(tmp_path.iterdir())) == 4
+    for nodeid, folder in folders.items():
+        assert (Path(folder) / "hlo.txt").read_text(encoding="utf-8") == f"HloModule {nodeid}"
 
 
 def test_temporary_folders_a_killed_run_left_are_removed_by_the_next(tmp_path: Path) -> None:
