@@ -38,7 +38,32 @@ def read_yaml_mapping(text: str, where: str, error: type[ValueError] = ValueErro
         return {}
     if not isinstance(data, Mapping):
         raise error(f"{where}: expected a mapping at the top level, got {type(data).__name__}")
+    if _expands_past(data, YAML_VALUES_MAX):
+        raise error(f"{where}: its aliases expand it to more than {YAML_VALUES_MAX:,} values (an alias that repeats an "
+                    f"alias, again and again: a few hundred bytes can stand for billions); write the values out")
     return dict(data)
+
+
+# More values than any settings or hardware file holds; a file past it is refused before anything reads or quotes a
+# value (a 330-byte file of nested aliases as `min:` had taken 32-120 s and 1-1.6 GB to quote in an error).
+YAML_VALUES_MAX = 100_000
+
+
+def _expands_past(data: Any, limit: int) -> bool:
+    """Whether ``data``, every alias followed as often as it is used, holds more than ``limit`` values; stops as
+    soon as it does (an alias is a shared object: the loader builds it once, a walk meets it each time)."""
+    seen, stack = 0, [data]
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(value, Mapping):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return False
 
 
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),

@@ -120,3 +120,20 @@ def test_yaml_errors_name_the_file(text: str, fragment: str) -> None:
         read_yaml_mapping(text, "conf.yaml")
     assert str(info.value).startswith("conf.yaml: ")
     assert read_yaml_mapping("", "conf.yaml") == {}
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once_without_quoting_it() -> None:
+    """A 330-byte file of nested aliases (nine lists of nine aliases of the list before: 9**9 values) as ``min:``:
+    refused with the file named, before any value is read (before, it loaded, and quoting it in the error took 32-120 s
+    and over a GB). A file
+    that uses an alias or two as people do is read as before."""
+    lines = ['a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for k in range(1, 9):
+        prev, name = chr(ord("a") + k - 1), chr(ord("a") + k)
+        lines.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
+    lines.append("min: *i")
+    text = "\n".join(lines)
+    assert len(text) < 600
+    with pytest.raises(ValueError, match=r"conf\.yaml: its aliases expand it to more than 100,000 values"):
+        read_yaml_mapping(text, "conf.yaml")
+    assert read_yaml_mapping("base: &b 0.5\nmin: *b\nthresholds: {'t::a': *b}", "conf.yaml")["min"] == 0.5
