@@ -87,3 +87,23 @@ def test_a_gate_wider_than_the_baseline_is_too_noisy_and_a_hidden_drop_undecided
     assert noisy.state_text(0.42).startswith("undecided: dropped 31.1%, beyond the 5% floor, inside its gate 60.1%")
     quiet = gate([0.6] * 10)
     assert quiet.state(0.58) == "ok" and quiet.state(0.5) == "regression"  # within the floor; beyond it
+
+
+def test_a_constant_history_has_no_change_point_however_its_sums_round() -> None:
+    """0.1 four hundred times: its two sides' means differ in the last bit, and the t-test read that as certain
+    (before: 64 change points, each searched again)."""
+    assert change_points([0.1] * 400) == []
+    assert welch_p([0.1] * 300, [0.1] * 100) == 1.0 and welch_p([0.5] * 5, [0.4] * 5) == 0.0
+
+
+def test_the_split_search_sums_pairs_without_a_table_of_them() -> None:
+    """The energy statistic's pair sums, against the pairs counted one by one; and a nightly history of 10,000 runs
+    (27 years) with one drop is searched (before: a table of every pair, 10,000 x 10,000 floats per segment)."""
+    from pytest_roofline.analysis.verdict.regressions import _pair_sums
+
+    x = [0.3, 0.1, 0.3, 0.7, 0.2, 0.1]
+    assert _pair_sums(x) == pytest.approx(
+        [sum(abs(x[a] - x[b]) for b in range(t) for a in range(b)) for t in range(len(x) + 1)])
+    series = [0.5 + 0.01 * ((7 * k) % 11 - 5) / 5 for k in range(10_000)]
+    series[6_000:] = [v * 0.9 for v in series[6_000:]]
+    assert [cp.index for cp in change_points(series)] == [6_000]
