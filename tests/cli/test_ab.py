@@ -616,3 +616,30 @@ def test_a_message_of_an_unknown_kind_from_a_side_is_an_error_that_names_it(tmp_
             server.ready()
     finally:
         server.stop()
+
+
+@pytest.mark.slow  # a Python process
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process states read from /proc")
+def test_a_stopped_side_is_said_while_waited_for_and_given_up_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capfd: pytest.CaptureFixture[str]) -> None:
+    """A FAKE side that says hello and then is stopped (SIGSTOP, as a debugger or a job control would): the driver
+    says that it waits and why, then gives up on it and kills it (before, a bare readline() waited for ever, silent).
+    The waits are shortened here to a tenth of a second."""
+    import signal
+
+    from pytest_roofline.cli.ab import served
+
+    monkeypatch.setattr(served, "WAIT_SAY_S", 0.1)
+    monkeypatch.setattr(served, "STOPPED_MAX_S", 0.3)
+    server = _fake_side(tmp_path, [f'{{"kind": "hello", "version": {VERSION}}}'])
+    try:
+        server._line()  # its hello: read while it still runs
+        os.kill(server.process.pid, signal.SIGSTOP)
+        with pytest.raises(CliError, match=r"^the base \(fake\) \(process \d+\) was stopped for 0 s \(a SIGSTOP or a "
+                                           r"debugger\): given up on and killed; its log: "):
+            server._line()
+        assert server.process.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        server.stop()
+    said = capfd.readouterr().err
+    assert "is stopped (a SIGSTOP or a debugger): waiting for it to go on (kill -CONT" in said

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import queue
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import IO
 
+from ...base.progress import say
 from ...history.ab_protocol import (
     Failed,
     Go,
@@ -39,6 +42,23 @@ from ..analyze import CliError
 from .sides import EXIT_NAMES, SideProcess, command, log_problem
 
 __all__ = ["Server", "ServeUnavailable", "start_pair", "serve_args"]
+
+
+# While an answer is awaited: a line each WAIT_SAY_S that says so; a process stopped (SIGSTOP, a debugger) for
+# STOPPED_MAX_S is given up on. A running one is waited for: a test may measure for as long as its budget allows.
+WAIT_SAY_S = 30.0
+STOPPED_MAX_S = 300.0
+
+
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (state T or t in ``/proc/<pid>/stat``); False where the system does not
+    say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"T", b"t")
 
 
 class ServeUnavailable(Exception):
@@ -66,6 +86,7 @@ class Server:
     greeted: bool = False  # its hello read, its version the same as ours
     listening: bool = True  # whether a pytest_roofline_ab hook is implemented there
     hardware_said: bool = False
+    lines: queue.Queue[str] | None = field(default=None, repr=False)  # its answers, read by a thread of their own
 
     @classmethod
     def start(cls, name: Side, label: str, command: Sequence[str], cwd: Path, env: dict[str, str],
@@ -126,8 +147,47 @@ class Server:
             raise CliError(f"pytest cannot run the tests of {self.label}: exit status {status} ({EXIT_NAMES[status]}): "
                            f"{log_problem(self.log)}")
 
+    def _pumped(self) -> queue.Queue[str]:
+        """Its answers as a thread reads them ("" at the end), so that waiting for one can say that it waits."""
+        if self.lines is None:
+            lines: queue.Queue[str] = queue.Queue()
+
+            def pump() -> None:
+                try:
+                    for line in self.answers:
+                        lines.put(line)
+                except (OSError, ValueError):  # closed here meanwhile
+                    pass
+                lines.put("")
+
+            threading.Thread(target=pump, name=f"pytest-roofline ab {self.name}", daemon=True).start()
+            self.lines = lines
+        return self.lines
+
+    def _waited(self) -> str:
+        """The next answer; each WAIT_SAY_S without one, a line that says so, and the process given up on once it
+        has been stopped for STOPPED_MAX_S."""
+        lines, waited, stopped_for = self._pumped(), 0.0, 0.0
+        while True:
+            try:
+                return lines.get(timeout=WAIT_SAY_S)
+            except queue.Empty:
+                waited += WAIT_SAY_S
+            pid = self.process.pid
+            if not stopped(pid):
+                stopped_for = 0.0
+                say(f"ab: still waiting for {self.label} to answer ({waited:.0f} s); its log: {self.log}")
+                continue
+            stopped_for += WAIT_SAY_S
+            if stopped_for >= STOPPED_MAX_S:
+                self.process.kill()
+                raise CliError(f"{self.label} (process {pid}) was stopped for {stopped_for:.0f} s (a SIGSTOP or a "
+                               f"debugger): given up on and killed; its log: {self.log}")
+            say(f"ab: {self.label} (process {pid}) is stopped (a SIGSTOP or a debugger): waiting for it to go on "
+                f"(kill -CONT {pid}); given up on after {STOPPED_MAX_S:.0f} s stopped")
+
     def _line(self) -> str:
-        line = self.answers.readline()
+        line = self._waited()
         if not line:
             self.process.wait()
             self._cannot_run()
