@@ -7,11 +7,14 @@ regular file (/dev/null, /dev/stdout, a FIFO, a symlink to one) is written into,
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import re
 import shutil
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -114,19 +117,73 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     a file over /dev/null would replace the system's /dev/null."""
     target = Path(path)
     if is_special_file(target):
-        with open(target, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        _write_into(target, text.encode("utf-8"))
         return target
     return _written_beside(target, text, os.replace)
 
 
 def is_special_file(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` (its symlinks followed) exists and is neither a regular file nor a directory."""
+    """Whether ``path`` (its symlinks followed) exists and is neither a regular file nor a directory, or names one of
+    this process's open files (/dev/stdout, /dev/fd/N, /proc/self/fd/N, or a symlink to one), whatever that is: a
+    CI log that stdout goes to is a regular file, and renaming over /dev/stdout would replace it for the system."""
+    if _fd_behind(path) is not None:
+        return True
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+_FD_NAMES = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def _fd_behind(path: str | os.PathLike[str]) -> int | None:
+    """The file descriptor of this process that ``path`` names, its symlinks followed one by one as written (the
+    file they end at is not asked: /proc/self/fd/1 of a CI job is its log); None where it names none."""
+    at = os.path.abspath(path)
+    own = re.compile(rf"/(?:dev/fd|proc/self/fd|proc/{os.getpid()}/fd)/(\d+)")
+    for _ in range(40):  # the system's own limit on a chain of symlinks
+        if at in _FD_NAMES:
+            return _FD_NAMES[at]
+        if (named := own.fullmatch(at)) is not None:
+            return int(named.group(1))
+        if not os.path.islink(at):
+            return None
+        at = os.path.normpath(os.path.join(os.path.dirname(at), os.readlink(at)))
+    return None
+
+
+def _write_into(target: Path, data: bytes) -> None:
+    """Write into an existing special file: through this process's own descriptor where ``target`` names one (its
+    offset shared with what the process writes there, so that neither overwrites the other; Python's buffers
+    flushed first), else opened without blocking, so that a FIFO no process reads is an error, not a hang."""
+    fd = _fd_behind(target)
+    if fd is not None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        _write_all(fd, data)
+        return
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, f"{target} is a FIFO that no process reads: start its reader first") from None
+        raise
+    try:
+        os.set_blocking(fd, True)
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def write_text_new(path: str | os.PathLike[str], text: str) -> Path:

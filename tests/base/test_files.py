@@ -137,3 +137,31 @@ def test_a_yaml_alias_bomb_is_refused_at_once_without_quoting_it() -> None:
     with pytest.raises(ValueError, match=r"conf\.yaml: its aliases expand it to more than 100,000 values"):
         read_yaml_mapping(text, "conf.yaml")
     assert read_yaml_mapping("base: &b 0.5\nmin: *b\nthresholds: {'t::a': *b}", "conf.yaml")["min"] == 0.5
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="open files named through /proc")
+def test_a_report_into_stdout_that_goes_to_a_log_file_lands_in_the_log_between_its_lines(tmp_path: Path) -> None:
+    """A process whose stdout is a regular file, as a CI job's log is, writes its report into a symlink to its
+    /proc/self/fd/1 (what /dev/stdout is): the report lands in the log between what the process printed before and
+    after, and the symlink stays a symlink (before: the symlink was followed to the regular log file, so a file was
+    renamed over the link, and as root over /dev/stdout itself, and the log got nothing)."""
+    import subprocess
+    import sys
+
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    log = tmp_path / "ci.log"
+    script = ("import sys; from pytest_roofline.base.files import write_text_atomic; print('before', flush=True); "
+              f"print('buffered'); write_text_atomic({str(link)!r}, '{{\"report\": 1}}\\n'); print('after')")
+    with open(log, "w", encoding="utf-8") as out:
+        subprocess.run([sys.executable, "-c", script], stdout=out, check=True)
+    assert log.read_text(encoding="utf-8") == 'before\nbuffered\n{"report": 1}\nafter\n'
+    assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
+def test_a_fifo_that_no_process_reads_is_an_error_at_once_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="report.fifo is a FIFO that no process reads: start its reader first"):
+        write_text_atomic(fifo, "{}")
