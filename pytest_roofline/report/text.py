@@ -269,9 +269,10 @@ def _footnotes(records: Sequence[KernelRecord], wide: bool) -> list[str]:
     ]
     if contended:
         low, high = f"{min(contended):.0%}", f"{max(contended):.0%}"
+        waited = low if low == high else f"{low}-{high}"
         out.append(f"contended: {len(contended)} kernel(s) measured while other processes held the CPUs (their threads "
-                   f"waited {low if low == high else f'{low}-{high}'} of their ready time); their figures may be off "
-                   f"by tens of percent, and a kernel below its threshold only with that waiting is not failed")
+                   f"waited {waited} of their ready time); their figures may be off by tens of percent (or more, where "
+                   f"threads spin while they wait for each other), and none below its threshold is failed")
     return out
 
 

@@ -370,13 +370,14 @@ def test_bad_first_touch_values(pytester: pytest.Pytester) -> None:
                                  "of 'include', 'exclude', got 'maybe'*"])
 
 
-def test_a_kernel_below_its_threshold_only_through_cpu_contention_warns_and_passes(pytester: pytest.Pytester) -> None:
+def test_a_kernel_below_its_threshold_through_cpu_contention_warns_and_passes(pytester: pytest.Pytester) -> None:
     """Fake measurements (50%, twice) whose threads waited for a CPU during 40% of their ready time: 83% without the
-    waiting, above the 80% threshold: a warning, not a failure. At 30% (50% without the waiting) it fails."""
+    waiting, above the 80% threshold: a warning, not a failure. At 30% (50% without the waiting, below it even so) a
+    warning too: a neighbour can cost more than the waiting shows (before, it failed)."""
     pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.5, 0.5, 0.3, 0.3, waiting=0.4"))
     pytester.makepyfile(TWO_AT_80.format(first="contended", second="slow_anyway"))
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "default")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2)
     out = result.stdout.str()
     assert "83.3% without the time its threads waited for a CPU held by another process: not judged" in out
     assert "below it even at 50.0% without the time its threads waited" in out

@@ -12,9 +12,10 @@ expected bound and the model into a verdict and its reason.
   noise explains the shortfall: it fails on one measurement, and the reason says so.
 * The point estimate (the median) decides; the message states its confidence interval, and a verdict whose
   interval holds the threshold is called marginal (inside the noise).
-* Below the threshold twice, but measured while other processes held the CPUs (:mod:`..model.contention`) and at or
-  above it once the waiting is taken out, a kernel is "contended": a warning, not a failure (a neighbour must
-  not fail a test); below it even then, it fails, and the reason says both.
+* Below the threshold twice, but measured while other processes held the CPUs (:mod:`..model.contention`), a kernel
+  is "contended": a warning, not a failure (a neighbour must not fail a test). The reason gives its utilization
+  with the waiting taken out; below the threshold even then, it says that a neighbour can cost more than the
+  waiting shows (threads that spin while they wait for each other), so even then it is not failed.
 * Below the threshold with counts that are a lower bound (a loop whose iterations no trace showed, work nobody
   counted), a kernel is "lower-bound": a warning, not a failure, and not measured again (more work than counted
   may have run, so the shortfall proves nothing).
@@ -222,11 +223,12 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
                        f"{contention.ABOVE_ROOFLINE}")
         elif on_cpu is not None:
             without = f"{on_cpu:.1%} without the time its threads waited for a CPU held by another process"
+            verdict = "contended"
             if on_cpu >= threshold:
-                verdict = "contended"
                 reason += f"; but {without}: not judged on a contended machine"
             else:
-                reason += f"; below it even at {without}"
+                reason += (f"; below it even at {without}, but a neighbour can cost more than that waiting shows "
+                           f"({contention.BEYOND_WAITING}): not judged on a contended machine")
     # Transcendentals run on the compute units: a transcendental-bound kernel is compute-bound for bound=.
     actual = "compute" if figures.bound == "transcendental" else figures.bound
     if expected_bound is not None and actual != expected_bound and not figures.bound_unsure:

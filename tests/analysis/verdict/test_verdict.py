@@ -131,16 +131,22 @@ def test_below_the_threshold_on_a_contended_machine_is_a_warning_when_the_waitin
     assert "not judged on a contended machine" in d.reason
 
 
-def test_below_the_threshold_even_without_the_waiting_fails_and_says_both() -> None:
+def test_below_the_threshold_even_without_the_waiting_is_still_not_failed_and_says_both() -> None:
+    """A neighbour can cost more than the waiting shows (OpenBLAS threads spin while a partner waits): a LAPACK
+    Cholesky beside two busy processes read 4.8%, 2.2%, 0.3% against 20%, and had failed."""
     contended = Figures(0.3, 0.3, "memory", 1.0, 10.0, None, core_low=None, on_cpu=0.45, ops_on_cpu=0.45)
     d = decide(contended, 0.8, first_utilization=0.31)
-    assert (d.verdict, d.fails) == ("fail", True)
+    assert (d.verdict, d.fails, d.warning) == ("contended", False, True)
     assert "below it even at 45.0% without the time its threads waited" in d.reason
+    assert "spin while they wait for each other" in d.reason and "not judged on a contended machine" in d.reason
+    far = decide(Figures(0.003, 0.003, "compute", 1.0, 10.0, None, core_low=None, on_cpu=0.01, ops_on_cpu=0.01), 0.2)
+    assert (far.verdict, far.fails) == ("contended", False)  # far below, on one measurement: still a neighbour's
 
 
-def test_the_per_op_model_is_judged_on_its_own_figure_without_the_waiting() -> None:
+def test_the_per_op_model_is_said_on_its_own_figure_without_the_waiting() -> None:
     contended = Figures(0.9, 0.5, "memory", 1.0, 10.0, None, core_low=None, on_cpu=0.95, ops_on_cpu=0.6)
-    assert decide(contended, 0.8, model="ops", first_utilization=0.5).verdict == "fail"
+    d = decide(contended, 0.8, model="ops", first_utilization=0.5)
+    assert d.verdict == "contended" and "below it even at 60.0%" in d.reason
 
 
 def test_a_contended_kernel_of_the_wrong_bound_still_fails() -> None:
