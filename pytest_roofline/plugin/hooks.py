@@ -289,7 +289,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if state.records or state.unmeasured:
         terminalreporter.write_sep("=", "roofline summary (worst first)")
         wide = int(config.getoption("verbose", 0) or 0) >= 1
-        for line in summary_lines(state.records, state.unmeasured, wide=wide):
+        for line in summary_lines(state.records, state.unmeasured, wide=wide, lock_waits=state.lock_waits):
             terminalreporter.write_line(line)
     from .survey.watcher import judged_nothing
 

@@ -9,11 +9,12 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import IO, Any
 
 from ..base.errors import MeasureError
 
-__all__ = ["DeviceLockError", "device_lock", "lock_path", "holder_state", "share_the_host", "around_a_test"]
+__all__ = ["DeviceLockError", "LockWait", "device_lock", "lock_path", "holder_state", "share_the_host", "around_a_test"]
 
 # How long a holder may stay stopped (SIGSTOP, Ctrl-Z) before the wait gives up, and how often a long wait says so.
 STOPPED_FOR_S = 5.0
@@ -144,11 +145,23 @@ def _under_a_share(path: str) -> str:
     return path
 
 
+@dataclass
+class LockWait:
+    """How long taking the device lock waited (for another process's measurement, then for the other xdist workers'
+    tests to end), and who held it."""
+
+    seconds: float = 0.0
+    holder: str = ""
+
+
 @contextmanager
-def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) -> Iterator[None]:
+def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) -> Iterator[LockWait]:
+    """Hold the device's lock (and, for a worker that shares the host, the host alone) while the block runs; the
+    block gets how long that took to take."""
+    wait = LockWait()
     fcntl = _fcntl()
     if fcntl is None:
-        yield
+        yield wait
         return
     path = _under_a_share(lock_path(platform))
     alone = _ACTIVITY is not None and path == lock_path("cpu")
@@ -156,15 +169,16 @@ def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) 
     if in_test:  # let go of this test's share first: a measurement waiting for it would wait for this one
         fcntl.flock(_ACTIVITY, fcntl.LOCK_UN)
     with open(path, "a+", encoding="utf-8") as handle:
-        _acquire(handle, path, say)
+        wait.seconds, wait.holder = _acquire(handle, path, say)
         handle.seek(0)
         handle.truncate()
         handle.write(f"{os.getpid()} {time.time():.0f} {' '.join(sys.argv)[:200]}\n")
         handle.flush()
         try:
-            if alone:
-                _alone(fcntl, say)
-            yield
+            if alone and (waited := _alone(fcntl, say)) > 0:
+                wait.seconds += waited
+                wait.holder = wait.holder or "the other xdist workers' tests"
+            yield wait
         finally:
             if in_test:  # this test goes on, sharing the host again, before the next measurement may start
                 fcntl.flock(_ACTIVITY, fcntl.LOCK_SH)
@@ -176,11 +190,11 @@ def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) 
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _alone(fcntl: Any, say: Callable[[str], None]) -> None:
-    """Wait until no other worker's test runs (the activity lock held alone); give up on a worker that stays
-    stopped (SIGSTOP, Ctrl-Z) while its test holds its share, naming it."""
+def _alone(fcntl: Any, say: Callable[[str], None]) -> float:
+    """Wait until no other worker's test runs (the activity lock held alone), and say how long that took; give up on
+    a worker that stays stopped (SIGSTOP, Ctrl-Z) while its test holds its share, naming it."""
     if _try(_ACTIVITY, fcntl, fcntl.LOCK_EX):
-        return
+        return 0.0
     started = stopped_at = time.monotonic()
     delay = 0.01
     while not _try(_ACTIVITY, fcntl, fcntl.LOCK_EX):
@@ -200,6 +214,7 @@ def _alone(fcntl: Any, say: Callable[[str], None]) -> None:
     waited = time.monotonic() - started
     if waited >= 1.0:
         say(f"waited {waited:.1f} s for the other workers' tests to finish before measuring alone")
+    return waited
 
 
 def stopped_siblings() -> list[int]:
@@ -228,11 +243,12 @@ def _still_stopped(pid: int) -> None:
         del _STOPPED[pid]
 
 
-def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:
-    """Take the lock; while another process holds it, say who and since when, and give up on a stopped one."""
+def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> tuple[float, str]:
+    """Take the lock; while another process holds it, say who and since when, and give up on a stopped one. How long
+    it waited, and who held it."""
     fcntl = _fcntl()
     if _try(handle, fcntl):
-        return
+        return 0.0, ""
     pid, since, what = _holder(path)
     _still_stopped(pid)
     who = f"process {pid} ({what})" if pid else "another process"
@@ -256,7 +272,9 @@ def _acquire(handle: IO[str], path: str, say: Callable[[str], None]) -> None:
             reminded = now
             gone = " (that process is gone: a process it started holds the lock)" if state == "gone" else ""
             say(f"still waiting for the device lock after {now - started:.0f} s, held by {who}{gone}")
-    say(f"got the device lock after {time.monotonic() - started:.1f} s")
+    waited = time.monotonic() - started
+    say(f"got the device lock after {waited:.1f} s")
+    return waited, who
 
 
 def _try(handle: IO[str] | None, fcntl: Any, mode: int | None = None) -> bool:

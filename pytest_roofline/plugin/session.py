@@ -8,7 +8,6 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -20,7 +19,7 @@ from ..hardware.spec import HardwareSpec
 from ..history.baseline import Baseline, build_series
 from ..history.reports import ReportError, add_to_history, load_history, run_of
 from ..measurement.options import GivenSettings, MeasureOptions
-from ..records.kernel_record import KernelRecord, Unmeasured
+from ..records.kernel_record import KernelRecord, LockWaited, Unmeasured
 from ..report.document import build_report
 from ..report.html import HtmlUnavailable, html_report, plotly_missing
 from ..result.result import Result
@@ -52,6 +51,10 @@ class _NoHooks:
 
 
 NO_HOOKS: SessionHooks = _NoHooks()
+
+
+# A wait for the device lock this long or longer is kept and said in the summary and the report.
+LOCK_WAIT_SAID_S = 1.0
 
 
 def _jax_measure(call: KernelCall, options: MeasureOptions, keep: str) -> Result:
@@ -112,6 +115,7 @@ class RooflineSession:
         self.trace_root = trace_root or (lambda: settings.trace_dir or default_trace_root())
         self.records: list[KernelRecord] = []
         self.unmeasured: list[Unmeasured] = []  # kernels that could not be measured, with their error
+        self.lock_waits: list[LockWaited] = []  # measurements that waited for the device lock
         self.trace_problem = ""  # why traces cannot be saved (said once; later kernels' are not tried)
         self._measure = measure
         self._hardware = hardware
@@ -139,7 +143,11 @@ class RooflineSession:
         keep = key if key and self.mode.keep(key, call, options) else ""
         # The processes of one multi-controller program own different devices and measure in lockstep: one
         # waiting for another's lock would never reach the step the other waits for.
-        with nullcontext() if _spans_processes() else device_lock():
+        if _spans_processes():
+            return self._measure(call, options, keep)
+        with device_lock() as wait:
+            if wait.seconds >= LOCK_WAIT_SAID_S:
+                self.lock_waits.append(LockWaited(key, wait.seconds, wait.holder))
             return self._measure(call, options, keep)
 
     def agree(self, label: str, verdict: str) -> str:
@@ -174,6 +182,7 @@ class RooflineSession:
         """What an xdist worker hands its controller: its records and unmeasured kernels, as JSON."""
         return {"roofline_records": json.dumps([r.to_dict() for r in self.records], default=str),
                 "roofline_unmeasured": json.dumps([u.to_dict() for u in self.unmeasured]),
+                "roofline_lock_waits": json.dumps([w.to_dict() for w in self.lock_waits]),
                 **({"roofline_survey": json.dumps(self.survey.to_dict())} if self.survey is not None else {})}
 
     def merge_worker_output(self, output: Mapping[str, Any]) -> bool:
@@ -182,6 +191,7 @@ class RooflineSession:
         unmeasured = [Unmeasured.from_dict(u) for u in json.loads(output.get("roofline_unmeasured") or "[]")]
         self.records.extend(records)
         self.unmeasured.extend(unmeasured)
+        self.lock_waits += [LockWaited.from_dict(w) for w in json.loads(output.get("roofline_lock_waits") or "[]")]
         if self.survey is not None and output.get("roofline_survey"):
             self.survey.merge(SurveyBook.from_dict(json.loads(output["roofline_survey"])))
         return bool(records or unmeasured)
@@ -200,6 +210,8 @@ class RooflineSession:
         elif chosen.min is not None:
             settings["min_value"] = json.dumps(chosen.min.to_dict())
         report = build_report(self.records, settings, rootdir, end, self.unmeasured)
+        if self.lock_waits:
+            report["lock_waits"] = [w.to_dict() for w in self.lock_waits]
         if self.survey is not None:
             report["survey"] = self.survey.to_dict()
         return report

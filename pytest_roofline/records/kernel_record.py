@@ -18,7 +18,7 @@ from ..base.kinds import EXPECTED_BOUNDS, MODELS, VERDICTS, ExpectedBound, Model
 from .recorded_result import RecordedResult
 from .series_judgement import BaselineCheck, NoBaseline, SeriesKey, baseline_from_dict
 
-__all__ = ["KernelRecord", "Artifacts", "Unmeasured"]
+__all__ = ["KernelRecord", "Artifacts", "Unmeasured", "LockWaited"]
 
 
 @dataclass(frozen=True)
@@ -162,3 +162,21 @@ class Unmeasured:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Unmeasured:
         return cls(str(data["nodeid"]), str(data["label"]), str(data["error"]))
+
+
+@dataclass(frozen=True)
+class LockWaited:
+    """A measurement that waited for the device lock (another process's measurement, or another xdist worker's
+    test): that time is in the test's own duration as pytest counts it, and in no figure of the kernel's."""
+
+    kernel: str  # "nodeid::label"
+    seconds: float
+    holder: str = ""  # who held it, as the lock file says ("process 123 (pytest ...)"), where known
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "seconds": self.seconds, "holder": self.holder}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LockWaited:
+        return cls(str(data["kernel"]), float(data["seconds"]), str(data.get("holder") or ""))
+

@@ -20,7 +20,7 @@ from ..analysis.program.info import MORE_THAN_SOURCE, more_than_source_text
 from ..base.kinds import FAILING_VERDICTS
 from ..base.units import format_fraction, format_quantity, format_seconds
 from ..hardware.spec import Ceiling, HardwareSpec
-from ..records.kernel_record import KernelRecord, Unmeasured
+from ..records.kernel_record import KernelRecord, LockWaited, Unmeasured
 from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck
 
@@ -290,7 +290,7 @@ def wrap_lines(lines: Sequence[str], width: int = WIDTH) -> list[str]:
 
 
 def summary_lines(records: Sequence[KernelRecord], unmeasured: Sequence[Unmeasured] = (), *,
-                  wide: bool = False) -> list[str]:
+                  wide: bool = False, lock_waits: Sequence[LockWaited] = ()) -> list[str]:
     """One table of every measured kernel, worst first, and what its figures are against (with ``wide``, pytest's
     ``-v``, every column); the kernels that could not be measured with their error. A failing kernel's top ops and
     trace are in its failure, not here. No line wider than WIDTH columns by default."""
@@ -298,7 +298,18 @@ def summary_lines(records: Sequence[KernelRecord], unmeasured: Sequence[Unmeasur
     if unmeasured:
         out.append(f"could not be measured ({len(unmeasured)}):")
         out += wrap_lines([f"  {u.nodeid} [{u.label}]: {u.error}" for u in unmeasured])
+    if lock_waits:
+        out += wrap_lines([lock_wait_line(lock_waits)])
     return out
+
+
+def lock_wait_line(waits: Sequence[LockWaited]) -> str:
+    """One line for the measurements that waited for the device lock: that time is in their tests' durations."""
+    longest = max(waits, key=lambda w: w.seconds)
+    held = f", held by {longest.holder}" if longest.holder else ""
+    return (f"device lock: {len(waits)} measurement(s) waited {sum(w.seconds for w in waits):.1f} s in all for it "
+            f"(the longest {longest.seconds:.1f} s, {longest.kernel}{held}); that wait is in those tests' durations as "
+            f"pytest counts them (--durations), in no kernel's figures")
 
 
 def header_line(hardware: HardwareSpec, ceilings: str = "") -> str:

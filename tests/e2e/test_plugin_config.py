@@ -421,3 +421,31 @@ def test_a_kernel_is_measured_against_a_hook_s_hardware_entry(pytester: pytest.P
     bandwidth = hardware["memory_bandwidth_bytes_per_s"]
     assert hardware["name"] == "Lab CPU" and bandwidth["value"] == 80e9
     assert bandwidth["source"] == "override in the pytest_roofline_hardware hook"
+
+
+FAKE_LOCK_WAIT = """
+import contextlib
+from pytest_roofline.plugin import lock, session
+
+@contextlib.contextmanager
+def waited_lock(platform=None, say=None):  # FAKE: as if another process had held the device lock for 118.2 s
+    yield lock.LockWait(118.2, "process 4242 (pytest other_suite)")
+
+session.device_lock = waited_lock
+"""
+
+
+def test_a_wait_for_the_device_lock_is_kept_apart_and_said(pytester: pytest.Pytester) -> None:
+    """Fake measurements beside a FAKE lock that another process held for 118.2 s: the summary and the JSON report say
+    which measurement waited, how long and for whom, and that the wait is in the test's duration, not its figures
+    (before, nothing said why a test took 122 s in --durations)."""
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.9, 0.9") + FAKE_LOCK_WAIT)
+    pytester.makepyfile(TWO_AT_80.format(first="a", second="b"))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--roofline-report=r.json")
+    result.assert_outcomes(passed=2)
+    out = " ".join(line.strip() for line in result.stdout.lines)
+    assert ("device lock: 2 measurement(s) waited 236.4 s in all for it (the longest 118.2 s, test_a_wait_for_the_"
+            "device_lock_is_kept_apart_and_said.py::test_a::len, held by process 4242 (pytest other_suite)); that wait "
+            "is in those tests' durations as pytest counts them (--durations), in no kernel's figures") in out
+    waits = json.loads((pytester.path / "r.json").read_text())["lock_waits"]
+    assert [(w["seconds"], w["holder"]) for w in waits] == [(118.2, "process 4242 (pytest other_suite)")] * 2

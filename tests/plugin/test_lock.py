@@ -69,12 +69,15 @@ def test_a_wait_names_the_holder_and_ends_when_it_lets_go() -> None:
         if len(said) == 1:  # the holder lets go once this process has said it waits
             _release(holder)
 
-    with device_lock("cpu", say=say):
+    with device_lock("cpu", say=say) as wait:
         pass
     assert said[0].startswith(
         f"waiting for the device lock {lock_path('cpu')}, held by process {holder.pid} (-c) since "
     )
-    assert said[-1].startswith("got the device lock after ")
+    assert said[-1] == f"got the device lock after {wait.seconds:.1f} s"
+    assert wait.seconds > 0 and wait.holder == f"process {holder.pid} (-c)"  # what the summary and report keep
+    with device_lock("cpu") as alone:
+        assert (alone.seconds, alone.holder) == (0.0, "")
 
 
 @pytest.mark.slow  # starts Python processes: the full run's, not the quick loop's
