@@ -145,6 +145,9 @@ def _under_a_share(path: str) -> str:
     return path
 
 
+_HELD: set[str] = set()  # the device locks this process holds now
+
+
 @dataclass
 class LockWait:
     """How long taking the device lock waited (for another process's measurement, then for the other xdist workers'
@@ -164,6 +167,11 @@ def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) 
         yield wait
         return
     path = _under_a_share(lock_path(platform))
+    if path in _HELD:  # a second flock of one file in one process waits for the first: for ever
+        raise DeviceLockError(
+            "a measurement was started inside another one, which holds the device lock (roofline(...) or "
+            "roofline.measure() called from inside a kernel being traced or timed, or from a hook it runs): measure "
+            "each kernel from the test itself")
     alone = _ACTIVITY is not None and path == lock_path("cpu")
     in_test = alone and _IN_TEST[0]
     if in_test:  # let go of this test's share first: a measurement waiting for it would wait for this one
@@ -174,6 +182,7 @@ def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) 
         handle.truncate()
         handle.write(f"{os.getpid()} {time.time():.0f} {' '.join(sys.argv)[:200]}\n")
         handle.flush()
+        _HELD.add(path)
         try:
             if alone and (waited := _alone(fcntl, say)) > 0:
                 wait.seconds += waited
@@ -184,6 +193,7 @@ def device_lock(platform: str | None = None, say: Callable[[str], None] = _say) 
                 fcntl.flock(_ACTIVITY, fcntl.LOCK_SH)
             elif alone:  # outside a test (the header's calibration): hold nothing afterwards
                 fcntl.flock(_ACTIVITY, fcntl.LOCK_UN)
+            _HELD.discard(path)
             handle.seek(0)
             handle.truncate()
             handle.flush()

@@ -184,3 +184,17 @@ def test_a_process_started_by_a_worker_test_measures_under_that_tests_share(monk
         with pytest.raises(AssertionError, match="waiting for the device lock"):
             with device_lock("cpu", say=never_wait):
                 pass
+
+
+def test_a_measurement_started_inside_another_is_refused_not_waited_for() -> None:
+    """A kernel whose body calls roofline.measure() (traced inside a measurement) asks for the lock its own process
+    holds: refused at once, saying so (before, the second flock of one file waited for the first, for ever)."""
+    with device_lock("cpu"):
+        with pytest.raises(DeviceLockError, match=r"^a measurement was started inside another one, which holds the "
+                                                  r"device lock \(roofline\(\.\.\.\) or roofline\.measure\(\) called"):
+            with device_lock("cpu"):
+                pass
+    with device_lock("cpu"), pytest.raises(ValueError):  # released however the block ends
+        raise ValueError("kernel failed")
+    with device_lock("cpu"):
+        pass
