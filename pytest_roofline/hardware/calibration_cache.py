@@ -157,6 +157,8 @@ def cache_damage(raw: bytes, key: Mapping[str, Any]) -> str | None:
             return f"{name} is {value!r}, not a positive number"
         if name.removeprefix("peaks.") not in details:
             return f"no details for {name}"
+    if (beyond := _beyond_any_cpu(figures, key)) is not None:
+        return beyond
     needed = {"bytes_per_fault": "first_touch", "cache_bytes": "cache_memory"}
     for name, figure in needed.items():
         if data.get(figure) and not _positive(data.get(name)):
@@ -165,6 +167,29 @@ def cache_damage(raw: bytes, key: Mapping[str, Any]) -> str | None:
         return "no date"
     if not isinstance(data.get("references", {}), dict) or not isinstance(data.get("contention", 0.0), (int, float)):
         return "references or contention of the wrong type"
+    return None
+
+
+# What no CPU core reaches, with room to spare: 6 GHz x 2,048 FLOP a cycle (an Intel AMX tile unit's bf16 rate is
+# 1,024; AVX-512 with two FMA units, 64 in f32), and no machine's memory: 20 TB/s (HBM on a CPU package: about 1 TB/s).
+_CORE_FLOPS_MAX = 6e9 * 2048
+_MEMORY_MAX = 20e12
+
+
+def _beyond_any_cpu(figures: Mapping[str, Any], key: Mapping[str, Any]) -> str | None:
+    """Why a CPU calibration's figure cannot be a measurement (above what its cores or any memory could do), else
+    None: a hand-edited or foreign file (a provisional one claiming 1,000 PFLOP/s was used before)."""
+    if key.get("platform") != "cpu":
+        return None
+    given = key.get("cores")
+    cores: int = given if isinstance(given, int) and given > 0 else 1024
+    limits = {"memory": _MEMORY_MAX, "cache_memory": 10 * _MEMORY_MAX, "transcendental": cores * _CORE_FLOPS_MAX,
+              "integer": cores * _CORE_FLOPS_MAX}
+    for name, value in figures.items():
+        limit = cores * _CORE_FLOPS_MAX if name.startswith("peaks.") else limits.get(name)
+        if limit is not None and value > limit:
+            return (f"{name} is {value:.3g}, above what {cores} CPU core(s) could do ({limit:.3g}): not a "
+                    f"measurement")
     return None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline.hardware import calibration_cache as calibration
+from pytest_roofline.hardware.provisional import provisional_file
 
 KEY = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
 FAKE = {"peaks": {"f32": 1e11, "bf16": 5e10}, "memory": 2e10, "date": "2026-11-27T08:00:00Z",
@@ -53,7 +54,24 @@ DAMAGES = {
     "binary": (bytes(range(256)), "not UTF-8 JSON"),
     "half written": (b'{"key": {"platform": "cpu"', "not UTF-8 JSON"),
     "a list": (b"[1, 2]", "a JSON list, not an object"),
+    # A FAKE file claiming more than any CPU could do (KEY names no core count: taken as 1,024 cores).
+    "1,000 PFLOP/s": (_damaged({"peaks": {"f32": 1e18, "bf16": 1e18}}),
+                      "peaks.f32 is 1e+18, above what 1024 CPU core(s) could do (1.26e+16): not a measurement"),
+    "a memory beyond any machine's": (_damaged({"memory": 5e13}),
+                                      "memory is 5e+13, above what 1024 CPU core(s) could do (2e+13)"),
 }
+
+
+def test_a_provisional_calibration_beyond_what_its_cores_could_do_is_not_used(tmp_path: Path) -> None:
+    """A FAKE provisional calibration of a 2-core CPU claiming 1,000 PFLOP/s (before, it was used as measured): set
+    aside as damaged, and the machine calibrated again."""
+    key = {**KEY, "cores": 2}
+    path = provisional_file(calibration.cache_file(key))
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"key": key, **FAKE, "peaks": {"f32": 1e18, "bf16": 1e18}}))
+    notices: list[str] = []
+    assert calibration.load_cached(key, notices.append, path) is None
+    assert "above what 2 CPU core(s) could do (2.46e+13): not a measurement" in notices[0]
 
 
 @pytest.mark.parametrize("case", sorted(DAMAGES))
