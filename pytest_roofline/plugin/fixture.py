@@ -338,14 +338,19 @@ class RooflineFixture:
                               not_judged=unnamed, time_spent=self._watch.spent(rest="everything else"),
                               max_ops=checks.ops, max_exposed=checks.exposed)
         self.results.append(result)
-        self._session.add(record)
-        prefix = f"roofline[{label}]"
-        for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed", "drift",
-                    "peak_memory_bytes"):
-            self._add_property(f"{prefix}.{key}", getattr(result, key))
-        self._add_property(f"{prefix}.verdict", judged.decision.verdict)
-        self._add_property(f"{prefix}.hardware", result.hardware.name)
-        return record
+        try:
+            self._session.add(record)  # kept, then handed to the suite's record hook
+        except ConfigError as exc:
+            problem = f"roofline: kernel {label!r} of {self._nodeid}: {exc}"
+        else:
+            prefix = f"roofline[{label}]"
+            for key in ("utilization", "device_time_s", "roofline_time_s", "bound", "flops", "bytes_accessed",
+                        "drift", "peak_memory_bytes"):
+                self._add_property(f"{prefix}.{key}", getattr(result, key))
+            self._add_property(f"{prefix}.verdict", judged.decision.verdict)
+            self._add_property(f"{prefix}.hardware", result.hardware.name)
+            return record
+        self._fail(problem)  # outside the except block: the failure shows no chained traceback
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ MARKER_KEY: pytest.StashKey[MarkerSpec] = pytest.StashKey()
 MARKER_ERROR_KEY = pytest.StashKey[str]()  # a bad marker under an xdist worker: the test errors at setup
 USED_KEY = pytest.StashKey[bool]()
 COLLECTED_KEY = pytest.StashKey[bool]()
-REPORT_ERROR_KEY = pytest.StashKey[str]()
+REPORT_ERROR_KEY = pytest.StashKey[list[str]]()
 WRITTEN_KEY = pytest.StashKey[list[str]]()
 RUN_KEY = pytest.StashKey[int]()  # tests that ran to the end (their teardown reported)
 WATCH_KEY: pytest.StashKey[AbortWatch] = pytest.StashKey()
@@ -300,9 +300,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(f"roofline: marked, measured nothing ({len(nothing)}):")
         for line in wrap_lines(nothing):
             terminalreporter.write_line(line)
-    error = config.stash.get(REPORT_ERROR_KEY, "")
-    if error:
-        terminalreporter.write_line(f"roofline report NOT written: {error}", red=True)
+    for error in config.stash.get(REPORT_ERROR_KEY, []):  # a report hook that raised, a report not written
+        terminalreporter.write_line(error, red=True)
     for line in config.stash.get(WRITTEN_KEY, []):
         terminalreporter.write_line(line)
 
@@ -313,6 +312,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from ..base.signals import cancelled_by
     from ..report.document import session_block
+    from .user_hooks import report_made
 
     state = config.stash[SESSION_KEY]
     if hasattr(config, "workerinput"):  # an xdist worker: hand the records to the controller
@@ -323,10 +323,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     report = state.report(end, str(config.rootpath), config.stash.get(USED_KEY, False))
     if report is None:
         return
-    config.hook.pytest_roofline_report(config=config, report=report)
+    hook_error = report_made(config, report)  # one that raises: the report, the summary and pytest's last line come
     config.stash[WRITTEN_KEY], errors = state.write(report)
-    if errors:  # never lose the summary: say so there, and fail the run
-        config.stash[REPORT_ERROR_KEY] = "; ".join(errors)
+    if errors := [f"roofline: {hook_error}"] * bool(hook_error) + [f"roofline report NOT written: {e}" for e in errors]:
+        config.stash[REPORT_ERROR_KEY] = errors  # never lose the summary: say so there, and fail the run
         if session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 

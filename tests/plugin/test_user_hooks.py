@@ -136,3 +136,44 @@ def test_a_bad_hardware_entry_stops_the_run_naming_the_hook(pytester: pytest.Pyt
     pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.5") + listed)
     result = pytester.runpytest("-p", "no:cacheprovider", "--roofline-min=0.1")
     result.stderr.fnmatch_lines(["*the pytest_roofline_hardware hook returned list, not a mapping of device names*"])
+
+
+RAISES = "\ndef {hook}({args}):\n    raise {error}\n"
+
+
+@pytest.mark.parametrize(("hook", "args", "said"), [
+    ("pytest_roofline_threshold", "config, nodeid, label, threshold",
+     "*roofline: the pytest_roofline_threshold hook raised KeyError: 'lab table' (*conftest.py:*)*"),
+    ("pytest_roofline_record", "config, record",
+     "*roofline: kernel 'plain' of test_k.py::test_a: the pytest_roofline_record hook raised KeyError: 'lab table' "
+     "(*conftest.py:*)*"),
+])
+def test_a_hook_that_raises_fails_the_test_naming_the_hook_and_its_line(pytester: pytest.Pytester, hook: str,
+                                                                         args: str, said: str) -> None:
+    """Before, the error came through the plugin's frames with no line naming the hook."""
+    result = _run(pytester, RAISES.format(hook=hook, args=args, error="KeyError('lab table')"), "0.5, 0.5, 0.5")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([said])
+    assert "pytest_roofline/plugin" not in result.stdout.str()
+
+
+def test_a_report_hook_that_raises_keeps_the_report_the_summary_and_pytests_last_line(
+        pytester: pytest.Pytester) -> None:
+    """Before, the summary, the report and pytest's own last line were lost (an INTERNALERROR)."""
+    result = _run(pytester, RAISES.format(hook="pytest_roofline_report", args="config, report",
+                                          error="RuntimeError('upload failed')"), "0.5, 0.5, 0.5",
+                  "--roofline-report=r.json")
+    result.stdout.fnmatch_lines(["*roofline summary*", "roofline: the pytest_roofline_report hook raised RuntimeError: "
+                                 "upload failed (*conftest.py:*)", "*2 passed*"])
+    assert json.loads((pytester.path / "r.json").read_text())["results"]
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR and "INTERNALERROR" not in result.stdout.str()
+
+
+def test_a_hardware_hook_that_raises_stops_the_run_naming_it(pytester: pytest.Pytester) -> None:
+    """Before: an INTERNALERROR through the plugin's frames."""
+    pytester.makeconftest(FAKE_SESSION_CONFTEST.format(utils="0.5")
+                          + RAISES.format(hook="pytest_roofline_hardware", args="config", error="OSError('no lab')"))
+    pytester.makepyfile(test_k=TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--roofline-min=0.1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the pytest_roofline_hardware hook raised OSError: no lab (*conftest.py:*)*"])
