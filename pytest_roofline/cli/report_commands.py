@@ -85,7 +85,8 @@ def show(path: str, every: bool = False) -> tuple[str, int]:
 def compare(baseline_path: str, current_path: str, max_drop: float | None,
             max_compile: float | None = None, strict: bool = False, summary_md: str | None = None) -> tuple[str, int]:
     """Exit status 1 when a kernel regressed (utilization, or compile time with ``max_compile``), or with
-    ``strict`` could not be judged (too noisy, undecided), else 0. ``summary_md``: also the verdicts as Markdown."""
+    ``strict`` could not be judged (too noisy, undecided); else 2 where the Markdown asked for (``summary_md``) or
+    ``$GITHUB_STEP_SUMMARY`` could not be written; else 0."""
     check_summary(summary_md)
     baseline = _read(lambda: Baseline.load(baseline_path, warn))
     current = _read(lambda: load_run(current_path))
@@ -111,8 +112,10 @@ def compare(baseline_path: str, current_path: str, max_drop: float | None,
            for r in current.records if r.key in baseline.records}
     lines = compare_lines(baseline_path, current, checks, gone, compiles, drops, op_notes=ops)
     lines += [nothing] if nothing else []
-    lines += publish_summary(compare_markdown(baseline_path, current_path, checks, len(gone)), summary_md)
-    return "\n".join(lines), 1 if regressed else 0
+    published = publish_summary(compare_markdown(baseline_path, current_path, checks, len(gone)), summary_md)
+    lines += published
+    unwritten = any("error:" in line for line in published)  # as ab: an output asked for and not written is status 2
+    return "\n".join(lines), 1 if regressed else 2 if unwritten else 0
 
 
 def _nothing_compared(current_path: str, records: Sequence[Any], checks: Sequence[tuple[SeriesKey, Any]]) -> str:

@@ -460,6 +460,19 @@ def test_an_unwritable_summary_stops_compare_before_it_reads_anything(tmp_path: 
                                    f"write it: {tmp_path}/a-file is not a directory\n")
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="a device that is always full")
+def test_a_summary_that_cannot_be_written_is_exit_status_2_where_nothing_regressed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """/dev/full takes the file's opening and refuses its bytes (no space left): as ab does, compare exits 2 where it
+    would have exited 0 (before, 0), and a regression's 1 stands."""
+    base = _write(tmp_path / "base.json", _report({"test_a": 0.6}, 1))
+    same = _write(tmp_path / "same.json", _report({"test_a": 0.6}, 2))
+    status, out, _ = _cli(capsys, "compare", str(base), str(same), "--summary-md", "/dev/full")
+    assert status == 2 and "error: --summary-md /dev/full: cannot write it: No space left on device" in out
+    worse = _write(tmp_path / "worse.json", _report({"test_a": 0.3}, 2))
+    assert _cli(capsys, "compare", str(base), str(worse), "--summary-md", "/dev/full")[0] == 1
+
+
 def test_budget_takes_seconds_minutes_or_hours(capsys: pytest.CaptureFixture[str]) -> None:
     from pytest_roofline.base.values import duration
     from pytest_roofline.cli.main import _parser
