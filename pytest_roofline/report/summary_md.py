@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 from ..history.paired import CONFIDENCE, Comparison
@@ -13,7 +14,14 @@ __all__ = ["ab_markdown", "compare_markdown"]
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a table cell or a line: HTML made inert (a label such as ``<img src=x onerror=...>`` would reach the
+    job page as markup: GitHub renders HTML in Markdown), a pipe kept from ending the cell, one line."""
+    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """Text for an inline code span (shown as written there: no HTML is read in it), on one line."""
+    return text.replace("`", "'").replace("\n", " ")
 
 
 def _percent(value: float | None) -> str:
@@ -30,7 +38,7 @@ def ab_markdown(c: Comparison) -> str:
         outcome += f", {c.undecided} undecided"
     head = f"{c.head_commit[:12]}{' + uncommitted changes' if c.head_dirty else ''}"
     lines = [f"### pytest-roofline ab: {outcome}", "",
-             f"base `{_cell(c.base_rev)}` ({c.base_commit[:12]}) against head {head} on {_cell(c.hardware or '?')}: "
+             f"base `{_code(c.base_rev)}` ({c.base_commit[:12]}) against head {head} on {_cell(c.hardware or '?')}: "
              f"{c.rounds} rounds, {_cell(c.stopped)}; {c.seconds:.0f} s. Ratio: head / base utilization, median "
              f"[{CONFIDENCE:.0%} interval].", ""]
     if shown:
@@ -51,7 +59,7 @@ def compare_markdown(baseline: str, current: str, checks: Sequence[tuple[SeriesK
     unjudged = [(key, c) for key, c in checks if isinstance(c, NoBaseline)]
     regressed = sum(c.regressed for _, c in judged)
     outcome = f"{regressed} kernel{'s' if regressed != 1 else ''} regressed" if regressed else "no kernel regressed"
-    lines = [f"### pytest-roofline compare: {outcome}", "", f"`{_cell(current)}` against `{_cell(baseline)}`.", ""]
+    lines = [f"### pytest-roofline compare: {outcome}", "", f"`{_code(current)}` against `{_code(baseline)}`.", ""]
     if judged:
         lines += ["| kernel | state | baseline | current | change | allowed drop |", "|---|---|---:|---:|---:|---:|"]
         lines += [f"| {_cell(f'{key.nodeid} [{key.label}]')} | {c.state.upper() if c.regressed else c.state} | "
