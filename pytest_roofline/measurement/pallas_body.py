@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BodyCount", "count_body", "count_kernel", "inner_jaxprs"]
+__all__ = ["BodyCount", "count_body", "count_kernel", "inner_jaxprs", "EXPANDED"]
 
 # Elementwise primitives of one FLOP per output element, and those that are transcendental (one each).
 _VECTOR = frozenset({"add", "sub", "mul", "div", "max", "min", "neg", "abs", "sign", "pow", "rem", "square",
@@ -26,6 +26,17 @@ _TRANSCENDENTAL = frozenset({"exp", "exp2", "log", "log1p", "expm1", "tanh", "lo
                              "sinh", "cosh", "asinh", "acosh", "atanh", "lgamma", "digamma"})
 # Elementwise primitives of two FLOPs an element: 1 - x^2 (JAX 0.11's tanh derivative, a multiply and a subtract).
 _TWO_FLOPS = frozenset({"one_minus_square"})
+# Primitives XLA expands into many operations, with the FLOPs and transcendentals per output element its cost analysis
+# counts for the expansion (jax 0.10.2's HLO on a CPU; tests/measurement/test_source_work.py checks each against the
+# compiler in use). The source count charges them so (``count_body(..., expanded=True)``): a sampler's threefry rounds
+# and erf_inv polynomial are the work it asks for, not waste the compiler added. igamma's loop is left out (counted
+# as one transcendental a step of a loop XLA states no trip count for).
+EXPANDED: dict[str, tuple[float, float]] = {
+    "erf_inv": (37, 2), "erfc": (60, 1), "lgamma": (52, 4), "digamma": (73, 3), "asin": (5, 2), "acos": (3, 2),
+    "sinh": (10, 3), "cosh": (3, 2), "asinh": (11, 3), "acosh": (7, 4), "atanh": (6, 2), "logistic": (3, 1),
+    "bessel_i0e": (83, 1), "bessel_i1e": (83, 1), "polygamma": (71, 11), "zeta": (113, 11),
+    "random_bits": (45, 0),  # threefry2x32's rounds, per word of output
+}
 _REDUCE = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum",
                      "cummax", "cumlogsumexp"})
 # Moving data, comparing, or building indices: no arithmetic counted.
@@ -192,14 +203,18 @@ def _while_trips(eqn: Any) -> float | None:
     return None
 
 
-def count_body(jaxpr: Any) -> BodyCount:
+def count_body(jaxpr: Any, expanded: bool = False) -> BodyCount:
     """The work of one run of ``jaxpr`` (nested jaxprs included: scans times their length, a while with literal
-    bounds times its trips, else once; a cond's costliest branch)."""
+    bounds times its trips, else once; a cond's costliest branch); ``expanded``: the primitives XLA expands charged
+    their expansion (:data:`EXPANDED`), as a program XLA compiles runs them."""
     total = BodyCount()
     for eqn in jaxpr.eqns:
         prim = eqn.primitive.name
         out = _size(eqn.outvars[0].aval) if eqn.outvars else 0.0
-        if prim in _MATRIX_RULES:
+        if expanded and prim in EXPANDED:
+            total.vector_flops += EXPANDED[prim][0] * out
+            total.transcendentals += EXPANDED[prim][1] * out
+        elif prim in _MATRIX_RULES:
             total.matrix_flops += _MATRIX_RULES[prim](eqn)
         elif prim in _TRANSCENDENTAL:
             total.transcendentals += out
@@ -211,25 +226,25 @@ def count_body(jaxpr: Any) -> BodyCount:
             total.vector_flops += _size(eqn.invars[0].aval)
         elif prim == "scan":
             for inner in inner_jaxprs(eqn.params.get("jaxpr")):
-                total.add(count_body(inner).scaled(float(eqn.params.get("length", 1))))
+                total.add(count_body(inner, expanded).scaled(float(eqn.params.get("length", 1))))
         elif prim == "while":
             trips = _while_trips(eqn)
             if trips is None:
                 total.lower_bound.append("a while loop whose trip count is not known here, counted once")
             for inner in inner_jaxprs(eqn.params.get("body_jaxpr")):
-                total.add(count_body(inner).scaled(trips if trips is not None else 1.0))
+                total.add(count_body(inner, expanded).scaled(trips if trips is not None else 1.0))
         elif prim.startswith("scatter") and eqn.params.get("update_jaxpr") is not None and len(eqn.invars) >= 3:
             # the update computation once per element of the updates (a segment sum: one add each), as XLA counts it
-            per = sum(count_body(inner).flops for inner in inner_jaxprs(eqn.params.get("update_jaxpr")))
+            per = sum(count_body(inner, expanded).flops for inner in inner_jaxprs(eqn.params.get("update_jaxpr")))
             total.vector_flops += per * _size(eqn.invars[2].aval)
         elif prim == "cond":
-            branches = [count_body(b) for b in inner_jaxprs(eqn.params.get("branches"))]
+            branches = [count_body(b, expanded) for b in inner_jaxprs(eqn.params.get("branches"))]
             if branches:
                 total.add(max(branches, key=lambda b: b.flops + b.transcendentals))
         elif any(True for v in eqn.params.values() for _ in inner_jaxprs(v)):
             for v in eqn.params.values():
                 for inner in inner_jaxprs(v):
-                    total.add(count_body(inner))
+                    total.add(count_body(inner, expanded))
         elif prim not in _FREE:
             why = f"primitives without a counting rule ({prim})"
             if not any(w.startswith("primitives without") for w in total.lower_bound):

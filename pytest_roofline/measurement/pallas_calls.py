@@ -106,7 +106,7 @@ def source_work(traced: Any, program: TracedProgram) -> SourceWork | None:
     jaxpr = getattr(closed, "jaxpr", closed)
     if jaxpr is None or not hasattr(jaxpr, "eqns"):
         return None
-    count = count_body(jaxpr)
+    count = count_body(jaxpr, expanded=True)
     unknown = list(count.lower_bound)
     if program.kernels:
         unknown.insert(0, "Pallas kernels (counted by their own estimates)")

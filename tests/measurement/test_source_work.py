@@ -114,3 +114,42 @@ def test_jax_0_11s_one_minus_square_is_two_flops_an_element() -> None:
                           invars=[SimpleNamespace(aval=aval)], params={})
     found = count_body(SimpleNamespace(eqns=[eqn]))
     assert found.flops == 2 * 64 * 32 and not found.lower_bound
+
+
+EXPANDING = {
+    "erf_inv": jax.lax.erf_inv, "erfc": jax.lax.erfc, "lgamma": jax.lax.lgamma, "digamma": jax.lax.digamma,
+    "asin": jax.lax.asin, "acos": jax.lax.acos, "sinh": jax.lax.sinh, "cosh": jax.lax.cosh, "asinh": jax.lax.asinh,
+    "acosh": lambda v: jax.lax.acosh(v * v + 2.0), "atanh": jax.lax.atanh, "logistic": jax.lax.logistic,
+    "bessel_i0e": jax.lax.bessel_i0e, "bessel_i1e": jax.lax.bessel_i1e,
+    "polygamma": lambda v: jax.lax.polygamma(jnp.ones_like(v), v), "zeta": lambda v: jax.lax.zeta(v + 2.0, v),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPANDING))
+def test_each_expanded_primitive_is_charged_what_the_compiler_counts_for_it(name: str) -> None:
+    """The source count's table (pallas_body.EXPANDED) against the compiler in use, per output element: the program
+    of the primitive alone (plus one or two FLOPs an element made to keep its argument in its domain)."""
+    from pytest_roofline.measurement.pallas_body import EXPANDED
+
+    n = 4096
+    program = compile_program(EXPANDING[name], (jnp.full((n,), 0.3),), {}, name)
+    assert program.source is not None and not program.source.unknown
+    compiled = program.raw_cost_analysis
+    compiled = compiled[0] if isinstance(compiled, list) else compiled
+    flops, transcendentals = EXPANDED[name]
+    assert compiled["transcendentals"] / n == transcendentals
+    assert program.source.flops == pytest.approx(compiled["flops"], abs=2 * n)  # the domain's one or two FLOPs
+    assert program.source.flops >= flops * n and program.source.transcendentals == transcendentals * n
+
+
+def test_a_sampler_is_charged_its_threefry_rounds_and_erf_inv_so_no_waste_is_marked() -> None:
+    """jax.random.normal: threefry2x32's rounds (45 FLOPs a word) and erf_inv's polynomial are its work. Before, the
+    source counted them as nothing and one transcendental, and distrax's Normal.sample read 6.3x source FLOPs."""
+    from pytest_roofline.analysis.program.info import MORE_THAN_SOURCE
+
+    n = 1 << 14
+    program = compile_program(lambda k: jax.random.normal(k, (n,)), (jax.random.key(0),), {}, "normal")
+    compiled = program.raw_cost_analysis
+    compiled = compiled[0] if isinstance(compiled, list) else compiled
+    assert program.source is not None and program.source.flops >= (45 + 37) * n
+    assert compiled["flops"] / program.source.flops < MORE_THAN_SOURCE
