@@ -251,7 +251,7 @@ def _result(call: KernelCall, plan: _Plan, ran: _Ran) -> Result:
 
 def _notes(call: KernelCall, plan: _Plan, ran: _Ran, live_why: str) -> tuple[str, ...]:
     module, ops_model = ran.module, ran.per_op[0]
-    empty = empty_inputs_note(module) if does_no_work(module) else ()
+    empty = empty_inputs_note(module, computes=not does_no_work(module))
     return (*call.readings, *empty, *result_notes(ran.model, ops_model, plan.program, ran.timed, plan.spec, live_why,
                                                   memory=ran.memory, counts_from=plan.options.counts_from,
                                                   constants=constant_bytes(module)))

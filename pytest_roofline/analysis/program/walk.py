@@ -90,14 +90,17 @@ def constant_bytes(module: HloModule) -> int:
     return sum(i.shape.bytes for c in module.computations.values() for i in c.instructions if i.opcode == "constant")
 
 
-def empty_inputs_note(module: HloModule) -> list[str]:
-    """The note for a program that computes nothing because its inputs hold no element (shape (0,) or (8, 0)),
-    naming them; none where no input is empty."""
+def empty_inputs_note(module: HloModule, computes: bool = False) -> list[str]:
+    """The note for a program whose inputs hold no element (shape (0,) or (8, 0)), naming them: it computes nothing on
+    them, or (``computes``) what it does (making or copying what it returns) is not work on them; none where no input
+    is empty."""
     empty = [f"input {inst.literal or inst.name} ({inst.shape.dtype}[{','.join(str(d) for d in inst.shape.dims)}])"
              for inst in module.entry.instructions
              if inst.opcode == "parameter" and not inst.shape.is_tuple and inst.shape.num_elements == 0]
     if not empty:
         return []
+    them = "it" if len(empty) == 1 else "them"
+    what = (f"what the program does (making or copying what it returns) is not work on {them}: its figures say nothing "
+            f"of the kernel on real data" if computes else f"the program computes nothing on {them}")
     return [f"empty input: {', '.join(empty)} hold{'s' if len(empty) == 1 else ''} no element (inputs are "
-            f"counted from 0, in the order the program takes them), so the program computes nothing on "
-            f"{'it' if len(empty) == 1 else 'them'}"]
+            f"counted from 0, in the order the program takes them), so {what}"]

@@ -77,3 +77,19 @@ def test_an_empty_input_is_named_as_such() -> None:
                                          "0, in the order the program takes them), so the program computes nothing "
                                          "on it"]
     assert empty_inputs_note(parse_hlo(hlo.replace("[0,16]", "[2,16]"))) == []
+
+
+def test_an_empty_input_of_a_program_that_still_writes_is_named_too() -> None:
+    """A made-up entry in the shape of jnp.concatenate([x, jnp.ones(65536)]) for an f32[0] x: the program does work
+    (it writes its output), none of it on the empty input (before, no note named it)."""
+    from pytest_roofline.analysis.program.hlo_reader import parse_hlo
+    from pytest_roofline.analysis.program.walk import does_no_work, empty_inputs_note
+
+    hlo = ("HloModule m\n\nENTRY %main.1 (x: f32[0]) -> f32[65536] {\n  %x = f32[0]{0} parameter(0)\n"
+           "  %c = f32[] constant(1)\n  ROOT %b = f32[65536]{0} broadcast(%c), dimensions={}\n}\n")
+    module = parse_hlo(hlo)
+    assert not does_no_work(module)
+    assert empty_inputs_note(module, computes=True) == [
+        "empty input: input 0 (f32[0]) holds no element (inputs are counted from 0, in the order the program takes "
+        "them), so what the program does (making or copying what it returns) is not work on it: its figures say "
+        "nothing of the kernel on real data"]
