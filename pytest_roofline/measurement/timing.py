@@ -75,6 +75,8 @@ class CacheRuns:
 
 
 WARM_RUNS = CacheRuns()  # no eviction, no check
+# A warm-up run this long or longer: the timing that follows is said at once (a 1 s run's had been silent for 15 s).
+SLOW_RUN_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -245,7 +247,8 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
     the processes of a multi-process program decide together when the runs stop, so that each runs the same number.
     The last warm-up run is profiled to count its events (:mod:`~pytest_roofline.analysis.runs.trace_plan`).
     """
-    probe = _warm_up(prepare, execute, settings, beside, probe=settings.timer != "wallclock" and agree is None)
+    probe = _warm_up(prepare, execute, settings, beside, probe=settings.timer != "wallclock" and agree is None,
+                     label=module_name)
     if settings.timer == "wallclock":
         return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, agree=agree,
                                           label=module_name), "wall clock requested (timer='wallclock')")
@@ -286,20 +289,25 @@ def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], modu
 
 
 def _warm_up(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
-             beside: Beside | None, *, probe: bool) -> Probe | None:
+             beside: Beside | None, *, probe: bool, label: str = "") -> Probe | None:
     """The untimed runs; the last under the profiler where ``probe``, marked as a kernel run (None where not
     probed, or where the profiler cannot start: the timed runs then say why)."""
     from .profiler import probe_run
 
-    found = None
+    found, wall = None, 0.0
     with phase("warm-up"):
         for k in range(settings.warmup):
+            begun = time.perf_counter()
             if probe and k == settings.warmup - 1:
                 found = probe_run(prepare, execute, KERNEL_RUN_MARKER)
             else:
                 execute(prepare())
+            wall = time.perf_counter() - begun
             if beside is not None:
                 beside.execute(beside.prepare())
+    if wall >= SLOW_RUN_S:  # said now, not after the first PROGRESS_EVERY_S of silence
+        _progress(f"timing {label or 'a kernel'}: a warm-up run took {wall:.1f} s; at least {settings.min_runs} runs "
+                  f"(about {settings.min_runs * wall:.0f} s), at most {settings.budget_s:.0f} s")
     return found
 
 

@@ -68,6 +68,19 @@ def test_a_slow_kernel_says_it_is_being_timed(monkeypatch: pytest.MonkeyPatch) -
     assert len(said) == 4  # at 13, 26, 39 and 52 s: about every 10 s up to the budget
 
 
+def test_a_warm_up_run_of_a_second_or_more_says_the_timing_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake clock: a warm-up run of 1.2 s (unprofiled) is said before the first timed run (before, a kernel of 1 s a
+    run was silent for the first 10-15 s); one of 0.5 s is not."""
+    said: list[str] = []
+    monkeypatch.setattr(timing, "_progress", said.append)
+    for run_s in (1.2, 0.5):
+        clock = FakeClock([run_s])
+        monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
+        timing._warm_up(lambda: None, clock.run, TimingSettings(min_runs=5, budget_s=60), None, probe=False,
+                        label="jit_slow")
+    assert said == ["timing jit_slow: a warm-up run took 1.2 s; at least 5 runs (about 6 s), at most 60 s"]
+
+
 def test_reference_runs_bracket_the_kernel_and_count_against_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fake clock: kernel runs of 120 ms each get a reference after every run; runs of 10 ms one after every tenth
     (once 100 ms have passed since the last), and one after the last run whatever the time."""
