@@ -15,14 +15,22 @@ from ..result.result import Result
 __all__ = ["save_artifacts"]
 
 
-def _safe(text: str) -> str:
-    """A folder name for ``text`` (a test id and a kernel's label): the text with each run of other characters than
-    letters, digits, ``_``, ``.`` and ``-`` made ``_``, and where any was (every test id: ``::``) or the name is cut,
-    a digest of the whole text, so that no two kernels share a folder: test ids ``t[a/b]``, ``t[a_b]``, ``t[a:b]``
-    and ``t[a[b]`` (and labels ``k/1``, ``k_1``, ``k[1]``) would all read alike without it. The same kernel always
-    gets the same folder, so its trace replaces its last one."""
+# A test id whose name stays readable and apart from every other without a digest: a file path and test names, and
+# a parametrization of letters, digits and ``_ . -`` (where ``t[a/b]``, ``t[a:b]`` and ``t[a[b]`` would read as
+# ``t[a_b]`` does).
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_./-]+(::[A-Za-z0-9_]+)*(\[[A-Za-z0-9_.-]*\])?")
+_PLAIN_LABEL = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _safe(nodeid: str, label: str) -> str:
+    """A folder name for a test id and a kernel's label: each run of other characters than letters, digits, ``_``,
+    ``.`` and ``-`` made ``_``, and a digest of the whole where the id's parametrization or the label lost characters
+    that would make two kernels read alike (test ids ``t[a/b]``, ``t[a_b]``, ``t[a:b]``, ``t[a[b]``; labels ``k/1``,
+    ``k_1``, ``k[1]``), or where the name is cut. The same kernel always gets the same folder, so its trace
+    replaces its last one."""
+    text = f"{nodeid}__{label}"
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
-    if safe == text and len(safe) <= 150:
+    if _PLAIN_ID.fullmatch(nodeid) and _PLAIN_LABEL.fullmatch(label) and len(safe) <= 150:
         return safe or "kernel"
     return f"{safe[-140:]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}".lstrip("-_")
 
@@ -32,7 +40,7 @@ def save_artifacts(result: Result, root: str | Path, nodeid: str, label: str) ->
     ``plugins/profile/<ts>/<host>.xplane.pb`` + ``.trace.json.gz`` (open the directory in TensorBoard or
     XProf) and ``perfetto_trace.json.gz`` (open at ui.perfetto.dev). The directory appears whole or not at
     all. Returns the paths."""
-    folder = _safe(f"{nodeid}__{label}")
+    folder = _safe(nodeid, label)
     final = write_directory_atomic(Path(root) / folder, lambda d: _write(result, d))
     paths = {"trace_dir": str(final), "hlo": str(final / "hlo.txt"), "perfetto": "", "xplane": ""}
     for name, pattern in (("perfetto", "perfetto_trace.json.gz"), ("xplane", "plugins/profile/*/*.xplane.pb"),

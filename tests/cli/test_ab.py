@@ -278,8 +278,11 @@ def test_a_rounds_side_measures_each_kernel_once(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, str(CHILD), str(tmp_path), "", *once, "-q", "-p", "no:cacheprovider",
                                f"--roofline-report={report}", f"--roofline-trace-dir={tmp_path / 'traces'}"],
                               cwd=tmp_path, capture_output=True, text=True)
-        assert done.returncode == 1, done.stdout + done.stderr
         record = json.loads(report.read_text())["results"][0]
+        if record["verdict"] == "contended":  # a neighbour never fails a test: what this one checks needs a failure
+            pytest.skip(f"measured while other processes held the CPUs (cpu_waiting {record['result']['cpu_waiting']}):"
+                        " the kernel is contended, not failed")
+        assert done.returncode == 1, done.stdout + done.stderr
         found[bool(once)] = (len(record["result"]["per_run_s"]), record.get("trace_dir"))
     (normal_runs, normal_saved), (once_runs, once_saved) = found[False], found[True]
     assert once_runs < normal_runs and normal_saved and not once_saved
@@ -620,8 +623,8 @@ def test_a_message_of_an_unknown_kind_from_a_side_is_an_error_that_names_it(tmp_
 
 @pytest.mark.slow  # a Python process
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process states read from /proc")
-def test_a_stopped_side_is_said_while_waited_for_and_given_up_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_stopped_side_is_said_while_waited_for_and_given_up_on(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A FAKE side that says hello and then is stopped (SIGSTOP, as a debugger or a job control would): the driver
     says that it waits and why, then gives up on it and kills it (before, a bare readline() waited for ever, silent).
     The waits are shortened here to a tenth of a second."""
@@ -629,6 +632,8 @@ def test_a_stopped_side_is_said_while_waited_for_and_given_up_on(tmp_path: Path,
 
     from pytest_roofline.cli.ab import served
 
+    said: list[str] = []
+    monkeypatch.setattr(served, "say", said.append)
     monkeypatch.setattr(served, "WAIT_SAY_S", 0.1)
     monkeypatch.setattr(served, "STOPPED_MAX_S", 0.3)
     server = _fake_side(tmp_path, [f'{{"kind": "hello", "version": {VERSION}}}'])
@@ -641,5 +646,4 @@ def test_a_stopped_side_is_said_while_waited_for_and_given_up_on(tmp_path: Path,
         assert server.process.wait(timeout=60) == -signal.SIGKILL
     finally:
         server.stop()
-    said = capfd.readouterr().err
-    assert "is stopped (a SIGSTOP or a debugger): waiting for it to go on (kill -CONT" in said
+    assert any("is stopped (a SIGSTOP or a debugger): waiting for it to go on (kill -CONT" in line for line in said)
