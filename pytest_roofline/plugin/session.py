@@ -210,8 +210,7 @@ class RooflineSession:
         elif chosen.min is not None:
             settings["min_value"] = json.dumps(chosen.min.to_dict())
         report = build_report(self.records, settings, rootdir, end, self.unmeasured)
-        if self.lock_waits:
-            report["lock_waits"] = [w.to_dict() for w in self.lock_waits]
+        report["lock_waits"] = [w.to_dict() for w in self.lock_waits]  # [] where no measurement waited
         if self.survey is not None:
             report["survey"] = self.survey.to_dict()
         return report

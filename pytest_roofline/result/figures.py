@@ -97,10 +97,8 @@ class Measured:
     @property
     def compiled_over_source(self) -> float | None:
         """The compiled program's FLOPs over the source's (None where they cannot be compared)."""
-        if self.source is None:
-            return None
         compiled = self.source_compiled_flops
-        return self.source.factor(compiled) if compiled is not None else None
+        return self.source.factor(compiled) if compiled is not None and self.source is not None else None
 
     @property
     def source_compiled_flops(self) -> float | None:
@@ -313,8 +311,9 @@ class Measured:
         return Figures(
             utilization=self.utilization, ops_utilization=self.ops_utilization, bound=self.bound,
             intensity=self.intensity, critical_intensity=self.critical_intensity, interval=self.utilization_interval,
-            core_low=core_low,
-            on_cpu=on_cpu, ops_on_cpu=ops_on_cpu, no_work=self.no_work, lower_bound=self.counts_lower_bound,
+            core_low=core_low, on_cpu=on_cpu, ops_on_cpu=ops_on_cpu, no_work=self.no_work,
+            lower_bound=self.counts_lower_bound, counts_top_why=self.work.top_text,
+            counts_top=self.roofline.utilization_at_top(self.utilization, self.work.flops, self.work.flops_top),
             waiting_above_roofline=self.cpu_waiting if rejected else None, missing_counts=self.work.missing_counts,
             unsure=unsure_text(self.hardware, self.work, live=self.live is not None),
             bound_unsure=self.work.bound_unsure)

@@ -292,6 +292,7 @@ RESULT_KEYS |= {"on_cpu_rejected"}  # contended, but taking the waiting out woul
 RESULT_KEYS |= {"int_ops"}  # elementwise integer and boolean ops, apart from the FLOPs
 RESULT_KEYS |= {"bound_unsure"}  # a custom call's work is missing: the bound is not known
 RESULT_KEYS |= {"counts_if_cheapest_branches"}  # the low end of counts taken at a conditional's dearest branch
+RESULT_KEYS |= {"flops_range_top"}  # the top of counts that are a lower bound only by library calls counted in part
 RESULT_KEYS |= {"program_fingerprint"}  # the compiled program, device, versions and settings hashed
 
 

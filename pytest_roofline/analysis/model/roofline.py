@@ -79,6 +79,15 @@ class RooflineEstimate:
     def roofline_time_s(self) -> float:
         return self.core_time_s + self.first_touch_time_s
 
+    def utilization_at_top(self, utilization: float, flops: float, flops_top: float | None) -> float | None:
+        """The utilization had the program done ``flops_top`` FLOPs, not ``flops`` (the compute term scaled by their
+        ratio, the others as they are): the top of a range of counts. None where there is no top."""
+        if flops_top is None or flops <= 0 or self.roofline_time_s <= 0:
+            return None
+        compute = self.compute_time_s * flops_top / flops
+        core = max(compute, self.memory_time_s, self.comms_time_s, self.transcendental_time_s)
+        return utilization * (core + self.first_touch_time_s) / self.roofline_time_s
+
     @property
     def bound(self) -> Bound:
         if self.comms_time_s > max(self.compute_time_s, self.memory_time_s, self.transcendental_time_s):

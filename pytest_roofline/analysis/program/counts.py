@@ -16,7 +16,7 @@ from typing import Any
 from ...base.kinds import CountSource
 from .control_ran import Branches, Ran, branches_of, with_control_ran
 from .hlo_reader import HloModule, Instruction, as_compiled
-from .library_calls import PARTLY_COUNTED
+from .library_calls import LINALG_TOP, PARTLY_COUNTED
 from .pallas_costs import PALLAS_REMEDY
 from .xla_costs import OpCost, computation_cost
 
@@ -80,6 +80,7 @@ class Counts:
     compiled_flops: float | None = None  # where ``flops`` are the source's (counts="source"): the compiled program's
     branches: Branches = Branches()  # the conditionals: which branch ran how often, or counted at the dearest
     int_ops: float = 0.0  # elementwise integer and boolean ops (RNG bit mixing, indices), apart from ``flops``
+    flops_top_extra: float = 0.0  # what library calls counted in part (eigh, SVD) may do beyond ``flops``, at most
 
     @property
     def vector_flops(self) -> float:
@@ -204,6 +205,7 @@ def program_counts(raw_cost_analysis: Any, module: HloModule) -> Counts:
         uncounted=full.uncounted,
         branches=branches_of(module),
         int_ops=full.int_ops,
+        flops_top_extra=full.top_extra,
     )
 
 
@@ -218,7 +220,7 @@ def hlo_counts(module: HloModule) -> Counts:
         lower_bound=any(loop.known_trip_count is None for loop in loops) or bool(full.uncounted),
         loops=tuple(loop_text(loop) for loop in loops),
         dot_precisions=_dot_precisions(module), source="hlo", uncounted=full.uncounted, estimated=full.estimated,
-        branches=branches_of(module), int_ops=full.int_ops)
+        branches=branches_of(module), int_ops=full.int_ops, flops_top_extra=full.top_extra)
 
 
 
@@ -256,6 +258,9 @@ class Work:
     compiled_flops: float | None = None  # where ``flops`` are the source's (counts="source"): the compiled program's
     branches: Branches = Branches()  # the conditionals: which branch ran how often, or counted at the dearest
     int_ops: float = 0.0  # elementwise integer and boolean ops, apart from ``flops`` (never held to a FLOP peak)
+    # The FLOPs at the top of the counts' range, where the only work left out is the iterations of library calls
+    # counted in part (eigh, SVD; LINALG_TOP): a kernel below its threshold even there fails. None: no such range.
+    flops_top: float | None = None
 
     @property
     def missing_counts(self) -> str:
@@ -268,6 +273,14 @@ class Work:
         """Whether a custom call's work is missing altogether from the counts: its FLOPs could make a program that
         reads memory-bound compute-bound, so the bound is not known (an uncounted call never sets it)."""
         return self.flops_source != "user" and any(PARTLY_COUNTED not in u for u in self.uncounted)
+
+    @property
+    def top_text(self) -> str:
+        """How the top of the counts' range counts the library calls counted in part ("" without a top)."""
+        if self.flops_top is None:
+            return ""
+        kinds = [k for k in LINALG_TOP if any(f": {k}, {PARTLY_COUNTED}" in u for u in self.uncounted)]
+        return f"{' and '.join(f'{k} at {LINALG_TOP[k]}' for k in kinds)}, the most its iterations can do"
 
     @property
     def lower_bound_reason(self) -> str:
@@ -293,7 +306,7 @@ class Work:
                 "counts_from_cost_estimate": list(self.estimated), "conditionals": list(self.branches.lines),
                 "conditional_counted_at_dearest": self.branches.unsure, "int_ops": self.int_ops,
                 "bound_unsure": self.bound_unsure,
-                "counts_if_cheapest_branches": self._cheapest()}
+                "counts_if_cheapest_branches": self._cheapest(), "flops_range_top": self.flops_top}
 
     def _cheapest(self) -> dict[str, float] | None:
         """The counts had every conditional counted at its dearest branch taken its cheapest (None: none was)."""
@@ -322,4 +335,12 @@ def work_of(counts: Counts, flops: float | None, bytes_accessed: float | None, t
         compiled_flops=counts.compiled_flops if flops is None else None,
         branches=counts.branches if (flops is None or bytes_accessed is None) else Branches(),
         int_ops=counts.int_ops if flops is None else 0.0,
+        flops_top=_flops_top(counts) if flops is None else None,
     )
+
+
+def _flops_top(counts: Counts) -> float | None:
+    """The top of the counts' range, where library calls counted in part are all that make them a lower bound."""
+    partly_only = (counts.uncounted and all(PARTLY_COUNTED in u for u in counts.uncounted)
+                   and not any("unknown" in loop for loop in counts.loops) and not counts.lower_bound_why)
+    return counts.flops + counts.flops_top_extra if partly_only and counts.flops_top_extra > 0 else None

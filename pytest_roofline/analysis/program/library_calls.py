@@ -108,7 +108,9 @@ def custom_call_cost(module: HloModule, comp: Computation, inst: Instruction,
         # Vector FLOPs: a solver's panels and updates do not run at a matrix unit's peak.
         partly = (f"{inst.name} ({target}: {kind}, {PARTLY_COUNTED})",) \
             if kind in LOWER_BOUND_LINALG else ()
-        return OpCost(flops, 0.0, io_bytes, custom_call_flops=flops, uncounted=partly)
+        top = linalg_flops(comp, inst, kind, top=True) if partly else None
+        return OpCost(flops, 0.0, io_bytes, custom_call_flops=flops, uncounted=partly,
+                      top_extra=max(top - flops, 0.0) if top is not None else 0.0)
     if target.startswith(GEMM_TARGET_PREFIXES):
         flops = _gemm_flops(comp, inst)
     elif target.startswith(CONV_TARGET_PREFIXES):
@@ -149,6 +151,10 @@ LINALG_WORDS = (("getrf", "LU"), ("potrf", "Cholesky"), ("geqrf", "QR"), ("orgqr
                 ("trsm", "triangular solve"), ("triangularsolve", "triangular solve"), ("syevd", "eigh"),
                 ("heevd", "eigh"), ("syevj", "eigh"), ("gesdd", "SVD"), ("gesvd", "SVD"))
 LOWER_BOUND_LINALG = frozenset({"eigh", "SVD"})
+# The top of their range (Golub and Van Loan, Matrix Computations, 4th ed., 8.3 and figure 8.6.1): the symmetric QR
+# algorithm with its eigenvectors about 9 n^3 (divide and conquer, LAPACK's syevd, does less); an SVD with U and V
+# (m >= n) 4 m^2 n + 22 n^3. A kernel below its threshold even at that count fails (not a lower-bound warning).
+LINALG_TOP = {"eigh": "9 n^3", "SVD": "4 m^2 n + 22 n^3"}
 # How an uncounted entry says its call was counted in part (its FLOPs are there, a lower bound), not left out.
 PARTLY_COUNTED = "its reduction counted, not its iterations"
 
@@ -167,8 +173,9 @@ def _matrix(shape: Shape | None) -> tuple[float, float, float] | None:
     return float(prod(batch)), float(m), float(n)
 
 
-def linalg_flops(comp: Computation, inst: Instruction, kind: str) -> float | None:
-    """The FLOPs of a dense linear algebra call from its operands' shapes (None where they cannot be read)."""
+def linalg_flops(comp: Computation, inst: Instruction, kind: str, top: bool = False) -> float | None:
+    """The FLOPs of a dense linear algebra call from its operands' shapes (None where they cannot be read); ``top``:
+    for eigh and SVD, the most their iterations can bring them to (:data:`LINALG_TOP`)."""
     operand = shape_of(comp, inst.operands[0]) if inst.operands else None
     first = _matrix(operand)
     if operand is None or first is None:
@@ -186,7 +193,7 @@ def linalg_flops(comp: Computation, inst: Instruction, kind: str) -> float | Non
         "Cholesky": n**3 / 3,
         "QR": 2 * big * small**2 - 2 * small**3 / 3,
         "QR's Q": 2 * big * small**2 - 2 * small**3 / 3,
-        "eigh": 4 * n**3 / 3,
-        "SVD": 4 * big * small**2 - 4 * small**3 / 3,
+        "eigh": (9 if top else 4 / 3) * n**3,
+        "SVD": 4 * big**2 * small + 22 * small**3 if top else 4 * big * small**2 - 4 * small**3 / 3,
     }[kind]
     return scale * batch * per_matrix

@@ -29,6 +29,8 @@ class OpCost:
     estimated: tuple[str, ...] = ()
     # Elementwise integer and boolean ops (RNG bit mixing, index arithmetic): not in ``flops``, which XLA counts them in
     int_ops: float = 0.0
+    # The FLOPs library calls counted in part (eigh, SVD: their reduction) may do beyond ``flops``, at most
+    top_extra: float = 0.0
 
     def __add__(self, other: OpCost) -> OpCost:
         merged = dict(self.matrix_flops)
@@ -38,12 +40,14 @@ class OpCost:
         stated = self.estimated + tuple(e for e in other.estimated if e not in self.estimated)
         return OpCost(self.flops + other.flops, self.transcendentals + other.transcendentals,
                       self.bytes + other.bytes, merged, self.custom_call_flops + other.custom_call_flops, unknown,
-                      estimated=stated, int_ops=self.int_ops + other.int_ops)
+                      estimated=stated, int_ops=self.int_ops + other.int_ops,
+                      top_extra=self.top_extra + other.top_extra)
 
     def scaled(self, factor: float) -> OpCost:
         return OpCost(self.flops * factor, self.transcendentals * factor, self.bytes * factor,
                       {k: v * factor for k, v in self.matrix_flops.items()}, self.custom_call_flops * factor,
-                      self.uncounted, estimated=self.estimated, int_ops=self.int_ops * factor)
+                      self.uncounted, estimated=self.estimated, int_ops=self.int_ops * factor,
+                      top_extra=self.top_extra * factor)
 
     def moving(self, nbytes: float) -> OpCost:
         """This work with ``nbytes`` of memory traffic (a called computation's work, its caller's bytes)."""

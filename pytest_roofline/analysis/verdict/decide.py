@@ -91,6 +91,10 @@ class Figures:
     # the dearest branch of a conditional
     unsure: str = ""
     bound_unsure: bool = False  # a custom call's work is missing from the counts: the bound is not known
+    # Counts that are a lower bound only by library calls counted in part: the utilization at the top of their range,
+    # and how that top counts them. Below a threshold even there, a kernel fails; else it is "lower-bound".
+    counts_top: float | None = None
+    counts_top_why: str = ""
 
     def utilization_for(self, model: Model) -> float:
         return model_utilization(model, self.utilization, self.ops_utilization)
@@ -200,10 +204,11 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
         verdict = "measured"
     elif util >= threshold:
         verdict = "pass"
-    elif figures.lower_bound:  # more work than counted: below the threshold proves nothing
-        verdict = "lower-bound"
+    elif figures.lower_bound and (figures.counts_top is None or figures.counts_top >= threshold):
+        verdict = "lower-bound"  # more work than counted may have run: below the threshold proves nothing
+        top = f"; {figures.counts_top:.1%} at the top of their range" if figures.counts_top is not None else ""
         reason = (f"utilization {util:.1%} is below its threshold {format_fraction(threshold)}, but not judged: its "
-                  f"counts are a lower bound (give {figures.missing_counts or 'flops=/bytes='})")
+                  f"counts are a lower bound{top} (give {figures.missing_counts or 'flops=/bytes='})")
     elif first_utilization is None and not _far_below(figures, threshold, model):
         return Decision("fail", confirm=True, marginal=marginal)
     else:
@@ -215,6 +220,9 @@ def _on_figures(figures: Figures, threshold: float | None, expected_bound: Expec
                f"measured once: under {format_fraction(FAR_BELOW)} of its threshold, beyond the noise")
         reason = (f"utilization{which} {util:.1%}{within} is below its threshold {format_fraction(threshold)} "
                   f"({how}){noise}")
+        if figures.lower_bound and figures.counts_top is not None:
+            reason += (f"; its counts are a lower bound, but it is below its threshold even at the top of their range: "
+                       f"{figures.counts_top:.1%} ({figures.counts_top_why})")
         on_cpu = figures.on_cpu_for(model)
         if on_cpu is None and figures.waiting_above_roofline is not None:
             verdict = "contended"
@@ -265,7 +273,7 @@ def _far_below(figures: Figures, threshold: float, model: Model) -> bool:
     interval = figures.interval if model == "program" else None
     high = interval[1] if interval is not None else figures.utilization_for(model)
     on_cpu = figures.on_cpu_for(model)
-    return max(high, on_cpu or 0.0) < FAR_BELOW * threshold
+    return max(high, on_cpu or 0.0, figures.counts_top or 0.0) < FAR_BELOW * threshold
 
 
 def suspect(bound: Bound, uses: Sequence[CeilingUse], hardware: HardwareSpec, work: Work,

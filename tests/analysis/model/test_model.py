@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.analysis.model.roofline import critical_intensity, estimate, utilization
+from pytest_roofline.analysis.model.roofline import RooflineEstimate, critical_intensity, estimate, utilization
 from pytest_roofline.analysis.program.counts import hlo_counts
 from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.hardware.table import load_shipped_table
@@ -90,3 +90,12 @@ def test_reduce_window_counts_as_xla_does() -> None:
         "ENTRY e {\n  x = f32[1024,1024]{1,0} parameter(0)\n  z = f32[] constant(0)\n"
         "  ROOT r = f32[1024,16]{1,0} reduce-window(x, z), window={size=1x64 stride=1x64}, to_apply=add\n}\n")
     assert hlo_counts(module).flops == 63 * 1024 * 16
+
+
+def test_the_utilization_at_the_top_of_a_range_of_counts_scales_the_compute_term_alone() -> None:
+    """A made-up roofline: compute 2 ms, memory 3 ms, first touch 1 ms (4 ms in all) at 50%. With 4x the FLOPs the
+    compute term is 8 ms: 9 ms in all, 112.5%; with 1.2x it stays under the memory term, 50%; no top, no figure."""
+    roof = RooflineEstimate(0.002, 0.003, 1e11, 1e10, first_touch_time_s=0.001)
+    assert roof.utilization_at_top(0.5, 1e8, 4e8) == pytest.approx(0.5 * 9 / 4)
+    assert roof.utilization_at_top(0.5, 1e8, 1.2e8) == pytest.approx(0.5)
+    assert roof.utilization_at_top(0.5, 1e8, None) is None and roof.utilization_at_top(0.5, 0.0, 1e8) is None

@@ -206,6 +206,38 @@ def test_below_its_threshold_with_counts_that_are_a_lower_bound_is_not_judged_ne
     assert decide(replace(counted_low, missing_counts="bytes="), 0.5).reason.endswith("lower bound (give bytes=)")
 
 
+def test_a_lower_bound_below_its_threshold_even_at_the_top_of_its_range_fails_with_both_figures() -> None:
+    """Made-up figures of a CMA-ES generation whose eigh's iterations are uncounted: 0.1% against 10%. Its counts'
+    range tops out at 0.6% (eigh at 9 n^3): no count of the iterations could reach the threshold, so it fails (before:
+    a lower-bound warning, whatever the shortfall). Where the top reaches the threshold, it stays lower-bound."""
+    top_why = "eigh at 9 n^3, the most its iterations can do"
+    low = Figures(0.001, 0.001, "compute", 1.0, 10.0, (0.0009, 0.0011), lower_bound=True, counts_top=0.006,
+                  counts_top_why=top_why)
+    decision = decide(low, 0.1)  # far below: one measurement
+    assert (decision.verdict, decision.fails) == ("fail", True)
+    assert decision.reason.endswith("; its counts are a lower bound, but it is below its threshold even at the top of "
+                                    f"their range: 0.6% ({top_why})")
+    near = replace(low, counts_top=0.08)
+    assert decide(near, 0.1).confirm  # within reach of the noise: measured again first
+    assert decide(near, 0.1, first_utilization=0.001).verdict == "fail"
+    reached = decide(replace(low, counts_top=0.2), 0.1)
+    assert reached.verdict == "lower-bound" and "lower bound; 20.0% at the top of their range" in reached.reason
+
+
+def test_the_top_of_a_range_counts_only_library_calls_counted_in_part() -> None:
+    """Made-up counts: an eigh counted in part gives a top; a loop of unknown trips or a call nobody counted does not
+    (no count of their work is known), nor do counts the user gave."""
+    from pytest_roofline.analysis.program.counts import Counts, work_of
+
+    partly = Counts(1e6, 0.0, 1e6, {}, True, (), dot_precisions=(), flops_top_extra=5e6,
+                    uncounted=("custom-call.1 (lapack_ssyevd_ffi: eigh, its reduction counted, not its iterations)",))
+    work = work_of(partly, None, None, None)
+    assert work.flops_top == 6e6 and work.top_text == "eigh at 9 n^3, the most its iterations can do"
+    assert work_of(replace(partly, uncounted=(*partly.uncounted, "mystery (t)")), None, None, None).flops_top is None
+    assert work_of(replace(partly, loops=("while.1: trip count unknown",)), None, None, None).flops_top is None
+    assert work_of(partly, 2e6, None, None).flops_top is None
+
+
 def test_a_lower_bound_asks_only_for_the_counts_not_given() -> None:
     """Made-up counts with a custom call nobody counted: the remedy names the keywords the test has not given."""
     from pytest_roofline.analysis.program.counts import Counts, work_of
