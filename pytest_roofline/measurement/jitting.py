@@ -182,7 +182,9 @@ def stage_as_given(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name:
         return _NO_ARGS_INFO
     dyn_args, dyn_kwargs, static = _dynamic_args(name, args, kwargs, lowered.args_info)
     leaves, treedef = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
-    if getattr(lowered, "in_tree", treedef) != treedef:
+    # JAX's own Lowered only: a wrapper's (nnx.jit's) holds the tree of the function it jits, not the arguments'.
+    given: Any = treedef  # (PyTreeDef's stubs give it no comparison)
+    if isinstance(lowered, jax.stages.Lowered) and given != lowered.in_tree:
         return _OWN_TREE
     donated = [bool(getattr(info, "donated", False)) for info in jax.tree_util.tree_leaves(lowered.args_info)]
     if len(donated) != len(leaves):

@@ -119,9 +119,9 @@ def verdict_marks(rec: KernelRecord) -> list[tuple[str, str]]:
         marks.append(("throttled", f"the GPU throttled during the runs ({', '.join(r.clocks.throttled)})"
                       + (", also when measured again" if r.clocks.remeasured else "")))
     if r.suspect and not r.impossible:
-        marks.append(("above roofline", "a run took less than the roofline time, or the median is above it: a "
-                      "ceiling or a count is off, or a cache served it (the failure and JSON 'suspect' say which to "
-                      "distrust)"))
+        marks.append(("above roofline", "a run took less than the roofline time, or the median or its 95% interval "
+                      "reaches above it: a ceiling or a count is off, or a cache served it (the failure and JSON "
+                      "'suspect' say which to distrust)"))
     if r.marginal:
         marks.append(("marginal", "the threshold is inside the 95% interval: within the noise"))
     if r.first_touch_beaten:

@@ -371,14 +371,14 @@ class Measured:
         why = suspect(self.bound, uses, self.hardware, self.work, count_doubts(self.work, uses))
         if self.impossible:
             return why
-        count, fastest = self.fast_runs
-        if not count and not (self.utilization > 1.0 and not self.first_touch_beaten):
+        (count, fastest), high = self.fast_runs, self.utilization_interval[1]
+        if not count and not (max(self.utilization, high) > 1.0 and not self.first_touch_beaten):
             return ""
         if self.hardware.platform != "cpu" and self.ceilings == "datasheet":
             why += "; or clocks above those the datasheet's peaks assume"
         if count:
             return faster_runs_text(count, len(self.per_run_s), fastest, why)
-        return above_roofline_text(self.utilization, self.utilization_calibrated, self.drift, why)
+        return above_roofline_text(self.utilization, self.utilization_calibrated, self.drift, why, high)
 
     @property
     def census(self) -> Census:

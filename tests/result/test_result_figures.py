@@ -61,6 +61,20 @@ def test_a_contention_correction_above_the_roofline_is_no_figure_and_no_verdict(
     assert said.verdict == "contended" and "below it even at 75.0%" in said.reason
 
 
+def test_an_interval_that_reaches_above_the_roofline_is_flagged_though_its_median_is_not() -> None:
+    """Made-up runs of 0.97-1.2 ms against a 1 ms roofline: the median 90.9%, its interval reaching 103% (before,
+    nothing flagged an interval of 80%-129% on a flax block beside busy neighbours)."""
+    base = fake_result(1.0)  # roofline 1 ms
+    times = (1.2e-3, 1.1e-3, 1.05e-3, 0.97e-3, 1.15e-3)
+    result = replace(base, timing=replace(base.timing, per_run_s=times, wall_per_run_s=times))
+    low, high = result.utilization_interval
+    assert result.utilization < 1.0 < high and not result.impossible
+    assert result.suspect.startswith(f"its 95% interval reaches {high:.1%}, above the roofline (the median "
+                                     f"{result.utilization:.1%}): suspect ")
+    summary = "\n".join(summary_lines([record_of("t.py::test_k", "k", result, "measured")]))
+    assert "[above roofline]" in summary
+
+
 def test_a_median_above_the_roofline_within_its_noise_is_flagged_too() -> None:
     """Made-up runs at 101-104% of the roofline: none beyond 105%, not impossible, but no figure above 100% goes
     unflagged."""

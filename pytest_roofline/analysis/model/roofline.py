@@ -46,11 +46,15 @@ def faster_runs_text(count: int, runs: int, fastest: float, suspect: str) -> str
             f"{format_fraction(IMPOSSIBLE_ABOVE)}): suspect {suspect}")
 
 
-def above_roofline_text(utilization: float, calibrated: float, drift: float | None, suspect: str) -> str:
-    """Why a median above 100% (within its noise: not impossible) is suspect: the figures that put it there."""
+def above_roofline_text(utilization: float, calibrated: float, drift: float | None, suspect: str,
+                        high: float = 0.0) -> str:
+    """Why a median above 100% (within its noise: not impossible), or a 95% interval whose top ``high`` is, is
+    suspect: the figures that put it there."""
     live = (f"; against the calibration alone {calibrated:.1%}, the live reference ran at {drift:.0%} of its "
             f"calibrated rate" if drift is not None else "")
-    return f"the median {utilization:.1%} is above the roofline, within its noise{live}: suspect {suspect}"
+    what = (f"the median {utilization:.1%} is above the roofline, within its noise" if utilization > 1.0 else
+            f"its 95% interval reaches {high:.1%}, above the roofline (the median {utilization:.1%})")
+    return f"{what}{live}: suspect {suspect}"
 
 
 def critical_intensity(peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> float:
