@@ -407,7 +407,8 @@ def test_matmul(roofline):
 """,
 }
 SLOWER = ("VERSION = 'two'\n\n\ndef total(x):\n    s = x.sum()\n"
-          "    return (x - s / x.size).sum() + s  # a second pass that needs the first one's sum\n")
+          "    u = (x - s / x.size).sum()  # a second pass that needs the first one's sum\n"
+          "    return (x * u).sum() + s  # and a third that needs the second's\n")
 
 
 @needs_git
@@ -415,18 +416,20 @@ SLOWER = ("VERSION = 'two'\n\n\ndef total(x):\n    s = x.sum()\n"
 @pytest.mark.parametrize("schedule", ["kernels", "rounds"])
 def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                   monkeypatch: pytest.MonkeyPatch, schedule: str) -> None:
-    """The head's total makes a second pass (twice the time for the same stated bytes): a regression, and the
-    matmul (the same in both) not one. It also shows the base ran its own code: with the head's, the base's test
-    would fail its VERSION assertion (no measurement: "added"), or both sides would run the slow total (ratio 1).
-    Wide margin: --max-drop 0.3 against a drop to about 0.5. The first touch is left out of the roofline: where
-    XLA does not fuse the second pass (jax 0.9.0) it writes a fresh 64 MiB temporary whose page faults the
-    roofline would otherwise count as work, raising the head's utilization. Both schedules: every round in fresh
-    processes ("rounds", the default), and two long-lived processes, each test in its own rounds ("kernels")."""
+    """The head's total makes two more passes, each needing the one before (three times the time for the same
+    stated bytes): a regression, and the matmul (the same in both) not one. It also shows the base ran its own code:
+    with the head's, the base's test would fail its VERSION assertion (no measurement: "added"), or both sides would
+    run the slow total (ratio 1). Wide margin: --max-drop 0.3 against a drop to about 0.33 (with one pass fewer, a
+    drop to about 0.45 had let one noisy round of six lift the interval's top to 0.74 on a busy VM). The first touch
+    is left out of the roofline: where XLA does not fuse the extra passes (jax 0.9.0) it writes a fresh 64 MiB
+    temporary whose page faults the roofline would otherwise count as work, raising the head's utilization. Both
+    schedules: every round in fresh processes ("rounds", the default), and two long-lived processes, each test in
+    its own rounds ("kernels")."""
     repo = make_repo(tmp_path, SUITE)
     monkeypatch.setenv("PYTHONPATH", str(repo / "src"))  # the head's code, as an editable install would give it
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # as in a user's shell: ab itself writes none
     tests = SUITE["tests/test_kernels.py"].replace("== 'one'", "== 'two'")
-    commit(repo, {"src/demokern/__init__.py": SLOWER, "tests/test_kernels.py": tests}, "total: two passes")
+    commit(repo, {"src/demokern/__init__.py": SLOWER, "tests/test_kernels.py": tests}, "total: three passes")
     # Six units of the interval: six rounds in fresh processes, or six pairs of long-lived processes of two rounds
     long_lived, rounds = (["--long-lived"], 12) if schedule == "kernels" else ([], 6)
     status, out, err = _ab(capsys, repo, "--base", "HEAD~1", "--rounds", str(rounds), "--max-drop", "0.3", *long_lived,
