@@ -13,7 +13,7 @@ from typing import Any
 from .spec import Ceiling
 
 __all__ = ["cpu_info", "theoretical_cpu_peak", "last_level_cache_bytes", "parse_cache_size", "cpu_times",
-           "Contention", "machine_memory", "minor_page_faults", "page_size"]
+           "Contention", "machine_memory", "minor_page_faults", "page_size", "process_state", "proc_stat"]
 
 
 def cpu_info(cpuinfo_text: str | None = None) -> dict[str, Any]:
@@ -248,3 +248,22 @@ def thread_times_ns() -> tuple[int, int] | None:
         except (OSError, ValueError, IndexError):  # a thread that ended meanwhile, or no schedstat
             continue
     return (on_cpu, waiting) if read else None
+
+
+def process_state(pid: int) -> str:
+    """``"running"``, ``"stopped"`` (SIGSTOP, Ctrl-Z, a debugger) or ``"gone"``: a process's state from /proc
+    (``"running"`` where /proc does not say)."""
+    try:
+        state = proc_stat(pid)[0]
+    except FileNotFoundError:
+        return "gone"
+    except (OSError, IndexError):
+        return "running"
+    return "stopped" if state in ("T", "t") else "gone" if state in ("Z", "X") else "running"
+
+
+def proc_stat(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command name: the state, then the parent's pid, ..."""
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+        return fh.read().rsplit(")", 1)[-1].split()
+

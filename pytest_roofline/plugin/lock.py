@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ..base.errors import MeasureError
+from ..hardware.cpu import proc_stat as _proc_stat
+from ..hardware.cpu import process_state as holder_state
 
 __all__ = ["DeviceLockError", "LockWait", "device_lock", "lock_path", "holder_state", "share_the_host", "around_a_test"]
 
@@ -63,24 +65,6 @@ def _platform() -> str:
 
         return "cpu" if list_accelerators() is None else "default"
     return {"cuda": "gpu", "rocm": "gpu"}.get(named.lower(), named.lower())
-
-
-def holder_state(pid: int) -> str:
-    """``"running"``, ``"stopped"`` or ``"gone"``: the holder's state from /proc (``"running"`` where /proc
-    does not say)."""
-    try:
-        state = _proc_stat(pid)[0]
-    except FileNotFoundError:
-        return "gone"
-    except (OSError, IndexError):
-        return "running"
-    return "stopped" if state in ("T", "t") else "gone" if state in ("Z", "X") else "running"
-
-
-def _proc_stat(pid: int | str) -> list[str]:
-    """The fields of /proc/PID/stat after the command name: the state, then the parent's pid, ..."""
-    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-        return fh.read().rsplit(")", 1)[-1].split()
 
 
 # This process's handle on the host's activity lock, where xdist workers share a CPU one test at a time around a

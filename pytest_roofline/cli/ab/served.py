@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from ...base.progress import say
+from ...hardware.cpu import process_state
 from ...history.ab_protocol import (
     Failed,
     Go,
@@ -48,17 +49,6 @@ __all__ = ["Server", "ServeUnavailable", "start_pair", "serve_args"]
 # STOPPED_MAX_S is given up on. A running one is waited for: a test may measure for as long as its budget allows.
 WAIT_SAY_S = 30.0
 STOPPED_MAX_S = 300.0
-
-
-def stopped(pid: int) -> bool:
-    """Whether process ``pid`` is stopped (state T or t in ``/proc/<pid>/stat``); False where the system does not
-    say."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            state = fh.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state in (b"T", b"t")
 
 
 class ServeUnavailable(Exception):
@@ -174,7 +164,7 @@ class Server:
             except queue.Empty:
                 waited += WAIT_SAY_S
             pid = self.process.pid
-            if not stopped(pid):
+            if process_state(pid) != "stopped":
                 stopped_for = 0.0
                 say(f"ab: still waiting for {self.label} to answer ({waited:.0f} s); its log: {self.log}")
                 continue
