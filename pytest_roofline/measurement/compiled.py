@@ -14,9 +14,10 @@ import numpy as np
 from ..analysis.program.info import SourceWork
 from ..analysis.runs.time_spent import phase
 from ..base.errors import MeasureError, exception_text
-from .jitting import describe_type, is_array, stage
 from .options import TimingSettings
 from .pallas_calls import TracedProgram, source_work, traced_program
+from .staging.jitting import stage
+from .staging.staged import describe_type, is_array
 from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_program
 
 __all__ = [
@@ -52,6 +53,7 @@ class CompiledProgram:
     traced: TracedProgram = TracedProgram()  # its Pallas kernels, from the traced program
     static: tuple[str, ...] = ()  # the arguments compiled in (not arrays), in words
     staged_via: str = ""  # how it was jitted, where not as its author gave it
+    donate_with: str = ""  # how its author donates an input, where not by jax.jit's donate_argnums
     source: SourceWork | None = None  # the work the program as written asks for (its jaxpr)
     lowered: Any = field(default=None, repr=False)  # jax.stages.Lowered, to compile it again with other options
 
@@ -133,7 +135,7 @@ def compile_program(
     return CompiledProgram(name, compiled, hlo_text, module_name, compile_time, backend.count == 0, leaves=placed,
                            treedef=treedef, donated=donated, device=device, raw_cost_analysis=raw_cost,
                            raw_memory_analysis=raw_memory, traced=traced, static=staged.static, staged_via=staged.via,
-                           source=source,
+                           donate_with=staged.donate_with, source=source,
                            lowered=staged.lowered)
 
 

@@ -94,7 +94,8 @@ def result_hints(rows: Sequence[OpRow], module: HloModule, program: CompiledProg
     root = module.entry.root
     ran = [loop for loop in model.work.loops if loop.endswith(RAN_FROM_TRACE)]
     return hints(rows, RunFacts(program.platform, timed.timing.median_s, model.estimate.bound,
-                                donated=any(program.donated), output_bytes=root.shape.bytes,
+                                donated=any(program.donated), donate_with=program.donate_with,
+                                output_bytes=root.shape.bytes,
                                 working_set_bytes=working_set(module, None), has_loops=bool(model.work.loops),
                                 idle=idle, loops_ran=ran,
                                 cache_bytes=last_level_cache_bytes() if program.platform == "cpu" else None,

@@ -1,4 +1,4 @@
-"""Any way a JAX user jits (pytest_roofline.measurement.jitting): a plain function, functools.partial, jax.jit with
+"""Any way a JAX user jits (pytest_roofline.measurement.staging): a plain function, functools.partial, jax.jit with
 static or donated arguments, a jit given an argument it was not told is static, a wrapper that lowers but gives
 no ``args_info`` (as eqx.filter_jit does; a fake of that shape here, the real one in tests/frameworks/), and an
 error raised inside the kernel keeping its origin. Real tracing and compiling on this machine's CPU, no timing."""
@@ -193,3 +193,53 @@ def test_a_pytree_that_decides_per_leaf_is_measured_under_the_users_own_jit() ->
     assert program.num_devices == 1  # before: "Too many leaves for PyTreeDef; expected 1."
     assert "refuses the arguments' own tree" in program.staged_via
     assert jnp.allclose(jax.tree_util.tree_leaves(_run(program))[0], log_prob(d, x))
+
+
+class Variable:
+    """A fake of penzai's Variable, named so: a mutable holder of an array that is not a JAX type."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def variable_jit(fn: Any) -> Any:
+    """A fake of ``pz.variable_jit``'s shape, named so: the Variables are taken out of the arguments, their values
+    passed to one jitted function, and its outputs written back into them."""
+
+    def inner(args: Any, values: Any) -> Any:
+        boxes = [Variable(v) for v in values]
+        rebound = [boxes.pop(0) if a is None else a for a in args]  # None: where a Variable was
+        result = fn(*rebound)
+        return result, [b.value for b in rebound if isinstance(b, Variable)]
+
+    jitted = jax.jit(inner)
+
+    def outer(*args: Any) -> Any:
+        found = [a for a in args if isinstance(a, Variable)]
+        result, values = jitted([None if isinstance(a, Variable) else a for a in args], [v.value for v in found])
+        for box, value in zip(found, values, strict=True):
+            box.value = value
+        return result
+
+    return outer
+
+
+def test_a_wrapper_that_hands_in_its_own_arrays_is_measured_as_its_jitted_program() -> None:
+    weights, x = Variable(jnp.full((64, 64), 0.5)), jnp.ones((8, 64))
+    forward = variable_jit(lambda w, x: x @ w.value)
+    program = compile_program(forward, (weights, x), {}, "forward")
+    # Before: jitted here with the Variable static, its weights a constant of another program, and the wrapper's
+    # write-back left a tracer of that trace in the caller's Variable.
+    assert isinstance(weights.value, jax.Array) and not isinstance(weights.value, jax.core.Tracer)
+    assert any(leaf is weights.value for leaf in program.leaves)  # the weights are an input, not a constant
+    assert program.module_name.startswith("jit_inner")
+    assert "calls its own jitted function 'inner' with 1 arrays (16.4 kB)" in program.staged_via
+    out = jax.tree_util.tree_leaves(_run(program))
+    assert jnp.allclose(out[0], x @ weights.value) and jnp.allclose(out[1], weights.value)
+
+
+def test_a_plain_function_of_an_object_is_still_jitted_whole() -> None:
+    holder = Variable(jnp.full(8, 3.0))  # no jitted call inside: the object's array is a constant, as before
+    program = compile_program(lambda h, x: x * h.value, (holder, jnp.ones(8)), {}, "scale")
+    assert program.staged_via == "" and len(program.leaves) == 1
+    assert jnp.allclose(_run(program)[0], 3.0)

@@ -23,6 +23,7 @@ class RunFacts:
     bound: str  # the program's roofline bound
     _: KW_ONLY
     donated: bool = False  # an input is donated (the output may reuse its memory)
+    donate_with: str = ""  # how the author's own jit donates an input, where not by jax.jit's donate_argnums
     output_bytes: float = 0.0
     working_set_bytes: float = 0.0
     has_loops: bool = False
@@ -69,7 +70,8 @@ def hints(rows: Sequence[OpRow], facts: RunFacts) -> list[str]:
                    f"does not bound it (use inputs several times larger than the cache to test main memory)")
     if platform == "cpu" and not facts.donated and output_bytes >= 16 * 2**20:
         out.append(f"a fresh {output_bytes / 2**20:.0f} MiB output buffer is allocated and page-faulted on every "
-                   f"call: donate the input (jax.jit(..., donate_argnums=...)) so the output reuses its memory")
+                   f"call: donate the input ({facts.donate_with or 'jax.jit(..., donate_argnums=...)'}) so the "
+                   f"output reuses its memory")
     if idle is not None and idle.idle_fraction > IDLE_HINT:
         cure = ("the host launches ops more slowly than the device runs them: fewer, larger ops (vmap or scan "
                 "instead of a Python or fori loop of small steps)" if idle.host_s >= idle.other_s else

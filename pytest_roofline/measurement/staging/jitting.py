@@ -5,7 +5,9 @@
 * Anything else (a plain function, ``functools.partial``, ``eqx.filter_jit``, a bound method, a jit function
   that was given an argument it cannot trace) is jitted here the way equinox's ``filter_jit`` does it: every
   argument leaf that is an array (JAX or NumPy) is traced, every other leaf (a string, an enum, None, a callable,
-  a Python number, a module's non-array field) is static, compiled into the program.
+  a Python number, a module's non-array field) is static, compiled into the program. A wrapper that calls one
+  jitted function with arrays it takes from objects that are not JAX types (penzai's ``variable_jit``) is
+  measured as that function's program instead (:mod:`.library_jit`).
 
 Either way the stage says which arguments were static, in words, for the result."""
 
@@ -15,38 +17,16 @@ import inspect
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import KW_ONLY, dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import jax
-import numpy as np
 
-from ..base.errors import MeasureError
+from ...base.errors import MeasureError
+from .library_jit import stage_library_jit
+from .staged import Staged, is_array
 
-__all__ = ["Staged", "stage", "is_array", "describe_type"]
-
-
-@dataclass(frozen=True)
-class Staged:
-    """A traced and lowered program, and what its compiled form is called with."""
-
-    traced: Any  # jax.stages.Traced, or None where the jitted function has no ``trace``
-    lowered: Any  # jax.stages.Lowered
-    leaves: list[Any]  # the dynamic argument leaves, in the order the compiled program takes them
-    treedef: Any  # of (args, kwargs) for the compiled program
-    donated: list[bool]
-    static: tuple[str, ...] = ()  # the arguments compiled in, in words
-    _: KW_ONLY  # fields from the seventh on are given by keyword
-    via: str = ""  # how it was jitted, where not as given (a note for the result)
-
-
-def is_array(x: Any) -> bool:
-    """What equinox's ``is_array`` calls an array: traced; everything else is static."""
-    return isinstance(x, (jax.Array, np.ndarray, np.generic))
-
-
-def describe_type(x: Any) -> str:
-    return f"{type(x).__module__}.{type(x).__qualname__}"
+__all__ = ["stage", "stage_filtered", "stage_as_given"]
 
 
 def _name_of(fn: Any) -> str:
@@ -242,4 +222,6 @@ def stage(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
             return stage_filtered(fn, args, kwargs, given)
         if callable(inner):
             return stage_filtered(inner, args, kwargs, given)
-    return stage_filtered(fn, args, kwargs)
+        return stage_filtered(fn, args, kwargs)
+    library = stage_library_jit(fn, args, kwargs, name)
+    return library if library is not None else stage_filtered(fn, args, kwargs)
