@@ -60,3 +60,27 @@ def test_a_cond_inside_a_loop_is_charged_by_how_often_each_branch_ran() -> None:
     (line,) = r.work.branches.lines
     assert line.endswith(": ran branch 0 18, branch 1 2 times per run (from the trace)")
     assert not r.impossible
+
+
+def test_a_search_that_ran_no_iteration_is_counted_as_none_not_as_a_lower_bound() -> None:
+    """A line search inside a solver's loop whose first step is accepted (jaxopt's LBFGS: its zoom search ran no
+    iteration): its body shows no event, its condition one per search; before, its body was counted once and the
+    counts called a lower bound. Four outer steps of a matvec, each with a search of two matmuls that never runs."""
+    a = jnp.full((N, N), 1e-3, jnp.float32)
+
+    def solve(v: Any, a: Any, tries: Any) -> Any:
+        def step(i: Any, u: Any) -> Any:
+            u = jnp.tanh(a @ u)
+
+            def search(c: Any) -> Any:
+                k, w = c
+                return k + 1, w @ a @ a
+
+            return lax.while_loop(lambda c: c[0] < tries, search, (0, u[None]))[1][0]
+
+        return lax.fori_loop(0, 4, step, v)
+
+    r = pytest_roofline.measure(solve, jnp.ones((N,), jnp.float32), a, jnp.array(0), **FAST)
+    assert not r.work.counts_lower_bound, r.work.loops
+    assert any(loop.endswith(": 0 iterations ran (from the trace)") for loop in r.work.loops)
+    assert r.flops == pytest.approx(4 * 2 * N * N, rel=0.10)  # the four matvecs; no search's matmuls

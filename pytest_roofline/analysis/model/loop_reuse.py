@@ -60,7 +60,7 @@ def _look(module: HloModule, comp: Computation, times: int, fits: float, found: 
             if trips is not None and trips > 1 and inst.shape.bytes <= fits:
                 _cached(module, inst, times, trips, found)
                 continue
-            inner = times * (trips or 1)
+            inner = times * (trips if trips is not None else 1)
         elif inst.opcode in ("call", "conditional"):
             inner = times
         else:

@@ -4,7 +4,9 @@ branches conditionals took (``lax.cond``/``lax.switch``, and those inside loop b
 tenth iteration). Pure: reads the HLO and a count of events per op name.
 
 A body op of such a loop shows ``iterations x (the known trip counts of the loops around it)`` events per run; the
-outermost unknown loops are read first, then the loops inside them, once the outer counts are known. A branch's ops
+outermost unknown loops are read first, then the loops inside them, once the outer counts are known. Where its body
+shows nothing, its condition's ops (tested once more than the body runs) tell the iterations: none, where the
+condition was tested once an execution. A branch's ops
 show one event per execution that took that branch; a branch with no op that can show one (``lambda x: x``) took
 the executions the other branches did not show. Where no branch shows an event the trace cannot tell (a GPU command
 buffer, ops fused across the branch): the conditional keeps its costliest branch and is said to be unsure."""
@@ -54,7 +56,22 @@ def trips_ran(module: HloModule, events_per_run: Mapping[str, float]) -> dict[st
         seen = [events_per_run[i.name] / times[i.name] for i in (own or shown)]
         if seen:
             found[loop.name] = max(round(max(seen) if own else min(seen)), 0)
+        elif (checks := _condition_checks(module, loop, events_per_run, times)) is not None:
+            found[loop.name] = max(checks - 1, 0)  # the condition runs once more than the body
     return found
+
+
+def _condition_checks(module: HloModule, loop: Instruction, events_per_run: Mapping[str, float],
+                      times: Mapping[str, int]) -> int | None:
+    """How many times an execution of ``loop`` tested its condition, from the condition's ops' events (None where
+    none shows): a loop whose body showed nothing ran no iteration where its condition was tested once (a line
+    search whose first step is accepted)."""
+    cond = module.computations.get(loop.attrs.get("condition", "").lstrip("%"))
+    if cond is None:
+        return None
+    seen = [events_per_run[i.name] / times[i.name] for i in cond.instructions
+            if i.opcode != "custom-call" and events_per_run.get(i.name) and times.get(i.name)]
+    return round(max(seen)) if seen else None
 
 
 def branches_ran(module: HloModule, events_per_run: Mapping[str, float]) -> dict[str, tuple[float, ...]]:

@@ -48,7 +48,8 @@ def _walk(module: HloModule, comp: Computation, times: int, depth: int) -> Itera
             continue
         yield Executed(comp, inst, times), True
         if inst.opcode == "while":
-            runs = [(name, times * (inst.known_trip_count or 1)) for name in inst.called]  # body and condition
+            trips = inst.known_trip_count  # none (a loop that ran no iteration): neither counts
+            runs = [(name, times * (trips if trips is not None else 1)) for name in inst.called]  # body, condition
         elif inst.opcode == "conditional":
             runs = [(name, round(times * share)) for name, share in branch_runs(module, inst)]
         else:

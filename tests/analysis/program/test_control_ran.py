@@ -92,6 +92,53 @@ def test_a_loop_whose_body_shows_no_event_stays_unknown() -> None:
     assert trips == {} and hlo_counts(ran).lower_bound
 
 
+# A known loop of 2 trips around an unknown loop whose condition computes (a compare, which a trace shows) and whose
+# body is a matmul: a line search whose first step is accepted tests its condition once and runs no iteration.
+SEARCH = """HloModule search
+
+search_body {
+  p = f32[64,64]{1,0} parameter(0)
+  ROOT d = f32[64,64]{1,0} dot(p, p), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+search_cond {
+  p = f32[64,64]{1,0} parameter(0)
+  c = f32[] constant(0)
+  k = f32[] constant(1)
+  ROOT t = pred[] compare(c, k), direction=GT
+}
+
+outer_body {
+  p = f32[64,64]{1,0} parameter(0)
+  ROOT w_search = f32[64,64]{1,0} while(p), condition=search_cond, body=search_body
+}
+
+outer_cond {
+  p = f32[64,64]{1,0} parameter(0)
+  ROOT t = pred[] constant(true)
+}
+
+ENTRY main {
+  x = f32[64,64]{1,0} parameter(0)
+  ROOT w_outer = f32[64,64]{1,0} while(x), condition=outer_cond, body=outer_body, backend_config={"known_trip_count":{"n":"2"}}
+}
+"""  # noqa: E501 (HLO text as XLA prints it)
+
+
+@pytest.mark.parametrize(("tests", "trips"), [(1, 0), (4, 3)])
+def test_a_loop_whose_body_shows_nothing_is_read_from_its_condition(tests: int, trips: int) -> None:
+    module = parse_hlo(SEARCH)
+    # Per run: the outer loop runs the search twice; each tested its condition ``tests`` times. Before, a search
+    # that ran no iteration left its body counted once and the counts a lower bound (jaxopt's LBFGS).
+    ran, found = with_trips_ran(module, {"t": 2 * tests, "d": 2 * trips})
+    assert found == {"w_search": trips}
+    counts = hlo_counts(ran)
+    assert counts.matrix_flops.get("f32", 0.0) == 2 * trips * 2 * 64**3 and not counts.lower_bound
+    assert [e.times for e in executed(ran) if e.instruction.name == "d"] == ([2 * trips] if trips else [])
+    if trips == 0:
+        assert trips_ran(module, {"t": 2}) == {"w_search": 0}  # the body showed nothing: the condition tells
+
+
 def jax_cond(*args: Any) -> Any:
     import jax
 
