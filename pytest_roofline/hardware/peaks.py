@@ -19,6 +19,8 @@ def peak_for_class(spec: DeviceFigures, compute_class: str, precision: str = "de
     * ``f32`` on GPU at default/high precision runs as TF32; at ``highest`` as FP32.
     * ``f32`` on TPU runs as bf16 passes: 1 (default), 3 (high), 6 (highest); the bf16 peak is divided.
     * ``f16`` falls back to ``bf16``. A class the table lacks falls back to the fastest peak, with a note.
+    * ``int8`` on a CPU: the int8 matmul rate its calibration measured (on a Xeon with AMX, 9x its f32 rate),
+      said so; without one the fastest peak, with a note that this may read high.
     """
     peaks = spec.peaks
     note = ""
@@ -42,6 +44,12 @@ def peak_for_class(spec: DeviceFigures, compute_class: str, precision: str = "de
     if compute_class == "f16" and "f16" not in peaks and "bf16" in peaks:
         return "bf16", peaks["bf16"], "f16 measured against the bf16 peak"
     if compute_class in peaks:
+        if compute_class == "int8" and spec.platform == "cpu" and peaks["int8"].origin == "calibration":
+            note = "int8 matrix work held to the int8 matmul rate this machine's calibration measured"
         return compute_class, peaks[compute_class], note
     key = max(peaks, key=lambda k: peaks[k].value)
+    if spec.platform == "cpu" and compute_class == "int8":
+        return key, peaks[key], (f"no int8 rate for {spec.name}: int8 matrix work held to the {key} peak, though a "
+                                 f"CPU with int8 dot instructions (VNNI, AMX) runs it several times faster (its "
+                                 f"utilization may then read high): pytest --roofline-calibrate measures the rate")
     return key, peaks[key], f"no {compute_class} peak for {spec.name}: used the {key} peak (utilization understated)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes import FAKE_CPU
 
 from pytest_roofline.hardware.peaks import peak_for_class
 from pytest_roofline.hardware.spec import HardwareError, UnknownDeviceError
@@ -129,6 +130,21 @@ def test_peak_rules() -> None:
     key, _, note = peak_for_class(v5e, "vector")  # no VPU figure: fastest peak, said so
     assert key == "int8" and "understated" in note
     assert peak_for_class(h100, "f16")[0] == "f16"
+
+
+def test_int8_on_a_cpu_meets_the_rate_its_calibration_measured() -> None:
+    """Fake CPU specs, named so: one whose calibration measured an int8 matmul rate (a Xeon with AMX ran it at 3.2
+    TFLOP/s, 12x its f32 rate: held to the f32 peak, a correct int8 matmul read 732% "impossible"), one without."""
+    from dataclasses import replace
+
+    from pytest_roofline.hardware.ceiling import Ceiling
+
+    f32 = Ceiling(2.6e11, "calibration", "fake", "2026-11-28")
+    measured = replace(FAKE_CPU, peaks={"f32": f32, "int8": Ceiling(3.2e12, "calibration", "fake", "2026-11-28")})
+    key, ceiling, note = peak_for_class(measured, "int8")
+    assert (key, ceiling.value) == ("int8", 3.2e12) and note.startswith("int8 matrix work held to the int8 matmul")
+    key, _, note = peak_for_class(replace(FAKE_CPU, peaks={"f32": f32}), "int8")
+    assert key == "f32" and "may then read high" in note and "--roofline-calibrate" in note
 
 
 def test_memory_capacity_has_its_source_and_unit() -> None:

@@ -85,3 +85,26 @@ def test_inputs_filled_on_the_host_or_the_device_hold_the_value_asked_for() -> N
         x = filled(shape, 0.5, dtype, platform)
         assert x.shape == shape and x.dtype == dtype
         assert np.all(np.asarray(x, np.float32) == 0.5)
+
+
+def test_a_reference_slowed_beside_neighbours_does_not_lift_the_kernel() -> None:
+    """Made-up runs (fakes): the reference ran at half its calibrated rate while the kernel's threads waited 40% of
+    their ready time for CPUs other processes held. Scaling by it would double the kernel's utilization while the
+    kernel ran slower; it is set aside and said so. Quiet, the same drift (a machine slowed by its clock) is kept,
+    and beside neighbours a drift that lowers the utilization is kept."""
+    fresh = reference("cpu", "stream-fresh")
+    rate = fresh.work / 0.016
+    runs = 5
+
+    def timed(reference_s: float, waiting: float, others: float) -> Timed:
+        timing = Timing((0.04,) * runs, (0.04,) * runs, "profiler", waiting_per_run=(waiting,) * runs,
+                        others_cpu_share=others)
+        return Timed(timing, reference_s=(reference_s,) * (runs + 1), reference_timer="profiler")
+
+    live, why = live_ceilings(LivePlan(fresh, rate), timed(0.032, 0.40, 0.5), FAKE_CPU, ROOF, None)
+    assert live is None and why.startswith("the reference ran at 50% of its calibrated rate beside other processes")
+    assert "waited for a CPU held by another process during 40%" in why and why.endswith("calibrated ceilings used")
+    quiet, _ = live_ceilings(LivePlan(fresh, rate), timed(0.032, 0.01, 0.01), FAKE_CPU, ROOF, None)
+    assert quiet is not None and quiet.drift == pytest.approx(0.5)
+    faster, _ = live_ceilings(LivePlan(fresh, rate), timed(0.0145, 0.40, 0.5), FAKE_CPU, ROOF, None)
+    assert faster is not None and faster.drift > 1.0

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any, Literal
 
+from .contention import contended, waited_text
 from .roofline import IMPOSSIBLE_ABOVE, RooflineEstimate
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "MAX_PLAUSIBLE_DRIFT",
     "implausible_drift",
     "correction_above_roofline",
+    "lifted_beside_neighbours",
 ]
 
 CONFIDENCE = 0.95
@@ -181,6 +183,18 @@ def correction_above_roofline(roof: RooflineEstimate, kernel_s: Sequence[float],
     return (f"the live ceilings would put the utilization above the roofline ({live.utilization:.1%} against "
             f"{alone:.1%} on the calibration alone: the reference ran at {median(drift_per_run):.0%} of its "
             f"calibrated rate beside it, a drift this kernel did not share): calibrated ceilings used")
+
+
+def lifted_beside_neighbours(drift: float, waiting: float | None, others: float | None) -> str:
+    """Why the live ceilings must not lift a contended kernel ("" when they may): beside other processes a reference
+    and a kernel slow by different amounts (:mod:`.contention`), and a reference slowed more than the kernel would
+    raise the kernel's utilization while it ran slower (qwix's int8 MLP beside neighbours: 25.5 ms to 52.2 ms, its
+    utilization up from 64.5% to 81.6%). A scaling that lowers it is kept."""
+    if drift >= 1.0 or not contended(waiting, others) or waiting is None:
+        return ""
+    return (f"the reference ran at {drift:.0%} of its calibrated rate beside other processes ({waited_text(waiting)}"
+            f"): a neighbour slows a reference and a kernel by different amounts, and scaling by it would raise this "
+            f"kernel's utilization while it ran slower: calibrated ceilings used")
 
 
 @dataclass(frozen=True)

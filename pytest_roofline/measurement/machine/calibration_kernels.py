@@ -152,13 +152,15 @@ class _Figures:
 def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[str, Any]:
     shapes = _MATMUL.get(platform, _MATMUL["default"])
     stream, stream_how = _stream_bytes(platform)
-    progress(f"calibrating this machine's ceilings once (f32 and bf16 matmuls of {len(shapes)} shapes, "
+    matmuls = (("f32", jnp.float32), ("bf16", jnp.bfloat16)) + ((("int8", jnp.int8),) if platform == "cpu" else ())
+    progress(f"calibrating this machine's ceilings once ({', '.join(k for k, _ in matmuls)} matmuls of "
+             f"{len(shapes)} shapes, "
              f"a {stream // _MIB} MiB memory stream donated and into fresh pages, an in-cache stream, exp/tanh, "
              f"u32 xor-shift, "
              f"{len(REFERENCE_KEYS)} reference kernels; about 30-60 s); later runs read the cache")
     figures = _Figures(platform)
-    step = _Steps(progress)
-    for dtype_name, dtype in (("f32", jnp.float32), ("bf16", jnp.bfloat16)):
+    step = _Steps(progress, len(matmuls) + 2)
+    for dtype_name, dtype in matmuls:
         _matmul_peak(figures, dtype_name, dtype, shapes)
         step.done(f"{dtype_name} matmul {format_quantity(figures.data['peaks'].get(dtype_name, 0), 'FLOP/s')}")
     _converted_bf16(figures)
@@ -182,17 +184,17 @@ class _Steps:
     """Progress through a calibration, one line per step with the time since it started: a calibration beside
     other work can take minutes."""
 
-    def __init__(self, progress: Callable[[str], None]) -> None:
+    def __init__(self, progress: Callable[[str], None], steps: int) -> None:
         self.progress = progress
+        self.steps = steps
         self.start = time.perf_counter()
         self.count = 0
 
     def done(self, what: str) -> None:
         self.count += 1
-        self.progress(f"calibration step {self.count} of {_STEPS}: {what} ({time.perf_counter() - self.start:.0f} s)")
+        took = time.perf_counter() - self.start
+        self.progress(f"calibration step {self.count} of {self.steps}: {what} ({took:.0f} s)")
 
-
-_STEPS = 4
 
 
 def _time_beside(program: CompiledProgram, platform: str, ref_key: str) -> Timed:
@@ -218,15 +220,30 @@ def _steadiest(attempt: Callable[[], Timed]) -> tuple[Timed, str]:
     return best, (f", the steadiest of {len(tries)} attempts" if len(tries) > 1 else "")
 
 
-def _matmul_peak(figures: _Figures, dtype_name: str, dtype: Any, shapes: tuple[tuple[int, int, int], ...]) -> None:
+def _matmul_operands(m: int, k: int, n: int, dtype: Any) -> tuple[Any, Any, Any]:
+    """The function and operands of one calibration matmul: an integer one (int8) accumulates in int32, as a
+    quantized matmul does (``preferred_element_type``), on integers of both signs."""
     key = jax.random.key(0)
+    if jnp.issubdtype(dtype, jnp.integer):
+        ints = partial(jax.random.randint, minval=-100, maxval=100, dtype=dtype)
+        return (partial(jnp.matmul, preferred_element_type=jnp.int32), ints(key, (m, k)),
+                ints(jax.random.fold_in(key, 1), (k, n)))
+    normal = partial(jax.random.normal, dtype=dtype)
+    return jnp.matmul, normal(key, (m, k)), normal(jax.random.fold_in(key, 1), (k, n))
+
+
+def _matmul_peak(figures: _Figures, dtype_name: str, dtype: Any, shapes: tuple[tuple[int, int, int], ...]) -> None:
+    """The fastest rate of the matmul shapes in this dtype; beside its reference kernel where there is one (int8
+    has none: a kernel of int8 matrix work is paired with the bf16 one)."""
     peaks = figures.data["peaks"]
+    ref_key = f"matmul-{dtype_name}"
+    paired = ref_key in REFERENCE_KEYS
     ref_timed: list[Timed] = []
     for m, k, n in shapes * _MATMUL_ROUNDS:
-        a = jax.random.normal(key, (m, k), dtype)
-        b = jax.random.normal(jax.random.fold_in(key, 1), (k, n), dtype)
-        program = compile_program(jnp.matmul, (a, b), {}, f"calibration matmul {dtype_name}")
-        timed, tries = _steadiest(partial(_time_beside, program, figures.platform, f"matmul-{dtype_name}"))
+        fn, a, b = _matmul_operands(m, k, n, dtype)
+        program = compile_program(fn, (a, b), {}, f"calibration matmul {dtype_name}")
+        timed, tries = _steadiest(partial(_time_beside, program, figures.platform, ref_key) if paired else
+                                  partial(time_compiled, program, _RUNS))
         ref_timed.append(timed)
         timing = timed.timing
         rate, spread = robust_rate(2.0 * m * k * n, timing.per_run_s)
@@ -237,7 +254,8 @@ def _matmul_peak(figures: _Figures, dtype_name: str, dtype: Any, shapes: tuple[t
                            f"side, the faster of {_MATMUL_ROUNDS} rounds), 80th-percentile rate of {timing.runs} runs "
                            f"({timing.timer}, spread {spread:.1%}{tries})")
         del a, b, program
-    figures.reference_rate(f"matmul-{dtype_name}", ref_timed)
+    if paired:
+        figures.reference_rate(ref_key, ref_timed)
 
 
 def _converted_bf16(figures: _Figures) -> None:

@@ -13,6 +13,7 @@ from ...analysis.model.live import (
     correction_above_roofline,
     drifts,
     implausible_drift,
+    lifted_beside_neighbours,
     pair_utilizations,
     settled,
 )
@@ -74,7 +75,8 @@ def stopping_rule(roof: RooflineEstimate, plan: LivePlan, threshold: float | Non
 def live_ceilings(plan: LivePlan, timed: Timed, spec: HardwareSpec, roof: RooflineEstimate,
           own_touch: list[float] | None) -> tuple[Live | None, str]:
     """The live ceilings the reference's runs give; or None and why not (unreadable runs, implausible drift, a
-    scaling that would lift the kernel above ``roof``, its runs judged with ``own_touch``)."""
+    scaling that would lift a kernel slowed by other processes on a CPU, or lift it above ``roof``, its runs judged
+    with ``own_touch``)."""
     ref = plan.reference
     if ref is None:
         return None, ""
@@ -91,7 +93,9 @@ def live_ceilings(plan: LivePlan, timed: Timed, spec: HardwareSpec, roof: Roofli
     name = ref.name + ("" if timed.reference_timer == "profiler" else f" ({timed.reference_timer})")
     live = Live(name, ref.resource, timed.reference_s, plan.calibrated_rate,
                 tuple(drifts(around, ref.work, plan.calibrated_rate)), usable.count(False))
-    why = implausible_drift(live.drift, bool(spec.low_ceilings)) or correction_above_roofline(
+    beside = (lifted_beside_neighbours(live.drift, timed.timing.median_waiting, timed.timing.others_cpu_share)
+              if spec.platform == "cpu" else "")
+    why = implausible_drift(live.drift, bool(spec.low_ceilings)) or beside or correction_above_roofline(
         roof, timed.timing.per_run_s, live.resource, live.drift_per_run, own_touch)
     return (None, why) if why else (live, "")
 

@@ -264,3 +264,15 @@ def test_a_live_scaling_that_lifts_a_kernel_above_100_percent_from_below_is_set_
     assert why.startswith("the live ceilings would put the utilization above the roofline (106.3% against 84.0% on the "
                           "calibration alone")
     assert correction_above_roofline(roof, runs, "compute", [1.1] * 14) == ""  # a faster machine lowers it: kept
+
+
+def test_a_scaling_that_lifts_a_kernel_beside_neighbours_is_set_aside() -> None:
+    from pytest_roofline.analysis.model.live import lifted_beside_neighbours
+
+    why = lifted_beside_neighbours(0.39, 0.35, 0.5)  # qwix's int8 MLP beside neighbours: the reference slowed 2.6x
+    assert why.startswith("the reference ran at 39% of its calibrated rate beside other processes (the kernel's "
+                          "threads waited for a CPU held by another process during 35%")
+    assert lifted_beside_neighbours(0.39, 0.01, 0.01) == ""  # quiet: a slower machine, kept
+    assert lifted_beside_neighbours(0.39, 0.35, 0.02) == ""  # its own threads, not other processes: kept
+    assert lifted_beside_neighbours(1.1, 0.35, 0.5) == ""  # lowers the utilization: kept
+    assert lifted_beside_neighbours(0.39, None, None) == ""  # the system does not say: kept
