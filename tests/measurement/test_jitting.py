@@ -243,3 +243,29 @@ def test_a_plain_function_of_an_object_is_still_jitted_whole() -> None:
     program = compile_program(lambda h, x: x * h.value, (holder, jnp.ones(8)), {}, "scale")
     assert program.staged_via == "" and len(program.leaves) == 1
     assert jnp.allclose(_run(program)[0], 3.0)
+
+
+@jax.tree_util.register_pytree_node_class
+class Converting:
+    """A fake of tfp's distributions' shape, named so: rebuilding one converts its leaves (``jnp.asarray``), which
+    JAX's placeholders for a lowering's ``args_info`` cannot be."""
+
+    def __init__(self, loc: Any) -> None:
+        self.loc = jnp.asarray(loc)
+
+    def tree_flatten(self) -> tuple[tuple[Any], None]:
+        return (self.loc,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux: None, children: tuple[Any]) -> Converting:
+        return cls(*children)
+
+
+def test_a_pytree_that_converts_its_leaves_is_measured_under_the_users_own_jit() -> None:
+    d, x = Converting(jnp.full(16, 2.0)), jnp.ones(16)
+    shift = jax.jit(lambda d, x: x - d.loc)
+    with pytest.raises(TypeError, match="ArgInfo"):  # JAX's own ahead-of-time lowering: the reason stepped around
+        shift.trace(d, x).lower()
+    program = compile_program(shift, (d, x), {}, "shift")  # before: "cannot trace it with the given arguments"
+    assert "refuses the arguments' own tree" in program.staged_via
+    assert jnp.allclose(_run(program)[0], -1.0)

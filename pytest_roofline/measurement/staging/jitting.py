@@ -157,10 +157,14 @@ def stage_as_given(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name:
         if _not_arrays(args, kwargs):
             return _NOT_DECLARED
         raise
-    lowered = traced.lower()
-    if not hasattr(lowered, "args_info"):
+    try:
+        lowered = traced.lower()  # JAX rebuilds the arguments' tree from placeholders (``args_info``) as it lowers
+        args_info = lowered.args_info
+    except AttributeError:
         return _NO_ARGS_INFO
-    dyn_args, dyn_kwargs, static = _dynamic_args(name, args, kwargs, lowered.args_info)
+    except Exception:  # noqa: BLE001 - a pytree whose unflattening reads its leaves cannot take the placeholders;
+        return _OWN_TREE  # any other error comes back from the function jitted around it
+    dyn_args, dyn_kwargs, static = _dynamic_args(name, args, kwargs, args_info)
     leaves, treedef = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
     # JAX's own Lowered only: a wrapper's (nnx.jit's) holds the tree of the function it jits, not the arguments'.
     given: Any = treedef  # (PyTreeDef's stubs give it no comparison)
@@ -181,8 +185,11 @@ _NO_ARGS_INFO = ("its lowering gives no args_info to tell its static arguments b
 # JAX builds a lowered program's input tree from placeholders: a custom pytree that decides per leaf what goes in
 # its node data (distrax's distributions) then keeps the placeholders there, and the compiled program refuses the
 # arguments it was traced with ("Function compiled with input pytree does not match").
+# One whose unflattening reads its leaves (tfp's GaussianProcess calls float() on one) cannot be rebuilt from them at
+# all: ``Lowered.args_info`` raises.
 _OWN_TREE = ("its compiled form refuses the arguments' own tree (a pytree that keeps some of its leaves in its node "
-             "data): a function of the argument arrays that calls it was jitted (its donation is not used)")
+             "data, or reads them as it is rebuilt): a function of the argument arrays that calls it was jitted "
+             "(its donation is not used)")
 
 
 def _bound_jitted(fn: Any) -> tuple[Any, Any] | None:
