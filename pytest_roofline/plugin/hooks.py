@@ -71,12 +71,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RUN_KEY] = 0
     config.pluginmanager.register(_RunCounter(config), "roofline-run-counter")
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(config), "roofline-xdist")
+        from .xdist.controller import XdistHooks
+
+        config.pluginmanager.register(XdistHooks(config, lambda output: _merged(config, output),
+                                                 lambda: _cpu_workers(config)), "roofline-xdist")
     _pin_worker()
     if _configured(config):
         activate(config)
     else:
         config.option.roofline_warn_only = False  # the default, as the settings would resolve it
+
+
+def _merged(config: pytest.Config, output: dict[str, Any]) -> bool:
+    """An xdist worker's records taken in (the plugin woken for them); whether it had any."""
+    if held := activate(config).merge_worker_output(output):
+        config.stash[USED_KEY] = True
+    return held
 
 
 def _configured(config: pytest.Config) -> bool:
@@ -123,14 +133,16 @@ def activate(config: pytest.Config) -> RooflineSession:
     # PYTEST_XDIST_WORKER: that one sharing the host would wait for the share its own test holds.
     if hasattr(config, "workerinput") and _cpu_workers(config) == "alone":
         share_the_host()
-        config.pluginmanager.register(_OneTestAtATimeAroundMeasurements(), "roofline-alone")
+        from .xdist.controller import OneTestAtATime
+
+        config.pluginmanager.register(OneTestAtATime(), "roofline-alone")
     return session
 
 
 def _pin_worker() -> None:
     """This xdist worker's own device, before its JAX starts a backend (a test module may make arrays as it is
     imported): it sees its own device only."""
-    from .workers import pin_worker
+    from .xdist.workers import pin_worker
 
     pinned = pin_worker(os.environ.get("PYTEST_XDIST_WORKER"), os.environ)
     if pinned.variable:
@@ -138,7 +150,7 @@ def _pin_worker() -> None:
 
 
 def _cpu_workers(config: pytest.Config) -> str:
-    from .workers import cpu_workers
+    from .xdist.workers import cpu_workers
 
     try:
         return cpu_workers(os.environ)
@@ -350,8 +362,12 @@ class _RunCounter:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A test with a roofline marker that passed without measuring a kernel: said in the summary (its marker's
-    threshold judged nothing)."""
+    threshold judged nothing). An xdist worker hands its records in with each test's last report."""
     report = yield
+    if call.when == "teardown" and hasattr(item.config, "workerinput") and SESSION_KEY in item.config.stash:
+        from .xdist.controller import HANDOFF
+
+        setattr(report, HANDOFF, item.config.stash[SESSION_KEY].hand_off())
     if call.when == "call" and report.passed and MARKER_KEY in item.stash:
         state = item.config.stash[SESSION_KEY]
         if not state.mode.stands_in and not any(r.nodeid == item.nodeid for r in state.records) and \
@@ -359,41 +375,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.user_properties.append((_NOTHING, "its roofline marker judged nothing: the test measured no kernel "
                                                      "(call the roofline fixture)"))
     return report
-
-
-class _OneTestAtATimeAroundMeasurements:
-    """An xdist worker on a CPU: each test holds the host's activity lock shared, so that a measurement (which
-    holds it alone) never runs beside another worker's test."""
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
-        from .lock import around_a_test
-
-        with around_a_test():
-            return (yield)
-
-
-class _XdistHooks:
-    """Controller side of xdist: merge every worker's records; say once how workers share a CPU."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        workers = getattr(self.config.option, "numprocesses", None)
-        if hasattr(self.config, "workerinput") or not isinstance(workers, int) or workers < 2:
-            return
-        from .workers import cpu_workers_line
-
-        mode = _cpu_workers(self.config)
-        reporter = self.config.pluginmanager.getplugin("terminalreporter")
-        if mode and reporter is not None:
-            reporter.write_line(cpu_workers_line(workers, os.cpu_count() or 1, mode))
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        output = getattr(node, "workeroutput", {})
-        if "roofline_records" not in output:  # that worker measured nothing: the plugin slept there
-            return
-        if activate(self.config).merge_worker_output(output):
-            self.config.stash[USED_KEY] = True

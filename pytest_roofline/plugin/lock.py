@@ -61,7 +61,7 @@ def _platform() -> str:
             pass
     named = (os.environ.get("JAX_PLATFORMS") or os.environ.get("JAX_PLATFORM_NAME") or "").split(",")[0].strip()
     if not named:  # JAX's own default: the CPU on a host without accelerators
-        from .workers import list_accelerators
+        from .xdist.workers import list_accelerators
 
         return "cpu" if list_accelerators() is None else "default"
     return {"cuda": "gpu", "rocm": "gpu"}.get(named.lower(), named.lower())

@@ -116,6 +116,7 @@ class RooflineSession:
         self.records: list[KernelRecord] = []
         self.unmeasured: list[Unmeasured] = []  # kernels that could not be measured, with their error
         self.lock_waits: list[LockWaited] = []  # measurements that waited for the device lock
+        self._handed = (0, 0, 0)  # an xdist worker's records, unmeasured kernels and lock waits handed in so far
         self.trace_problem = ""  # why traces cannot be saved (said once; later kernels' are not tried)
         self._measure = measure
         self._hardware = hardware
@@ -178,11 +179,18 @@ class RooflineSession:
         self.records.append(record)
         self.hooks.record_made(record)
 
+    def hand_off(self) -> str:
+        """What an xdist worker hands its controller after each test, as JSON (:meth:`merge_worker_output` takes
+        it): the records, unmeasured kernels and lock waits made since the last hand-off."""
+        records, unmeasured, waits = self._handed
+        self._handed = (len(self.records), len(self.unmeasured), len(self.lock_waits))
+        return json.dumps({"roofline_records": json.dumps([r.to_dict() for r in self.records[records:]], default=str),
+                           "roofline_unmeasured": json.dumps([u.to_dict() for u in self.unmeasured[unmeasured:]]),
+                           "roofline_lock_waits": json.dumps([w.to_dict() for w in self.lock_waits[waits:]])})
+
     def worker_output(self) -> dict[str, str]:
-        """What an xdist worker hands its controller: its records and unmeasured kernels, as JSON."""
-        return {"roofline_records": json.dumps([r.to_dict() for r in self.records], default=str),
-                "roofline_unmeasured": json.dumps([u.to_dict() for u in self.unmeasured]),
-                "roofline_lock_waits": json.dumps([w.to_dict() for w in self.lock_waits]),
+        """What an xdist worker hands its controller at its end: what no test's hand-off carried, and the survey."""
+        return {**json.loads(self.hand_off()),
                 **({"roofline_survey": json.dumps(self.survey.to_dict())} if self.survey is not None else {})}
 
     def merge_worker_output(self, output: Mapping[str, Any]) -> bool:

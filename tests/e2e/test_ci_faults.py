@@ -190,3 +190,45 @@ def test_three_invocations_on_a_busy_runner_calibrate_once(pytester: pytest.Pyte
     assert "kept as provisional" in outs[0]
     assert all(out.count("using a provisional calibration") == 1 for out in outs[1:]), outs
     assert [p.name.endswith(".provisional.json") for p in (pytester.path / "cache").iterdir()] == [True]
+
+
+@pytest.mark.slow
+@needs_jax
+@pytest.mark.parametrize("end", ["SIGTERM to the run", "SIGKILL to its worker"])
+def test_an_xdist_run_cancelled_or_a_worker_lost_keeps_what_it_measured(pytester: pytest.Pytester, end: str) -> None:
+    """A real pytest-xdist run (one worker), once its first test measured: SIGTERM to the run (as CI cancels it), or
+    its worker killed. Before, the records went to the controller only when a worker ended: the cancelled run wrote
+    no report and no summary, and a lost worker's kernels were dropped without a word."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("xdist")
+    pytester.makeconftest(FAKE_CALIBRATION)
+    pytester.makepyfile(test_k=SLOW_SECOND)
+    started = pytester.path / "second-started"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "1",
+                             "--roofline-ceilings=calibrated", "--roofline-report=r.json"], cwd=pytester.path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    try:
+        while not started.exists() or not started.read_text():  # the suite's own progress, not a clock
+            assert proc.poll() is None, proc.communicate()[0]
+            time.sleep(0.05)
+        if end.startswith("SIGTERM"):
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.kill(int(started.read_text()), signal.SIGKILL)
+        out = proc.communicate(timeout=300)[0]
+    finally:
+        proc.kill()
+    assert "roofline summary" in out and "test_k.py::test_a [add]" in out, out
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert [r["label"] for r in data["results"]] == ["add"] and data["session"]["complete"] is False
+    if end.startswith("SIGTERM"):
+        assert proc.returncode == pytest.ExitCode.INTERRUPTED and "cancelled by SIGTERM" in out, out
+    else:
+        assert "roofline: xdist worker gw0 went down before its end" in out, out
+        assert "the 1 kernel(s) it measured in the tests it finished are in the summary and the report" in \
+            " ".join(out.split()), out

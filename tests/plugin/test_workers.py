@@ -11,7 +11,7 @@ import pytest
 from paths import SUPPORT
 
 from pytest_roofline.plugin.lock import lock_path
-from pytest_roofline.plugin.workers import Accelerators, list_accelerators, pin_worker
+from pytest_roofline.plugin.xdist.workers import Accelerators, list_accelerators, pin_worker
 
 pytest_plugins = ["pytester"]
 

@@ -55,7 +55,8 @@ def test_a_suite_that_never_measures_wakes_nothing_of_the_plugin(tmp_path: Path)
     found = set(json.loads((tmp_path / "modules.json").read_text()))
     # The options, the worker pinning (an xdist worker's device, before any test module starts JAX) and the name
     # of the programs pass's variable: nothing that measures, reports or reads a setting.
-    assert found <= ENTRY | {"pytest_roofline.plugin.workers", "pytest_roofline.plugin.hookspecs",
+    assert found <= ENTRY | {"pytest_roofline.plugin.xdist", "pytest_roofline.plugin.xdist.workers",
+                             "pytest_roofline.plugin.hookspecs",
                              "pytest_roofline.history", "pytest_roofline.history.programs"}, sorted(found)
 
 

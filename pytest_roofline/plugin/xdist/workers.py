@@ -1,6 +1,6 @@
 """One pytest-xdist worker per accelerator: before a worker's JAX starts, it sees only its own device
 (``CUDA_VISIBLE_DEVICES``, ``HIP_VISIBLE_DEVICES`` or ``TPU_VISIBLE_CHIPS``), so workers measure concurrently on
-different devices, and the timing lock (:mod:`.lock`, keyed by the visible devices) is per device. On a CPU
+different devices, and the timing lock (:mod:`..lock`, keyed by the visible devices) is per device. On a CPU
 nothing is pinned and every worker shares the host-wide lock. No JAX: the devices are counted from the driver's
 files, never by starting a backend. Pure but for :func:`list_accelerators`."""
 
