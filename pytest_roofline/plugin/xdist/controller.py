@@ -66,6 +66,8 @@ class XdistHooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.lost:  # nothing of the report's text imported by a run that never measured
+            return
         from ...report.text import wrap_lines
 
         for line in wrap_lines(self.lost):
