@@ -19,7 +19,7 @@ def peak_for_class(spec: DeviceFigures, compute_class: str, precision: str = "de
     * ``f32`` on GPU at default/high precision runs as TF32; at ``highest`` as FP32.
     * ``f32`` on TPU runs as bf16 passes: 1 (default), 3 (high), 6 (highest); the bf16 peak is divided.
     * ``f16`` falls back to ``bf16``. A class the table lacks falls back to the fastest peak, with a note.
-    * ``int8`` on a CPU: the int8 matmul rate its calibration measured (on a Xeon with AMX, 9x its f32 rate),
+    * ``int8`` on a CPU: the int8 matmul rate its calibration measured (on a Xeon with AMX, 12x its f32 rate),
       said so; without one the fastest peak, with a note that this may read high.
     """
     peaks = spec.peaks

@@ -364,10 +364,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """A test with a roofline marker that passed without measuring a kernel: said in the summary (its marker's
     threshold judged nothing). An xdist worker hands its records in with each test's last report."""
     report = yield
-    if call.when == "teardown" and hasattr(item.config, "workerinput") and SESSION_KEY in item.config.stash:
+    if call.when == "teardown" and hasattr(item.config, "workerinput") and SESSION_KEY in item.config.stash and \
+            (handed := item.config.stash[SESSION_KEY].hand_off()):
         from .xdist.controller import HANDOFF
 
-        setattr(report, HANDOFF, item.config.stash[SESSION_KEY].hand_off())
+        setattr(report, HANDOFF, handed)
     if call.when == "call" and report.passed and MARKER_KEY in item.stash:
         state = item.config.stash[SESSION_KEY]
         if not state.mode.stands_in and not any(r.nodeid == item.nodeid for r in state.records) and \

@@ -181,16 +181,21 @@ class RooflineSession:
 
     def hand_off(self) -> str:
         """What an xdist worker hands its controller after each test, as JSON (:meth:`merge_worker_output` takes
-        it): the records, unmeasured kernels and lock waits made since the last hand-off."""
+        it): the records, unmeasured kernels and lock waits made since the last hand-off ("" where there are none)."""
+        if self._handed == (len(self.records), len(self.unmeasured), len(self.lock_waits)):
+            return ""
+        return json.dumps(self._since_handed())
+
+    def _since_handed(self) -> dict[str, str]:
         records, unmeasured, waits = self._handed
         self._handed = (len(self.records), len(self.unmeasured), len(self.lock_waits))
-        return json.dumps({"roofline_records": json.dumps([r.to_dict() for r in self.records[records:]], default=str),
-                           "roofline_unmeasured": json.dumps([u.to_dict() for u in self.unmeasured[unmeasured:]]),
-                           "roofline_lock_waits": json.dumps([w.to_dict() for w in self.lock_waits[waits:]])})
+        return {"roofline_records": json.dumps([r.to_dict() for r in self.records[records:]], default=str),
+                "roofline_unmeasured": json.dumps([u.to_dict() for u in self.unmeasured[unmeasured:]]),
+                "roofline_lock_waits": json.dumps([w.to_dict() for w in self.lock_waits[waits:]])}
 
     def worker_output(self) -> dict[str, str]:
         """What an xdist worker hands its controller at its end: what no test's hand-off carried, and the survey."""
-        return {**json.loads(self.hand_off()),
+        return {**self._since_handed(),
                 **({"roofline_survey": json.dumps(self.survey.to_dict())} if self.survey is not None else {})}
 
     def merge_worker_output(self, output: Mapping[str, Any]) -> bool:
