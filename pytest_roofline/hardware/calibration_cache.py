@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from ..base.files import write_text_atomic
 from ..base.quantiles import quantile, relative_iqr
+from .calibration_figures import CONTENDED_ABOVE, CalibrationFigures, damage
 from .cpu import cpu_info, machine_memory, theoretical_cpu_peak
 from .provisional import (
     drop_provisional,
@@ -41,7 +42,8 @@ __all__ = [
     "cache_dir",
     "load_cached",
     "store_cached",
-    "cache_damage",
+    "RunOnly",
+    "RUN_ONLY",
     "shared_figures",
     "adopt_figures",
     "robust_rate",
@@ -56,9 +58,6 @@ CACHE_DIR_ENV = "PYTEST_ROOFLINE_CACHE_DIR"
 CACHE_VERSION = 7
 # The rate of this quantile of the run times is the ceiling: high, but not the one luckiest run.
 CEILING_QUANTILE = 0.2
-# A calibration during which other processes (or other VMs, as steal time) used more than this share of the
-# CPUs is contended: a busy-loop neighbour on a 2-core VM shows as 34%, a quiet machine as 0-2%.
-CONTENDED_ABOVE = 0.1
 
 Refresh = Literal["cached", "replace"]
 """Use the cache; re-measure and replace it."""
@@ -98,7 +97,7 @@ def cache_file(key: Mapping[str, Any]) -> Path:
 
 
 def load_cached(key: Mapping[str, Any], notice: Callable[[str], None] = lambda text: None,
-                path: Path | None = None) -> dict[str, Any] | None:
+                path: Path | None = None) -> CalibrationFigures | None:
     """The cached figures for ``key`` (in ``path``: the quiet calibration's file unless another is named); None
     where there are none. A damaged file (not JSON, another machine's key, a figure missing or not a positive
     number) is named by ``notice`` once, set aside beside it as ``.damaged`` (kept for a bug report) and not used."""
@@ -110,10 +109,9 @@ def load_cached(key: Mapping[str, Any], notice: Callable[[str], None] = lambda t
     except OSError as exc:
         _once(notice, path, f"cannot read the calibration cache {path}: {exc.strerror or exc}; calibrating again")
         return None
-    why = cache_damage(raw, key)
+    why = damage(raw, key)
     if why is None:
-        data: dict[str, Any] = json.loads(raw)
-        return data
+        return CalibrationFigures.from_dict(json.loads(raw))
     aside = path.with_name(path.name + ".damaged")
     try:
         path.replace(aside)
@@ -134,141 +132,94 @@ def _once(notice: Callable[[str], None], path: Path, text: str) -> None:
         notice(text)
 
 
-_OPTIONAL = ("transcendental", "integer", "first_touch", "cache_memory")
-
-
-def cache_damage(raw: bytes, key: Mapping[str, Any]) -> str | None:
-    """Why a calibration cache file's content cannot be used for ``key`` (None when it can)."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        return f"not UTF-8 JSON: {exc}"
-    if not isinstance(data, dict):
-        return f"a JSON {type(data).__name__}, not an object"
-    if data.get("key") != dict(key):
-        return "its key is not this machine's"
-    peaks, details = data.get("peaks"), data.get("details")
-    if not isinstance(peaks, dict) or not peaks:
-        return "no peaks"
-    if not isinstance(details, dict):
-        return "no details"
-    figures = {**{f"peaks.{k}": v for k, v in peaks.items()}, "memory": data.get("memory"),
-               **{k: data[k] for k in _OPTIONAL if data.get(k)}}
-    for name, value in figures.items():
-        if not _positive(value):
-            return f"{name} is {value!r}, not a positive number"
-        if name.removeprefix("peaks.") not in details:
-            return f"no details for {name}"
-    if (beyond := _beyond_any_cpu(figures, key)) is not None:
-        return beyond
-    needed = {"bytes_per_fault": "first_touch", "cache_bytes": "cache_memory"}
-    for name, figure in needed.items():
-        if data.get(figure) and not _positive(data.get(name)):
-            return f"{name} is {data.get(name)!r}, not a positive number"
-    if not isinstance(data.get("date"), str):
-        return "no date"
-    if not isinstance(data.get("references", {}), dict) or not isinstance(data.get("contention", 0.0), (int, float)):
-        return "references or contention of the wrong type"
-    return None
-
-
-# What no CPU core reaches, with room to spare: 6 GHz x 2,048 FLOP a cycle (an Intel AMX tile unit's bf16 rate is
-# 1,024; AVX-512 with two FMA units, 64 in f32), and no machine's memory: 20 TB/s (HBM on a CPU package: about 1 TB/s).
-_CORE_FLOPS_MAX = 6e9 * 2048
-_MEMORY_MAX = 20e12
-
-
-def _beyond_any_cpu(figures: Mapping[str, Any], key: Mapping[str, Any]) -> str | None:
-    """Why a CPU calibration's figure cannot be a measurement (above what its cores or any memory could do), else
-    None: a hand-edited or foreign file (a provisional one claiming 1,000 PFLOP/s was used before)."""
-    if key.get("platform") != "cpu":
-        return None
-    given = key.get("cores")
-    cores: int = given if isinstance(given, int) and given > 0 else 1024
-    limits = {"memory": _MEMORY_MAX, "cache_memory": 10 * _MEMORY_MAX, "transcendental": cores * _CORE_FLOPS_MAX,
-              "integer": cores * _CORE_FLOPS_MAX}
-    for name, value in figures.items():
-        # int8 runs at twice the bf16 rate where a core has units for both (AMX: 2,048 int8 ops a cycle)
-        limit = cores * _CORE_FLOPS_MAX * (2 if name == "peaks.int8" else 1) if name.startswith("peaks.") \
-            else limits.get(name)
-        if limit is not None and value > limit:
-            return (f"{name} is {value:.3g}, above what {cores} CPU core(s) could do ({limit:.3g}): not a "
-                    f"measurement")
-    return None
-
-
-def _positive(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
-
-
-def store_cached(key: Mapping[str, Any], figures: Mapping[str, Any]) -> Path:
+def store_cached(key: Mapping[str, Any], figures: CalibrationFigures) -> Path:
     """Write atomically: a reader never sees half a file."""
-    payload = json.dumps({"key": dict(key), **figures}, indent=2, sort_keys=True)
+    payload = json.dumps({"key": dict(key), **figures.to_dict()}, indent=2, sort_keys=True)
     return write_text_atomic(cache_file(key), payload)
 
 
-def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Callable[[], dict[str, Any]],
-                        notice: Callable[[str], None] = lambda text: None) -> tuple[dict[str, Any], str]:
+Taken = tuple[CalibrationFigures, str]
+"""A calibration's figures and where they came from (a ceiling's source names it)."""
+
+
+class RunOnly:
+    """Calibrations this process uses that were not written to the cache (contended ones, any where the cache
+    cannot be written, and those another process of its program measured), by cache file: used by this run only.
+    Only :func:`calibration_figures` and :func:`adopt_figures` keep one here."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Path, Taken] = {}
+
+    def get(self, key: Mapping[str, Any]) -> Taken | None:
+        return self._kept.get(cache_file(key))
+
+    def keep(self, key: Mapping[str, Any], figures: CalibrationFigures, where: str) -> Taken:
+        self._kept[cache_file(key)] = figures, where
+        return figures, where
+
+    def forget(self, key: Mapping[str, Any]) -> None:
+        self._kept.pop(cache_file(key), None)
+
+
+RUN_ONLY = RunOnly()  # this process's
+
+
+def calibration_figures(key: Mapping[str, Any], refresh: Refresh, measure: Callable[[], CalibrationFigures],
+                        notice: Callable[[str], None] = lambda text: None) -> Taken:
     """The cached figures for ``key``, or new ones from ``measure()``; and where they came from.
 
     Only a quiet calibration is cached. One during which other processes used more than :data:`CONTENDED_ABOVE`
-    of the CPUs (``figures["contention"]``) is used by this process only, and ``notice`` says so: a quiet
-    calibration cached earlier is kept instead, and the next quiet run calibrates again. A contended calibration
-    cached by an older version is not read.
+    of the CPUs (:attr:`~.calibration_figures.CalibrationFigures.contended`) is used by this process only, and
+    ``notice`` says so: a quiet calibration cached earlier is kept instead, and the next quiet run calibrates again.
+    A contended calibration cached by an older version is not read.
     """
     cached = stale = load_cached(key, notice)
-    if cached is not None and _contended(cached):
+    if cached is not None and cached.contended:
         cached = None
     else:
         stale = None
     if refresh == "cached":
         if cached is not None:
             return cached, f"cached in {cache_file(key)}"
-        if (mine := _RUN_ONLY.get(cache_file(key))) is not None:
+        if (mine := RUN_ONLY.get(key)) is not None:
             return mine
         if (kept := load_provisional(cache_file(key), lambda path: load_cached(key, notice, path))) is not None:
             _once(notice, provisional_file(cache_file(key)), f"using a provisional calibration: {kept[1]}")
-            _RUN_ONLY[cache_file(key)] = kept  # this process's figures, which the others of its program share
-            return kept
+            return RUN_ONLY.keep(key, *kept)  # this process's figures, which the others of its program share
     if stale is not None:
-        notice(f"the cached calibration of {stale.get('date', '?')} was measured while other processes used "
-               f"{stale['contention']:.0%} of the CPUs: not used, calibrating again")
-    figures = measure()
-    figures["date"] = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    busy = figures.get("contention")
-    if not _contended(figures):
-        _RUN_ONLY.pop(cache_file(key), None)
+        notice(f"the cached calibration of {stale.date or '?'} was measured while other processes used "
+               f"{stale.contention:.0%} of the CPUs: not used, calibrating again")
+    figures = measure().dated(_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    if not figures.contended:
+        RUN_ONLY.forget(key)
         drop_provisional(cache_file(key))
         return _stored(key, figures, notice)
     if cached is not None:
-        notice(f"the new calibration ran while other processes used {busy:.0%} of the CPUs: not cached; kept the "
-               f"quiet calibration of {cached.get('date', '?')} ({cache_file(key)})")
-        return cached, (f"cached in {cache_file(key)}; a calibration on {figures['date']} was not kept: other "
-                        f"processes used {busy:.0%} of the CPUs during it")
+        notice(f"the new calibration ran while other processes used {figures.contention:.0%} of the CPUs: not "
+               f"cached; kept the quiet calibration of {cached.date or '?'} ({cache_file(key)})")
+        return cached, (f"cached in {cache_file(key)}; a calibration on {figures.date} was not kept: other "
+                        f"processes used {figures.contention:.0%} of the CPUs during it")
     return _provisional(key, figures, notice)
 
 
-def _provisional(key: Mapping[str, Any], figures: dict[str, Any],
-                 notice: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+def _provisional(key: Mapping[str, Any], figures: CalibrationFigures, notice: Callable[[str], None]) -> Taken:
     """A contended calibration with no quiet one cached: kept as provisional for the next invocations (within the
     hour), or, where the cache cannot be written, for this run only."""
-    busy = figures["contention"]
+    busy = figures.contention or 0.0
     path = store_provisional(cache_file(key), key, figures)
     if path is not None:
         notice(f"calibrated while other processes used {busy:.0%} of the CPUs: its ceilings are low, so they are "
                f"kept as provisional ({path}): used only while no quiet calibration exists, for an hour, and a "
                f"figure above them proves nothing; the next quiet run calibrates again")
-        where = provisional_source(busy, path, figures["date"])
+        where = provisional_source(busy, path, figures.date)
     else:
         notice(f"calibrated while other processes used {busy:.0%} of the CPUs: its ceilings are low, so they are "
                f"used by this run only and not cached; the next quiet run calibrates again")
         where = f"measured now while other processes used {busy:.0%} of the CPUs; this run only, not cached"
-    _RUN_ONLY[cache_file(key)] = figures, where
-    return _RUN_ONLY[cache_file(key)]
+    return RUN_ONLY.keep(key, figures, where)
 
 
-def _stored(key: Mapping[str, Any], figures: dict[str, Any],
-            notice: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+def _stored(key: Mapping[str, Any], figures: CalibrationFigures, notice: Callable[[str], None]) -> Taken:
     """A quiet calibration written to the cache; where the cache cannot be written, kept in this process's memory
     (each later kernel uses it; nothing calibrates again) and named once by ``notice``."""
     try:
@@ -277,44 +228,32 @@ def _stored(key: Mapping[str, Any], figures: dict[str, Any],
         why = f"{cache_file(key).parent} cannot be written ({exc.strerror or exc})"
     notice(f"the calibration cannot be cached: {why}; this run keeps it in memory, and the next run calibrates "
            f"again (set {CACHE_DIR_ENV} to a writable directory to keep it)")
-    _RUN_ONLY[cache_file(key)] = figures, f"measured now; not cached: {why}; this run only"
-    return _RUN_ONLY[cache_file(key)]
+    return RUN_ONLY.keep(key, figures, f"measured now; not cached: {why}; this run only")
 
 
-def shared_figures(key: Mapping[str, Any]) -> tuple[dict[str, Any], str] | None:
+def shared_figures(key: Mapping[str, Any]) -> Taken | None:
     """The figures this process uses for ``key`` (its own run-only ones, else the quiet cached ones) and where they
     came from, for the other processes of its program; None where it has none (datasheet ceilings)."""
-    mine = _RUN_ONLY.get(cache_file(key))
+    mine = RUN_ONLY.get(key)
     if mine is not None:
         return mine
     cached = load_cached(key)
-    return (cached, f"cached in {cache_file(key)}") if cached is not None and not _contended(cached) else None
+    return (cached, f"cached in {cache_file(key)}") if cached is not None and not cached.contended else None
 
 
-def adopt_figures(key: Mapping[str, Any], figures: dict[str, Any], where: str) -> None:
+def adopt_figures(key: Mapping[str, Any], figures: CalibrationFigures, where: str) -> None:
     """Use ``figures`` for ``key`` in this process, as if calibrated here (another process of the program measured
     them on this machine); a quiet calibration in the cache still comes first."""
-    _RUN_ONLY[cache_file(key)] = figures, where
+    RUN_ONLY.keep(key, figures, where)
 
 
-# Calibrations of this process that were not written, by cache file (contended ones, and any where the cache
-# cannot be written): used by this run only.
-_RUN_ONLY: dict[Path, tuple[dict[str, Any], str]] = {}
-
-
-def _contended(figures: Mapping[str, Any]) -> bool:
-    busy = figures.get("contention")
-    return busy is not None and busy > CONTENDED_ABOVE
-
-
-def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cpu") -> HardwareSpec:
+def cpu_spec_from(figures: CalibrationFigures, where: str, device_kind: str = "cpu") -> HardwareSpec:
     """The CPU's ceilings from calibration figures measured on this machine (``where``: cached or new)."""
     info = cpu_info()
-    date = figures["date"]
-    details = figures["details"]
-    peaks = {k: Ceiling(float(v), "calibration", f"{details[k]} on this machine; {where}", date)
-             for k, v in _in_table_order(figures["peaks"])}
-    memory = Ceiling(float(figures["memory"]), "calibration", f"{details['memory']} on this machine; {where}", date)
+    date, details = figures.date, figures.details
+    peaks = {k: Ceiling(v, "calibration", f"{details[k]} on this machine; {where}", date)
+             for k, v in _in_table_order(figures.peaks)}
+    memory = Ceiling(figures.memory, "calibration", f"{details['memory']} on this machine; {where}", date)
     theoretical: dict[str, Ceiling] = {}
     notes = ["CPU ceilings are measured on this machine, not read from a datasheet", *_unmeasured(figures)]
     derived = theoretical_cpu_peak(info)
@@ -326,59 +265,56 @@ def cpu_spec_from(figures: Mapping[str, Any], where: str, device_kind: str = "cp
                          f"({derived[0] / 1e9:.0f} GFLOP/s): the CPU runs faster than that clock")
     name = f"CPU {info['model']} x{info['cores']}"
     trans = _transcendental(figures, f"on this machine; {where}")
-    touch = figures.get("first_touch")
-    cache = figures.get("cache_memory")
+    touch, cache = figures.first_touch, figures.cache_memory
     return HardwareSpec(name, "cpu", peaks, memory, None, (device_kind,), theoretical=theoretical, notes=tuple(notes),
                         transcendental=trans,
-                        reference_rates=dict(figures.get("references", {})), memory_capacity=machine_memory(),
+                        reference_rates=dict(figures.references), memory_capacity=machine_memory(),
                         first_touch=_measured(figures, "first_touch", where) if touch else None,
-                        bytes_per_fault=float(figures["bytes_per_fault"]) if touch else None,
+                        bytes_per_fault=figures.bytes_per_fault if touch else None,
                         cache_bandwidth=_measured(figures, "cache_memory", where) if cache else None,
-                        cache_bytes=int(figures["cache_bytes"]) if cache else None,
-                        integer=_measured(figures, "integer", where) if figures.get("integer") else None)
+                        cache_bytes=figures.cache_bytes if cache else None,
+                        integer=_measured(figures, "integer", where) if figures.integer else None)
 
 
-def _unmeasured(figures: Mapping[str, Any]) -> list[str]:
+def _unmeasured(figures: CalibrationFigures) -> list[str]:
     """Notes for the reference kernels the calibration could not rate: kernels they pair with keep the
     calibrated ceilings."""
     return [f"no live ceiling from the {key} reference: {why}; kernels it pairs with use the calibrated ceilings "
-            f"(recalibrate with --roofline-calibrate)" for key, why in sorted(figures.get("unmeasured", {}).items())]
+            f"(recalibrate with --roofline-calibrate)" for key, why in sorted(figures.unmeasured.items())]
 
 
-def _measured(figures: Mapping[str, Any], name: str, where: str) -> Ceiling:
-    return Ceiling(float(figures[name]), "calibration", f"{figures['details'][name]} on this machine; {where}",
-                   figures["date"])
+def _measured(figures: CalibrationFigures, name: str, where: str) -> Ceiling:
+    value = getattr(figures, name)
+    return Ceiling(float(value), "calibration", f"{figures.details[name]} on this machine; {where}", figures.date)
 
 
-def calibrated_spec_from(base: HardwareSpec, figures: Mapping[str, Any], where: str) -> HardwareSpec:
+def calibrated_spec_from(base: HardwareSpec, figures: CalibrationFigures, where: str) -> HardwareSpec:
     """An accelerator's table entry with its bf16 and f32 peaks and memory bandwidth replaced by measurements.
 
     The f32 matmul runs at JAX's default precision, so on a GPU it is stored as the TF32 ceiling.
     Peaks the calibration does not measure keep their datasheet figure.
     """
-    date = figures["date"]
-    details = figures["details"]
+    date, details = figures.date, figures.details
     peaks = dict(base.peaks)
-    for dtype, value in _in_table_order(figures["peaks"]):
+    for dtype, value in _in_table_order(figures.peaks):
         slot = "tf32" if (dtype == "f32" and base.platform == "gpu") else dtype
         if base.platform == "tpu" and dtype == "f32":
             continue  # default-precision f32 on TPU is one bf16 pass: the bf16 figure covers it
         peaks[slot] = Ceiling(float(value), "calibration", f"{details[dtype]}; {where}", date)
-    memory = Ceiling(float(figures["memory"]), "calibration", f"{details['memory']}; {where}", date)
+    memory = Ceiling(figures.memory, "calibration", f"{details['memory']}; {where}", date)
     theoretical = {k: v for k, v in base.peaks.items()}
     theoretical["memory"] = base.memory_bandwidth
     return replace(base, peaks=peaks, memory_bandwidth=memory, theoretical=theoretical,
                    notes=base.notes + ("calibrated ceilings; datasheet figures kept under 'theoretical'",
                                        *_unmeasured(figures)),
                    transcendental=_transcendental(figures, where) or base.transcendental,
-                   reference_rates=dict(figures.get("references", {})))
+                   reference_rates=dict(figures.references))
 
 
-def _transcendental(figures: Mapping[str, Any], where: str) -> Ceiling | None:
-    value = figures.get("transcendental")
-    if not value:
+def _transcendental(figures: CalibrationFigures, where: str) -> Ceiling | None:
+    if not figures.transcendental:
         return None
-    return Ceiling(float(value), "calibration", f"{figures['details']['transcendental']} {where}", figures["date"])
+    return Ceiling(figures.transcendental, "calibration", f"{figures.details['transcendental']} {where}", figures.date)
 
 
 def _in_table_order(peaks: Mapping[str, float]) -> list[tuple[str, float]]:

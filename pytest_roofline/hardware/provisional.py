@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.files import write_text_atomic
+from .calibration_figures import CalibrationFigures
 
 __all__ = ["PROVISIONAL_FOR_S", "PROVISIONAL", "provisional_file", "load_provisional", "store_provisional",
            "drop_provisional", "provisional_source"]
@@ -39,27 +40,26 @@ def provisional_source(busy: float, path: Path, date: str) -> str:
             f"{kept}, used only while no quiet calibration exists")
 
 
-def load_provisional(quiet_file: Path, load: Callable[[Path], dict[str, Any] | None],
-                     now: _dt.datetime | None = None) -> tuple[dict[str, Any], str] | None:
+def load_provisional(quiet_file: Path, load: Callable[[Path], CalibrationFigures | None],
+                     now: _dt.datetime | None = None) -> tuple[CalibrationFigures, str] | None:
     """The provisional figures beside ``quiet_file`` and their source, where there are some younger than
     :data:`PROVISIONAL_FOR_S`; ``load`` reads and checks a calibration file (None: missing or damaged)."""
     path = provisional_file(quiet_file)
     figures = load(path)
     if figures is None:
         return None
-    measured = _parsed(str(figures.get("date", "")))
-    busy = figures.get("contention")
+    measured = _parsed(figures.date)
     now = now or _dt.datetime.now(_dt.UTC)
-    if measured is None or not isinstance(busy, (int, float)):
+    if measured is None or figures.contention is None:
         return None
     if not 0 <= (now - measured).total_seconds() <= PROVISIONAL_FOR_S:
         return None
-    return figures, provisional_source(float(busy), path, str(figures["date"]))
+    return figures, provisional_source(figures.contention, path, figures.date)
 
 
-def store_provisional(quiet_file: Path, key: Mapping[str, Any], figures: Mapping[str, Any]) -> Path | None:
+def store_provisional(quiet_file: Path, key: Mapping[str, Any], figures: CalibrationFigures) -> Path | None:
     """Write a contended calibration as provisional; None where it cannot be written (it is then this run's only)."""
-    payload = json.dumps({"key": dict(key), **figures}, indent=2, sort_keys=True)
+    payload = json.dumps({"key": dict(key), **figures.to_dict()}, indent=2, sort_keys=True)
     try:
         return write_text_atomic(provisional_file(quiet_file), payload)
     except OSError:

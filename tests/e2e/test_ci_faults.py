@@ -17,14 +17,14 @@ needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="
 
 FAKE_CALIBRATION = '''
 import os
+from pytest_roofline.hardware.calibration_figures import CalibrationFigures
 from pytest_roofline.measurement.machine import calibration_kernels
 
 def fake_measure_ceilings(platform, progress=None):
     """A FAKE calibration: made-up figures; each call is counted in calls.txt."""
     with open(os.path.join(os.path.dirname(__file__), "calls.txt"), "a") as fh:
         fh.write("1\\n")
-    return {"peaks": {"f32": 5e10}, "memory": 1e10, "contention": 0.0,
-            "details": {"f32": "fake", "memory": "fake"}}
+    return CalibrationFigures({"f32": 5e10}, 1e10, {"f32": "fake", "memory": "fake"}, contention=0.0)
 
 calibration_kernels.measure_ceilings = fake_measure_ceilings
 '''
@@ -178,7 +178,7 @@ def test_three_invocations_on_a_busy_runner_calibrate_once(pytester: pytest.Pyte
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A FAKE calibration that reports other processes holding 60% of the CPUs, as on a runner never quiet: the
     first invocation calibrates and keeps it as provisional, the next two use it and say so."""
-    pytester.makeconftest(FAKE_CALIBRATION.replace('"contention": 0.0', '"contention": 0.6'))
+    pytester.makeconftest(FAKE_CALIBRATION.replace('contention=0.0', 'contention=0.6'))
     pytester.makepyfile(test_k=KERNELS)
     monkeypatch.setenv("PYTEST_ROOFLINE_CACHE_DIR", str(pytester.path / "cache"))
     outs = []

@@ -1,5 +1,5 @@
 """The calibration cache where CI meets it: damaged files, a cache directory that cannot be written. The
-calibrations are fakes (dicts of figures); the files and directories are real."""
+calibrations are fakes (figures typed in); the files and directories are real."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline.hardware import calibration_cache as calibration
+from pytest_roofline.hardware.calibration_figures import CalibrationFigures, damage
 from pytest_roofline.hardware.provisional import provisional_file
 
 KEY = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
@@ -21,16 +22,15 @@ FAKE = {"peaks": {"f32": 1e11, "bf16": 5e10}, "memory": 2e10, "date": "2026-11-2
 @pytest.fixture(autouse=True)
 def fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test is a fresh process: nothing kept in memory, nothing named yet."""
-    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    monkeypatch.setattr(calibration, "RUN_ONLY", calibration.RunOnly())
     monkeypatch.setattr(calibration, "_NAMED", set())
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path / "cache"))
 
 
 def _fake_calibration(calls: list[int], **changes: Any) -> Any:
-    def measure() -> dict[str, Any]:
+    def measure() -> CalibrationFigures:
         calls.append(1)
-        figures: dict[str, Any] = json.loads(json.dumps({**FAKE, **changes}))
-        return figures
+        return CalibrationFigures.from_dict({**FAKE, **changes})
 
     return measure
 
@@ -83,11 +83,11 @@ def test_a_damaged_cache_is_named_set_aside_and_calibrated_again(case: str) -> N
     calls: list[int] = []
     notices: list[str] = []
     figures, where = calibration.calibration_figures(KEY, "cached", _fake_calibration(calls), notices.append)
-    assert calls == [1] and figures["peaks"]["f32"] == 1e11 and "measured now, cached in" in where
+    assert calls == [1] and figures.peaks["f32"] == 1e11 and "measured now, cached in" in where
     assert len(notices) == 1 and f"the calibration cache {path} is damaged (" in notices[0] and why in notices[0]
     aside = path.with_name(path.name + ".damaged")
     assert f"set aside as {aside}" in notices[0] and aside.read_bytes() == raw  # kept for a bug report
-    assert calibration.cache_damage(path.read_bytes(), KEY) is None  # the new calibration replaced it
+    assert damage(path.read_bytes(), KEY) is None  # the new calibration replaced it
     calibration.cpu_spec_from(figures, where)  # usable
 
 
@@ -99,7 +99,7 @@ def test_a_damaged_cache_is_never_kept_as_the_quiet_calibration() -> None:
     path.write_bytes(DAMAGES["details missing"][0])
     calls: list[int] = []
     figures, where = calibration.calibration_figures(KEY, "replace", _fake_calibration(calls, contention=0.5))
-    assert calls == [1] and "provisional" in where and "details" in figures
+    assert calls == [1] and "provisional" in where and figures.details
     calibration.cpu_spec_from(figures, where)
 
 

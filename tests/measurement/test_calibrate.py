@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 
 from pytest_roofline.hardware import calibration_cache as calibration
 from pytest_roofline.hardware import cpu, provisional
+from pytest_roofline.hardware.calibration_figures import CalibrationFigures
 from pytest_roofline.hardware.table import load_shipped_table
 
 ZEN4_CPUINFO = """processor\t: 0
@@ -52,10 +54,15 @@ def test_cache_round_trip_and_key_mismatch(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
     assert calibration.load_cached(key) is None
-    figures = {"peaks": {"f32": 1.0}, "memory": 2.0, "date": "d", "details": {"f32": "x", "memory": "y"}}
+    details = {"f32": "x", "memory": "y", "integer": "z"}
+    figures = CalibrationFigures({"f32": 1.0}, 2.0, details, "d", integer=3.0)
     path = calibration.store_cached(key, figures)
     assert path.parent == tmp_path and not list(tmp_path.glob(".calibration-*"))  # no temporary left
-    assert calibration.load_cached(key) == {"key": key, **figures}
+    # The file holds what was measured, nothing that was not (no first touch, no contention).
+    assert json.loads(path.read_text()) == {"key": key, "peaks": {"f32": 1.0}, "memory": 2.0, "date": "d",
+                                            "details": details, "integer": 3.0, "spread": {}, "references": {},
+                                            "unmeasured": {}}
+    assert calibration.load_cached(key) == figures
     assert calibration.load_cached(dict(key, jax="y")) is None
     path.write_text("{half a fil")
     assert calibration.load_cached(key) is None
@@ -65,15 +72,20 @@ FAKE_CPU_FIGURES = {"peaks": {"f32": 1e11, "bf16": 5e10}, "memory": 2e10,
                     "details": {"f32": "fake", "bf16": "fake", "memory": "fake"}}
 
 
+def fake(**changes: Any) -> CalibrationFigures:
+    """FAKE figures of a CPU calibration, with ``changes``."""
+    return CalibrationFigures.from_dict({**FAKE_CPU_FIGURES, **changes})
+
+
 def test_cpu_figures_come_from_the_cache_until_asked_to_recalibrate(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     # Fake measurement: counts how often the calibration kernels would run.
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     calls = []
 
-    def fake_measure() -> dict[str, Any]:
+    def fake_measure() -> CalibrationFigures:
         calls.append(1)
-        return {k: dict(v) if isinstance(v, dict) else v for k, v in FAKE_CPU_FIGURES.items()}
+        return fake()
 
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
     first = calibration.cpu_spec_from(*calibration.calibration_figures(key, "cached", fake_measure))
@@ -140,8 +152,9 @@ def test_real_calibration_on_this_machine(capfd: pytest.CaptureFixture[str]) -> 
 
 def test_calibrated_accelerator_spec() -> None:
     # Fake figures (no GPU here): what an H100 calibration would return, to check where figures go.
-    figures = {"peaks": {"f32": 400e12, "bf16": 800e12}, "memory": 3.0e12, "date": "2026-11-22T00:00:00Z",
-               "details": {"f32": "fake f32", "bf16": "fake bf16", "memory": "fake stream"}}
+    figures = CalibrationFigures({"f32": 400e12, "bf16": 800e12}, 3.0e12,
+                                 {"f32": "fake f32", "bf16": "fake bf16", "memory": "fake stream"},
+                                 "2026-11-22T00:00:00Z")
     h100 = load_shipped_table()["H100 SXM"]
     spec = calibration.calibrated_spec_from(h100, figures, "measured now")
     assert spec.peaks["bf16"].value == 800e12 and spec.peaks["bf16"].origin == "calibration"
@@ -165,11 +178,11 @@ def test_a_contended_calibration_does_not_replace_a_quiet_one(tmp_path: Path, mo
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
     notices: list[str] = []
-    quiet = dict(FAKE_CPU_FIGURES, contention=0.01)
-    busy = dict(FAKE_CPU_FIGURES, peaks={"f32": 6e10, "bf16": 3e10}, contention=0.4)
-    calibration.calibration_figures(key, "replace", lambda: dict(quiet), notices.append)
-    figures, where = calibration.calibration_figures(key, "replace", lambda: dict(busy), notices.append)
-    assert figures["peaks"]["f32"] == 1e11  # the quiet one is kept
+    quiet = fake(contention=0.01)
+    busy = fake(peaks={"f32": 6e10, "bf16": 3e10}, contention=0.4)
+    calibration.calibration_figures(key, "replace", lambda: quiet, notices.append)
+    figures, where = calibration.calibration_figures(key, "replace", lambda: busy, notices.append)
+    assert figures.peaks["f32"] == 1e11  # the quiet one is kept
     assert "was not kept: other processes used 40% of the CPUs" in where
     assert len(notices) == 1 and "not cached; kept the quiet calibration" in notices[0]
 
@@ -180,43 +193,43 @@ def test_a_contended_calibration_is_kept_as_provisional_until_a_quiet_one(tmp_pa
     the cache as provisional; the next runs (fresh processes: the run-only memo cleared) use it without
     calibrating, and say so once; its ceilings read as low; a quiet calibration replaces it and removes it."""
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    monkeypatch.setattr(calibration, "RUN_ONLY", calibration.RunOnly())
     monkeypatch.setattr(calibration, "_NAMED", set())
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
     notices: list[str] = []
     calls: list[str] = []
 
-    def busy() -> dict[str, Any]:
+    def busy() -> CalibrationFigures:
         calls.append("busy")
-        return dict(FAKE_CPU_FIGURES, peaks={"f32": 6e10, "bf16": 3e10}, contention=0.6)
+        return fake(peaks={"f32": 6e10, "bf16": 3e10}, contention=0.6)
 
     figures, where = calibration.calibration_figures(key, "cached", busy, notices.append)
-    assert figures["peaks"]["f32"] == 6e10 and "other processes used 60% of the CPUs; provisional" in where
+    assert figures.peaks["f32"] == 6e10 and "other processes used 60% of the CPUs; provisional" in where
     assert "kept as provisional" in notices[-1] and "a figure above them proves nothing" in notices[-1]
     assert [p.name for p in tmp_path.iterdir()] == [calibration.cache_file(key).stem + ".provisional.json"]
     assert calibration.load_cached(key) is None  # never the quiet calibration
     for _ in range(3):  # three more invocations within the hour: none calibrates
-        monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+        monkeypatch.setattr(calibration, "RUN_ONLY", calibration.RunOnly())
         again, where = calibration.calibration_figures(key, "cached", busy, notices.append)
-        assert again["peaks"]["f32"] == 6e10 and "provisional" in where
+        assert again.peaks["f32"] == 6e10 and "provisional" in where
     assert calls == ["busy"]
     assert sum("using a provisional calibration" in n for n in notices) == 1  # said once per process
     assert calibration.cpu_spec_from(again, where).low_ceilings.endswith("(provisional; a quiet run calibrates again)")
-    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
-    quiet, where = calibration.calibration_figures(key, "replace", lambda: dict(FAKE_CPU_FIGURES, contention=0.02))
-    assert quiet["peaks"]["f32"] == 1e11 and "measured now, cached in" in where
+    monkeypatch.setattr(calibration, "RUN_ONLY", calibration.RunOnly())
+    quiet, where = calibration.calibration_figures(key, "replace", lambda: fake(contention=0.02))
+    assert quiet.peaks["f32"] == 1e11 and "measured now, cached in" in where
     assert [p.name for p in tmp_path.iterdir()] == [calibration.cache_file(key).name]  # the provisional one gone
 
 
 def test_a_provisional_calibration_older_than_an_hour_is_measured_again(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    monkeypatch.setattr(calibration, "RUN_ONLY", calibration.RunOnly())
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
-    old = dict(FAKE_CPU_FIGURES, peaks={"f32": 6e10, "bf16": 3e10}, contention=0.5, date="2026-01-01T00:00:00Z")
+    old = fake(peaks={"f32": 6e10, "bf16": 3e10}, contention=0.5, date="2026-01-01T00:00:00Z")
     provisional.store_provisional(calibration.cache_file(key), key, old)
-    figures, where = calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.7))
-    assert figures["contention"] == 0.7 and "measured on 20" in where and "provisional" in where  # replaced
+    figures, where = calibration.calibration_figures(key, "cached", lambda: fake(contention=0.7))
+    assert figures.contention == 0.7 and "measured on 20" in where and "provisional" in where  # replaced
 
 
 def test_a_contended_calibration_where_nothing_can_be_written_is_this_runs_only(
@@ -224,10 +237,10 @@ def test_a_contended_calibration_where_nothing_can_be_written_is_this_runs_only(
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(blocker / "cache"))  # under a file: never writable
-    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    monkeypatch.setattr(calibration, "RUN_ONLY", calibration.RunOnly())
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
     notices: list[str] = []
-    _, where = calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.6),
+    _, where = calibration.calibration_figures(key, "cached", lambda: fake(contention=0.6),
                                                notices.append)
     assert "this run only, not cached" in where and "not cached; the next quiet run calibrates again" in notices[-1]
 
@@ -235,32 +248,33 @@ def test_a_contended_calibration_where_nothing_can_be_written_is_this_runs_only(
 def test_a_contended_calibration_cached_by_an_older_version_is_not_read(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    monkeypatch.setattr(calibration, "RUN_ONLY", calibration.RunOnly())
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
-    calibration.store_cached(key, dict(FAKE_CPU_FIGURES, peaks={"f32": 6.9e10, "bf16": 3e10}, contention=0.6,
+    calibration.store_cached(key, fake(peaks={"f32": 6.9e10, "bf16": 3e10}, contention=0.6,
                                        date="2026-11-26T07:00:00Z"))
     notices: list[str] = []
-    figures, where = calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.0),
+    figures, where = calibration.calibration_figures(key, "cached", lambda: fake(contention=0.0),
                                                      notices.append)
-    assert figures["peaks"]["f32"] == 1e11 and "measured now" in where
+    assert figures.peaks["f32"] == 1e11 and "measured now" in where
     assert "used 60% of the CPUs: not used, calibrating again" in notices[0]
 
 
 def test_bf16_converted_around_the_dot_meets_the_f32_ceiling() -> None:
     """Made-up figures: where XLA converted bf16 to f32 around the dot, the bf16 ceiling is the faster one."""
     pytest.importorskip("jax")
-    from pytest_roofline.measurement.machine.calibration_kernels import _converted_bf16, _Figures
+    from pytest_roofline.measurement.machine.calibration_kernels import _converted_bf16
+    from pytest_roofline.measurement.machine.calibration_record import FiguresInProgress
 
-    figures = _Figures("cpu")
-    figures.data["peaks"] = {"f32": 2e11, "bf16": 1.5e11}
-    figures.data["details"] = {"f32": "made up", "bf16": "1024x1024x1024 bf16 matmul (converted to f32 around the dot)"}
+    figures = FiguresInProgress("cpu")
+    figures.peaks = {"f32": 2e11, "bf16": 1.5e11}
+    figures.details = {"f32": "made up", "bf16": "1024x1024x1024 bf16 matmul (converted to f32 around the dot)"}
     _converted_bf16(figures)
-    assert figures.data["peaks"]["bf16"] == 2e11 and "run on the f32 dot" in figures.data["details"]["bf16"]
-    kept = _Figures("gpu")
-    kept.data["peaks"] = {"f32": 2e11, "bf16": 8e11}
-    kept.data["details"] = {"f32": "made up", "bf16": "made up, no converts"}
+    assert figures.peaks["bf16"] == 2e11 and "run on the f32 dot" in figures.details["bf16"]
+    kept = FiguresInProgress("gpu")
+    kept.peaks = {"f32": 2e11, "bf16": 8e11}
+    kept.details = {"f32": "made up", "bf16": "made up, no converts"}
     _converted_bf16(kept)
-    assert kept.data["peaks"]["bf16"] == 8e11
+    assert kept.peaks["bf16"] == 8e11
 
 
 def test_a_fresh_reference_that_faulted_nothing_is_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,6 +285,7 @@ def test_a_fresh_reference_that_faulted_nothing_is_measured_again(monkeypatch: p
     pytest.importorskip("jax")
     from pytest_roofline.analysis.runs.run_stats import Timing
     from pytest_roofline.measurement.machine import calibration_kernels as calibrate
+    from pytest_roofline.measurement.machine.calibration_record import FiguresInProgress
     from pytest_roofline.measurement.machine.reference_kernels import reference
     from pytest_roofline.measurement.timing import Timed
 
@@ -284,12 +299,12 @@ def test_a_fresh_reference_that_faulted_nothing_is_measured_again(monkeypatch: p
         return Timed(timing, reference_s=(0.01,) * 6, reference_faults=(faults,) * 6)
 
     monkeypatch.setattr(calibrate, "time_compiled", fake_time_compiled)
-    figures = calibrate._Figures("cpu")
+    figures = FiguresInProgress("cpu")
     calibrate._first_touch(figures, 1 << 20, 0.01)
     assert calls == [0, pages]
-    assert figures.data["references"]["stream-fresh"] > 0
-    assert "median of 6 runs" in figures.data["details"]["reference stream-fresh"]
-    assert "(6 that faulted no fresh pages left out)" in figures.data["details"]["reference stream-fresh"]
+    assert figures.references["stream-fresh"] > 0
+    assert "median of 6 runs" in figures.details["reference stream-fresh"]
+    assert "(6 that faulted no fresh pages left out)" in figures.details["reference stream-fresh"]
 
 
 def test_a_fresh_reference_that_never_faults_leaves_its_kernels_on_calibrated_ceilings(
@@ -301,6 +316,7 @@ def test_a_fresh_reference_that_never_faults_leaves_its_kernels_on_calibrated_ce
     pytest.importorskip("jax")
     from pytest_roofline.analysis.runs.run_stats import Timing
     from pytest_roofline.measurement.machine import calibration_kernels as calibrate
+    from pytest_roofline.measurement.machine.calibration_record import FiguresInProgress
     from pytest_roofline.measurement.timing import Timed
 
     calls: list[int] = []
@@ -311,14 +327,13 @@ def test_a_fresh_reference_that_never_faults_leaves_its_kernels_on_calibrated_ce
         return Timed(timing, reference_s=(0.01,) * 6, reference_faults=(0,) * 6)
 
     monkeypatch.setattr(calibrate, "time_compiled", fake_time_compiled)
-    figures = calibrate._Figures("cpu")
+    figures = FiguresInProgress("cpu")
     calibrate._first_touch(figures, 1 << 20, 0.01)
     assert len(calls) == calibrate._ATTEMPTS
-    assert "stream-fresh" not in figures.data["references"]
-    why = figures.data["unmeasured"]["stream-fresh"]
+    assert "stream-fresh" not in figures.references
+    why = figures.unmeasured["stream-fresh"]
     assert f"all {6 * calibrate._ATTEMPTS} faulted fewer than half of the fresh pages it writes" in why  # every attempt
-    spec = calibration.cpu_spec_from({**FAKE_CPU_FIGURES, "date": "2026-11-25", "unmeasured": {"stream-fresh": why}},
-                                     "measured now")
+    spec = calibration.cpu_spec_from(fake(date="2026-11-25", unmeasured={"stream-fresh": why}), "measured now")
     assert any(note.startswith("no live ceiling from the stream-fresh reference: no run of") for note in spec.notes)
     assert "stream-fresh" not in spec.reference_rates
 
@@ -327,10 +342,10 @@ def test_an_old_contended_cache_is_said_once_per_process(tmp_path: Path, monkeyp
     """Fake measurements: an old contended cache file and a new calibration that is contended too. The first call
     says why it calibrates again; later calls of the process use its provisional figures without a word."""
     monkeypatch.setenv(calibration.CACHE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(calibration, "_RUN_ONLY", {})
+    monkeypatch.setattr(calibration, "RUN_ONLY", calibration.RunOnly())
     key = {"platform": "cpu", "device_kind": "cpu", "jax": "x"}
-    calibration.store_cached(key, dict(FAKE_CPU_FIGURES, contention=0.6, date="2026-11-26T07:00:00Z"))
+    calibration.store_cached(key, fake(contention=0.6, date="2026-11-26T07:00:00Z"))
     notices: list[str] = []
     for _ in range(3):
-        calibration.calibration_figures(key, "cached", lambda: dict(FAKE_CPU_FIGURES, contention=0.5), notices.append)
+        calibration.calibration_figures(key, "cached", lambda: fake(contention=0.5), notices.append)
     assert len(notices) == 2 and "not used, calibrating again" in notices[0] and "kept as provisional" in notices[1]

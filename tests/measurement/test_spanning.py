@@ -168,6 +168,7 @@ def test_two_processes_start_from_an_empty_calibration_cache(tmp_path: Path, dea
 FAKE_CONTENDED_CALIBRATION = '''
 
 # A FAKE calibration, made up: contended (so never cached: a second process would calibrate again), logged.
+from pytest_roofline.hardware.calibration_figures import CalibrationFigures
 from pytest_roofline.measurement.machine import calibration_kernels
 
 
@@ -178,8 +179,7 @@ def _log(event):
 
 def _fake_measure_ceilings(platform, progress=None):
     _log("calibration-start")
-    figures = {"peaks": {"f32": 5e10}, "memory": 1e10, "contention": 0.5,
-               "details": {"f32": "fake", "memory": "fake"}}
+    figures = CalibrationFigures({"f32": 5e10}, 1e10, {"f32": "fake", "memory": "fake"}, contention=0.5)
     _log("calibration-end")
     return figures
 

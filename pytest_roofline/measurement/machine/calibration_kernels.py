@@ -16,7 +16,6 @@ import hashlib
 import time
 from collections.abc import Callable
 from functools import partial
-from statistics import median
 from typing import Any
 
 import jax
@@ -24,7 +23,7 @@ import jax.numpy as jnp
 import jaxlib
 
 from ...base.progress import say
-from ...base.quantiles import quantile, relative_iqr
+from ...base.quantiles import quantile
 from ...base.units import format_quantity
 from ...hardware.calibration_cache import (
     CACHE_VERSION,
@@ -36,11 +35,13 @@ from ...hardware.calibration_cache import (
     cpu_spec_from,
     robust_rate,
 )
+from ...hardware.calibration_figures import CalibrationFigures
 from ...hardware.cpu import Contention, cpu_info, last_level_cache_bytes
 from ...hardware.spec import HardwareSpec
 from ..compiled import CompiledProgram, compile_program, time_compiled
 from ..options import TimingSettings
-from ..timing import Timed, time_program
+from ..timing import Timed
+from .calibration_record import FiguresInProgress
 from .reference_kernels import REFERENCE_KEYS, REFERENCES_VERSION, reference
 
 __all__ = ["machine_key", "measure_ceilings", "cpu_spec", "calibrated_spec"]
@@ -56,7 +57,6 @@ _MATMUL: dict[str, tuple[tuple[int, int, int], ...]] = {
     "default": ((4096, 4096, 4096), (8192, 8192, 8192)),
 }
 _RUNS = TimingSettings(warmup=2, min_runs=15, max_runs=15, budget_s=4.0, target_spread=0.0, timer="auto")
-_REFERENCE_RUNS = TimingSettings(warmup=2, min_runs=20, max_runs=20, budget_s=2.0, target_spread=0.0)
 # A figure whose runs spread more than this is measured again (at most _ATTEMPTS times in all) and the steadiest
 # attempt kept. Noise only slows a kernel down, so a noisy measurement under-states a ceiling, and a cached
 # ceiling stays: on a 2-core Zen 4 VM one calibration taken while the host was busy (f32 spread 33%, no other
@@ -98,58 +98,16 @@ def _stream_bytes(platform: str) -> tuple[int, str]:
     return size, f"{size // _MIB} MiB; {told}"
 
 
-def measure_ceilings(platform: str, progress: Callable[[str], None] = say) -> dict[str, Any]:
-    """Run the calibration kernels. Returns {"peaks": {dtype: FLOP/s}, "memory": B/s, "transcendental": 1/s,
-    "integer": 1/s, "references": {key: rate}, "details": {figure: how}, "spread": {figure: relative IQR}} and,
-    on a CPU, "contention": the share of the CPUs other processes used meanwhile."""
+def measure_ceilings(platform: str, progress: Callable[[str], None] = say) -> CalibrationFigures:
+    """Run the calibration kernels: their figures, and on a CPU the share of the CPUs other processes used
+    meanwhile (undated: the cache dates what it takes in)."""
     with Contention() as contention:
         figures = _measure_ceilings(platform, progress)
-    if platform == "cpu" and contention.share is not None:
-        figures["contention"] = contention.share
-    return figures
+    busy = contention.share if platform == "cpu" else None
+    return figures.taken(busy)
 
 
-class _Figures:
-    """The calibration's figures as they are measured: what each is and how it was measured."""
-
-    def __init__(self, platform: str) -> None:
-        self.platform = platform
-        self.data: dict[str, Any] = {"peaks": {}, "details": {}, "spread": {}, "references": {}, "unmeasured": {}}
-
-    def record(self, name: str, spread: float, how: str) -> None:
-        self.data["details"][name] = how
-        self.data["spread"][name] = spread
-
-    def reference_rate(self, ref_key: str, timed: list[Timed]) -> None:
-        """Each reference kernel runs beside the calibration kernel of its ceiling, as it will run beside a
-        kernel under test: its calibrated rate is its median in that setting (for the stream: with the caches
-        flushed by the large calibration stream, not warm from its own previous run)."""
-        ref = reference(self.platform, ref_key)
-        times = [t for one in timed
-                 for t, ok in zip(one.reference_s, ref.usable(one.reference_faults, len(one.reference_s)), strict=True)
-                 if ok]
-        left_out = sum(len(one.reference_s) for one in timed) - len(times)
-        if not times:  # no rate: kernels it would pair with keep the calibrated ceilings, and say why
-            self.data["unmeasured"][ref_key] = (f"no run of the {ref_key} reference ({ref.name}) met its "
-                                                f"conditions: all {left_out} faulted fewer than half of the fresh "
-                                                f"pages it writes")
-            return
-        self.data["references"][ref_key] = ref.work / median(times)
-        self.record(f"reference {ref_key}", relative_iqr(times), f"{ref.name}, median of {len(times)} runs "
-                    f"beside the calibration kernel" + (f" ({left_out} that faulted no fresh pages left out)"
-                                                        if left_out else ""))
-
-    def reference_alone(self, ref_key: str) -> Timed:
-        """A reference that works in cache, timed on its own: its setting matters little."""
-        ref = reference(self.platform, ref_key)
-        alone = time_program(ref.prepare, ref.execute, ref.module_name, self.platform, _REFERENCE_RUNS)
-        self.data["references"][ref_key] = ref.work / median(alone.timing.per_run_s)
-        self.record(f"reference {ref_key}", alone.timing.spread,
-                    f"{ref.name}, median of {alone.timing.runs} runs ({alone.timing.timer})")
-        return alone
-
-
-def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[str, Any]:
+def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> FiguresInProgress:
     shapes = _MATMUL.get(platform, _MATMUL["default"])
     stream, stream_how = _stream_bytes(platform)
     matmuls = (("f32", jnp.float32), ("bf16", jnp.bfloat16)) + ((("int8", jnp.int8),) if platform == "cpu" else ())
@@ -158,26 +116,26 @@ def _measure_ceilings(platform: str, progress: Callable[[str], None]) -> dict[st
              f"a {stream // _MIB} MiB memory stream donated and into fresh pages, an in-cache stream, exp/tanh, "
              f"u32 xor-shift, "
              f"{len(REFERENCE_KEYS)} reference kernels; about 30-60 s); later runs read the cache")
-    figures = _Figures(platform)
+    figures = FiguresInProgress(platform)
     step = _Steps(progress, len(matmuls) + 2)
     for dtype_name, dtype in matmuls:
         _matmul_peak(figures, dtype_name, dtype, shapes)
-        step.done(f"{dtype_name} matmul {format_quantity(figures.data['peaks'].get(dtype_name, 0), 'FLOP/s')}")
+        step.done(f"{dtype_name} matmul {format_quantity(figures.peaks.get(dtype_name, 0), 'FLOP/s')}")
     _converted_bf16(figures)
     donated_s = _memory(figures, stream, stream_how)
     _first_touch(figures, stream, donated_s)
     _cache(figures)
-    step.done(f"memory {format_quantity(figures.data['memory'], 'B/s')}")
-    figures.data["transcendental"], spread, how = _transcendental_rate(platform)
+    step.done(f"memory {format_quantity(figures.rates['memory'], 'B/s')}")
+    figures.rates["transcendental"], spread, how = _transcendental_rate(platform)
     figures.record("transcendental", spread, how)
     for ref_key in ("vector", "transcendental"):
         figures.reference_alone(ref_key)
-    figures.data["integer"], spread, how = _integer_rate()
+    figures.rates["integer"], spread, how = _integer_rate()
     figures.record("integer", spread, how)
-    step.done(f"transcendentals {format_quantity(figures.data['transcendental'], '/s')}, integer ops "
-              f"{format_quantity(figures.data['integer'], '/s')}")
-    assert set(figures.data["references"]) | set(figures.data["unmeasured"]) == set(REFERENCE_KEYS)
-    return figures.data
+    step.done(f"transcendentals {format_quantity(figures.rates['transcendental'], '/s')}, integer ops "
+              f"{format_quantity(figures.rates['integer'], '/s')}")
+    assert set(figures.references) | set(figures.unmeasured) == set(REFERENCE_KEYS)
+    return figures
 
 
 class _Steps:
@@ -232,10 +190,11 @@ def _matmul_operands(m: int, k: int, n: int, dtype: Any) -> tuple[Any, Any, Any]
     return jnp.matmul, normal(key, (m, k)), normal(jax.random.fold_in(key, 1), (k, n))
 
 
-def _matmul_peak(figures: _Figures, dtype_name: str, dtype: Any, shapes: tuple[tuple[int, int, int], ...]) -> None:
+def _matmul_peak(figures: FiguresInProgress, dtype_name: str, dtype: Any,
+                 shapes: tuple[tuple[int, int, int], ...]) -> None:
     """The fastest rate of the matmul shapes in this dtype; beside its reference kernel where there is one (int8
     has none: a kernel of int8 matrix work is paired with the bf16 one)."""
-    peaks = figures.data["peaks"]
+    peaks = figures.peaks
     ref_key = f"matmul-{dtype_name}"
     paired = ref_key in REFERENCE_KEYS
     ref_timed: list[Timed] = []
@@ -258,18 +217,18 @@ def _matmul_peak(figures: _Figures, dtype_name: str, dtype: Any, shapes: tuple[t
         figures.reference_rate(ref_key, ref_timed)
 
 
-def _converted_bf16(figures: _Figures) -> None:
+def _converted_bf16(figures: FiguresInProgress) -> None:
     """Where XLA converts bf16 to f32 around the dot (XLA:CPU), bf16 matrix FLOPs run on the f32 dot: a large
     bf16 matmul whose converts are a small part of its time reaches the f32 rate (a 256x4096x8192 one read
     105-121% of a bf16 ceiling measured through the converts), so the bf16 ceiling is the faster of the two."""
-    peaks, details = figures.data["peaks"], figures.data["details"]
+    peaks, details = figures.peaks, figures.details
     if "converted to f32" in details.get("bf16", "") and peaks.get("f32", 0.0) > peaks.get("bf16", 0.0):
         peaks["bf16"] = peaks["f32"]
         details["bf16"] = (f"the f32 ceiling: XLA converts bf16 to f32 around the dot here, so bf16 matrix FLOPs "
                            f"run on the f32 dot (bf16 matmuls measured through their converts: {details['bf16']})")
 
 
-def _memory(figures: _Figures, stream: int, stream_how: str) -> float:
+def _memory(figures: FiguresInProgress, stream: int, stream_how: str) -> float:
     """The DRAM bandwidth (a donated stream); returns its robust time per run."""
     x = jnp.ones((stream // 4,), jnp.float32)
     scale = jax.jit(lambda v: v * 1.0001, donate_argnums=0)
@@ -278,13 +237,13 @@ def _memory(figures: _Figures, stream: int, stream_how: str) -> float:
     figures.reference_rate("stream", [timed])
     timing = timed.timing
     del x
-    figures.data["memory"], spread = robust_rate(2.0 * stream, timing.per_run_s)
+    figures.rates["memory"], spread = robust_rate(2.0 * stream, timing.per_run_s)
     figures.record("memory", spread, f"donated f32 scale over {stream_how} (read + write), "
                    f"80th-percentile rate of {timing.runs} runs ({timing.timer}, spread {spread:.1%}{tries})")
     return quantile(timing.per_run_s, CEILING_QUANTILE)
 
 
-def _first_touch(figures: _Figures, stream: int, donated_s: float) -> None:
+def _first_touch(figures: FiguresInProgress, stream: int, donated_s: float) -> None:
     """The first-touch rate: the same stream writing a fresh output, against the donated one; and the bytes one
     page fault maps (from the operating system's count). None where no cost shows (huge pages everywhere)."""
     x = jnp.ones((stream // 4,), jnp.float32)
@@ -308,23 +267,23 @@ def _first_touch(figures: _Figures, stream: int, donated_s: float) -> None:
                        f"output took {fresh_s * 1e3:.1f} ms, donated {donated_s * 1e3:.1f} ms, "
                        f"{faults or 0:.0f} page faults per run")
         return
-    figures.data["first_touch"] = stream / (fresh_s - donated_s)
-    figures.data["bytes_per_fault"] = stream / faults
+    figures.rates["first_touch"] = stream / (fresh_s - donated_s)
+    figures.bytes_per_fault = stream / faults
     figures.record("first_touch", timing.spread, f"f32 scale over {stream // _MIB} MiB into a fresh output "
                    f"({faults:,.0f} page faults per run, {stream / faults:,.0f} bytes each): "
                    f"{fresh_s * 1e3:.1f} ms against {donated_s * 1e3:.1f} ms donated (80th-percentile times of "
                    f"{timing.runs} runs each)")
 
 
-def _cache(figures: _Figures) -> None:
+def _cache(figures: FiguresInProgress) -> None:
     """The last-level cache's bandwidth: the in-cache stream reference's robust rate."""
     alone = figures.reference_alone("stream-cache")
     llc = last_level_cache_bytes() if figures.platform == "cpu" else None  # the host CPU's, not a device's
     if not llc:
         return
     ref = reference(figures.platform, "stream-cache")
-    figures.data["cache_memory"], spread = robust_rate(ref.work, alone.timing.per_run_s)
-    figures.data["cache_bytes"] = llc
+    figures.rates["cache_memory"], spread = robust_rate(ref.work, alone.timing.per_run_s)
+    figures.cache_bytes = llc
     figures.record("cache_memory", spread, f"{ref.name}, read + write, 80th-percentile rate of "
                    f"{alone.timing.runs} runs; last-level cache {llc // _MIB} MiB as the system reports it")
 

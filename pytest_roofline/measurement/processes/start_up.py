@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ...hardware.calibration_cache import adopt_figures, shared_figures
+from ...hardware.calibration_figures import CalibrationFigures
 from .peers import Peers, peer_timeout_s, processes_started
 
 __all__ = ["resolve_together"]
@@ -46,12 +47,14 @@ def resolve_together(platform: str, device_kind: str, resolve: Callable[[bool | 
     if first == index:
         with peers.busy("detecting the hardware and calibrating for the processes of this machine"):
             found = resolve(recalibrate)
-        peers.exchange_json("calibration", shared_figures(key))  # (figures, where), or null
+        shared = shared_figures(key)
+        peers.exchange_json("calibration", [shared[0].to_dict(), shared[1]] if shared else None)  # or null
     else:
         peers.status(f"waiting for process {first} to calibrate this machine")
         posted = peers.exchange_json("calibration", None)[first]
         if posted:
-            adopt_figures(key, posted[0], f"calibrated by process {first} of this program: {posted[1]}")
+            adopt_figures(key, CalibrationFigures.from_dict(posted[0]),
+                          f"calibrated by process {first} of this program: {posted[1]}")
         with peers.failure_said("detecting the hardware"):
             found = resolve(False)
     peers.status("started")
