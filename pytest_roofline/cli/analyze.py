@@ -15,12 +15,9 @@ from ..base.units import format_quantity, format_seconds
 from ..hardware.spec import HardwareError, HardwareSpec, UnknownDeviceError
 from ..hardware.table import find_spec, find_spec_for_profile, load_shipped_table, merge_overrides
 from ..report.text import top_ops_lines
+from .errors import CliError
 
-__all__ = ["CliError", "analyze_profile", "analyze_hlo"]
-
-
-class CliError(Exception):
-    """A one-line reason the command cannot do what was asked (exit code 2)."""
+__all__ = ["analyze_profile", "analyze_hlo"]
 
 
 def _profile_file(arg: str) -> Path:

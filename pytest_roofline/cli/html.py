@@ -6,7 +6,7 @@ from ..base.files import write_text_atomic
 from ..history.baseline import build_series
 from ..history.reports import ReportError, load_history, load_run
 from ..report.html import HtmlUnavailable, html_report
-from .analyze import CliError
+from .errors import CliError
 from .report_commands import warn
 
 __all__ = ["html_command"]

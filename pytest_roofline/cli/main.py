@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 from ..base import values
 from ..history.paired import DEFAULT_MAX_DROP, DEFAULT_ROUNDS, MIN_ROUNDS
 from . import report_commands
-from .analyze import CliError, analyze_hlo, analyze_profile
+from .analyze import analyze_hlo, analyze_profile
+from .errors import CliError
 
 __all__ = ["main"]
 

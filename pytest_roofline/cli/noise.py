@@ -22,7 +22,7 @@ from .ab.fresh import run_side
 from .ab.job import NOTHING_MEASURED, AbOptions, Job
 from .ab.sides import SideProcess
 from .ab.worktree import toplevel
-from .analyze import CliError
+from .errors import CliError
 
 __all__ = ["noise_command", "run_noise"]
 

@@ -23,7 +23,7 @@ from ..report.history_text import (
     show_lines,
 )
 from ..report.summary_md import compare_markdown
-from .analyze import CliError
+from .errors import CliError
 
 __all__ = ["show", "compare", "history", "export", "suggest", "check_summary", "publish_summary"]
 

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 Side = Literal["base", "head"]
-# "same": the same compiled program on both sides (history/programs.py), not timed
+# "same": the same compiled program on both sides (ab/same_programs.py), not timed
 PairedVerdict = Literal["regression", "improvement", "unchanged", "added", "removed", "error", "same"]
 
 CONFIDENCE = 0.95

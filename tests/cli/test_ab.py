@@ -16,13 +16,13 @@ import pytest
 from git_repos import commit, git, make_repo, needs_git, run_cli
 from paths import ROOT
 
+from pytest_roofline.ab.protocol import VERSION
 from pytest_roofline.cli.ab.job import uses_xdist
 from pytest_roofline.cli.ab.served import Server, ServeUnavailable
 from pytest_roofline.cli.ab.sides import CHILD
 from pytest_roofline.cli.ab.worktree import worktree
-from pytest_roofline.cli.analyze import CliError
+from pytest_roofline.cli.errors import CliError
 from pytest_roofline.cli.main import main
-from pytest_roofline.history.ab_protocol import VERSION
 
 
 def _ab(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
@@ -549,12 +549,12 @@ def test_the_sample_pull_request_workflow_runs_ab_with_real_options() -> None:
 def test_the_first_pairs_programs_choose_what_is_timed() -> None:
     """Fakes of the first pair's two processes, holding only what each said once prepared (its programs pass): the
     diff chooses the tests to time; a side that said nothing is a one-line error (one that said something unreadable:
-    tests/history/test_ab_protocol.py)."""
+    tests/ab/test_protocol.py)."""
     from types import SimpleNamespace
     from typing import cast
 
+    from pytest_roofline.ab.same_programs import ProgramsOfTest, ProgramsPass
     from pytest_roofline.cli.ab.programs import first_pair_programs
-    from pytest_roofline.history.programs import ProgramsOfTest, ProgramsPass
 
     def side(label: str, total: str) -> Server:
         tests = {"t.py::test_total": ProgramsOfTest("t.py::test_total", {"total": total}),

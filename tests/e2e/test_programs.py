@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from pytest_roofline.ab.same_programs import ProgramsOfTest, ProgramsPass, compare_programs, deselect_args
 from pytest_roofline.base.calls import KernelCall
-from pytest_roofline.history.programs import ProgramsOfTest, ProgramsPass, compare_programs, deselect_args
 from pytest_roofline.measurement.fingerprint import compile_fingerprint, fingerprint, normalized_hlo, program_facts
 from pytest_roofline.measurement.options import MeasureOptions
 

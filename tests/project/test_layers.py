@@ -10,6 +10,7 @@ function or dataclass taking more than six arguments by position.
     records/      the current run's records (a kernel's record, a recorded result, its baseline check)
                                                                          base, hardware, analysis, result
     history/      reports over time, regressions, paired revisions       base, hardware, analysis, records
+    ab/           what ab's driver and its sides share (messages, programs pass)   base ... records
     report/       text, JSON and HTML                                    base, hardware, analysis, result, records,
     history measurement/  the only JAX                                           base, hardware, analysis, result
     plugin/       the only pytest                                        anything but JAX itself and cli
@@ -51,9 +52,12 @@ ALLOWED = {
         "package",
     },  # package: __version__
     "measurement": {"base", "hardware", "analysis", "result", "measurement"},
-    "plugin": {"base", "hardware", "analysis", "result", "records", "history", "report", "measurement", "plugin"},
+    "ab": {"base", "hardware", "analysis", "result", "records", "ab"},
+    "plugin": {"base", "hardware", "analysis", "result", "records", "history", "ab", "report", "measurement",
+               "plugin"},
     "package": {"base", "hardware", "analysis", "result", "measurement"},
-    "cli": {"base", "hardware", "analysis", "result", "records", "history", "report", "measurement", "cli", "package"},
+    "cli": {"base", "hardware", "analysis", "result", "records", "history", "ab", "report", "measurement", "cli",
+            "package"},
 }
 # The folders inside analysis/, in order: each may import itself and those before it, never one after it.
 ANALYSIS_ORDER = ("program", "runs", "model", "verdict")

@@ -59,7 +59,7 @@ def test_a_suite_that_never_measures_wakes_nothing_of_the_plugin(tmp_path: Path)
     assert found <= ENTRY | {"pytest_roofline.plugin.xdist", "pytest_roofline.plugin.xdist.workers",
                              "pytest_roofline.plugin.xdist.controller",
                              "pytest_roofline.plugin.hookspecs",
-                             "pytest_roofline.history", "pytest_roofline.history.programs"}, sorted(found)
+                             "pytest_roofline.ab", "pytest_roofline.ab.same_programs"}, sorted(found)
 
 
 @pytest.mark.parametrize("how", ["an option", "the marker"])

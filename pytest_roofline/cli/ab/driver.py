@@ -20,14 +20,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ...ab.protocol import VERDICTS_VARIABLE
 from ...base.files import check_writable, json_text, write_text_atomic
-from ...history.ab_protocol import VERDICTS_VARIABLE
 from ...history.paired import MIN_ROUNDS, Comparison
 from ...history.reports import Run
 from ...report.ab_report import ab_document, ab_lines
 from ...report.html import html_report, plotly_missing
 from ...report.summary_md import ab_markdown
-from ..analyze import CliError
+from ..errors import CliError
 from ..report_commands import check_summary, publish_summary
 from .fresh import FreshRounds
 from .job import EMPTY_RUN, NOTHING_MEASURED, AbOptions, Found, Job, Schedule, Selection, uses_xdist

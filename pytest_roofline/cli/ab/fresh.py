@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from ...ab.same_programs import deselect_args
 from ...history.paired import (
     MIN_ROUNDS,
     PairedKernel,
@@ -19,9 +20,8 @@ from ...history.paired import (
     settled,
     settled_tests,
 )
-from ...history.programs import deselect_args
 from ...history.reports import ReportError, Run, load_run
-from ..analyze import CliError
+from ..errors import CliError
 from .job import EMPTY_RUN, NOTHING_MEASURED, Found, Job, Selection, round_line
 from .sides import EXIT_NAMES, SideProcess, command, problem_line
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ...ab.same_programs import deselect_args
 from ...history.paired import (
     MIN_ROUNDS,
     PairedKernel,
@@ -27,10 +28,9 @@ from ...history.paired import (
     schedule,
     settled,
 )
-from ...history.programs import deselect_args
 from ...history.reports import Run
 from ...records.kernel_record import KernelRecord
-from ..analyze import CliError
+from ..errors import CliError
 from .job import Found, Job, Selection, round_line
 from .served import Server, ServeUnavailable, start_pair
 

@@ -1,6 +1,7 @@
 """The programs pass, the first step of a comparison: both sides run the selected tests once, at the same time, each
 kernel compiled and fingerprinted and nothing timed; the tests whose kernels compile to the same programs on both
-sides are then left out of the rounds (:mod:`...history.programs`), their kernels' verdicts given as "same program".
+sides are then left out of the rounds (:mod:`pytest_roofline.ab.same_programs`), their kernels' verdicts given as
+"same program".
 Nothing is measured, so the two processes may share the machine.
 
 Where the rounds are run by serving pairs (the default), the first pair's processes run the pass (started with
@@ -18,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ...history.paired import PairedKernel, one_side, same_program
-from ...history.programs import (
+from ...ab.same_programs import (
     PROGRAMS_PASS_VARIABLE,
     ProgramDiff,
     ProgramsOfTest,
@@ -27,7 +27,8 @@ from ...history.programs import (
     compare_programs,
     deselect_args,
 )
-from ..analyze import CliError
+from ...history.paired import PairedKernel, one_side, same_program
+from ..errors import CliError
 from .job import NOTHING_MEASURED, Job, Selection
 from .served import Server
 from .sides import EXIT_NAMES, SideProcess, command, problem_line

@@ -1,6 +1,6 @@
 """The driver's end of a serving side process (``plugin/ab/server.py``): started with its two pipes, it says hello
 with its protocol version, then its hardware (a preparing process), its items, and what each test it is asked to run
-measured (:mod:`...history.ab_protocol`). A process that speaks another version is stopped and refused in one line
+measured (:mod:`pytest_roofline.ab.protocol`). A process that speaks another version is stopped and refused in one line
 (:class:`ServeUnavailable`: the comparison measures that side in processes that run to their end); one that says
 something unexpected is an error that names it."""
 
@@ -17,9 +17,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ...base.progress import say
-from ...hardware.cpu import process_state
-from ...history.ab_protocol import (
+from ...ab.protocol import (
     Failed,
     Go,
     Hardware,
@@ -36,10 +34,12 @@ from ...history.ab_protocol import (
     decode,
     encode,
 )
+from ...ab.same_programs import ProgramsPass
+from ...base.progress import say
+from ...hardware.cpu import process_state
 from ...history.paired import RoundReport, Side
-from ...history.programs import ProgramsPass
 from ...records.kernel_record import KernelRecord
-from ..analyze import CliError
+from ..errors import CliError
 from .sides import EXIT_NAMES, SideProcess, command, log_problem
 
 __all__ = ["Server", "ServeUnavailable", "start_pair", "serve_args"]

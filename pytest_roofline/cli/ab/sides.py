@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...history.paired import Side
-from ..analyze import CliError
+from ..errors import CliError
 
 __all__ = ["SideProcess", "sides_of", "command", "side_env", "CHILD", "QUIET_OUTPUTS", "EXIT_NAMES", "problem_line",
            "log_problem"]

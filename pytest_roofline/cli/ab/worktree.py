@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ...base.files import process_running
-from ..analyze import CliError
+from ..errors import CliError
 
 __all__ = ["toplevel", "commit_of", "is_dirty", "worktree", "remove_leftovers"]
 

@@ -12,7 +12,7 @@ The script is always the head's; the plugin it runs is the side's own (the base'
 project compared is pytest-roofline itself). It reaches that plugin through two names only: the modes plugin
 (``pytest_roofline.plugin.ab.side_modes``, loaded with ``-p`` so that xdist's workers load it too) and, with
 ``--serve``, ``pytest_roofline.plugin.ab.server.serving``, whose first message says its protocol version
-(:mod:`pytest_roofline.history.ab_protocol`). With ``--once`` (a round's side that runs to its end) every kernel is
+(:mod:`pytest_roofline.ab.protocol`). With ``--once`` (a round's side that runs to its end) every kernel is
 measured once; with ``--serve`` the process stays up and runs the tests it is asked for (``server.py``). A plugin from
 before these names cannot serve: the script says so in one line and exits, and the comparison measures that side in
 processes that run to their end; there ``--once`` sets the older plugin's own flag.

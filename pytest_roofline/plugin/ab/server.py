@@ -1,6 +1,6 @@
 """One side of ``pytest-roofline ab`` as a serving pytest process: it collects the selected tests once, then runs
 the test it is asked for, as often as asked, and answers with the kernels that test measured. The messages are
-:mod:`...history.ab_protocol`'s, the first a ``hello`` with its version; pytest's own output goes to the process's
+:mod:`pytest_roofline.ab.protocol`'s, the first a ``hello`` with its version; pytest's own output goes to the process's
 stdout, which the comparison keeps for error messages.
 
 Loaded by ``child.py --serve`` as a plugin object (:func:`serving`), it installs :class:`.side_modes.AbMode` through the
@@ -29,9 +29,7 @@ from typing import IO, Any
 
 import pytest
 
-from ...analysis.runs.time_spent import Stopwatch
-from ...base.errors import MeasureError
-from ...history.ab_protocol import (
+from ...ab.protocol import (
     REQUESTS,
     VERSION,
     Failed,
@@ -49,7 +47,9 @@ from ...history.ab_protocol import (
     decode,
     encode,
 )
-from ...history.programs import ProgramsPass
+from ...ab.same_programs import ProgramsPass
+from ...analysis.runs.time_spent import Stopwatch
+from ...base.errors import MeasureError
 from ...records.kernel_record import KernelRecord, Unmeasured
 from ...records.recorded_result import RecordedResult
 from ..hooks import activate, uses_roofline

@@ -5,8 +5,9 @@ session and fixture know only :class:`~..mode.Mode`.
 call to measure it again on request, and while its :attr:`AbMode.programs` is set it is a programs pass: each call
 compiled and fingerprinted, nothing timed (:class:`ProgramLog`). This module is also a pytest plugin, loaded in a
 side's processes with ``-p`` (so that xdist's workers load it too): there :data:`MODE_VARIABLE` and the programs pass's
-:data:`~...history.programs.PROGRAMS_PASS_VARIABLE` say which mode to install, and in the head's process that ab
-starts once its verdicts are in, :data:`~...history.ab_protocol.VERDICTS_VARIABLE` hands them to the suite's hooks.
+:data:`~pytest_roofline.ab.same_programs.PROGRAMS_PASS_VARIABLE` say which mode to install, and in the head's
+process that ab starts once its verdicts are in, :data:`~pytest_roofline.ab.protocol.VERDICTS_VARIABLE` hands them to
+the suite's hooks.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from typing import Any, NoReturn
 
 import pytest
 
+from ...ab.protocol import VERDICTS_VARIABLE
+from ...ab.same_programs import PROGRAMS_PASS_VARIABLE, ProgramsOfTest, ProgramsPass
 from ...base.calls import KernelCall
 from ...base.errors import exception_text
 from ...base.files import write_text_atomic
-from ...history.ab_protocol import VERDICTS_VARIABLE
-from ...history.programs import PROGRAMS_PASS_VARIABLE, ProgramsOfTest, ProgramsPass
 from ...measurement.options import GivenSettings, MeasureOptions
 from ...result.result import Result
 from ..mode import CallSite, Mode
@@ -144,7 +145,8 @@ class AbMode(Mode):
 
 class ProgramsPassWriter:
     """A programs pass in processes of its own: the tests that use roofline (``uses``), which of them failed, and at
-    the end the JSON file of every such test's kernels' fingerprints (:class:`~...history.programs.ProgramsPass`)."""
+    the end the JSON file of every such test's kernels' fingerprints
+    (:class:`~pytest_roofline.ab.same_programs.ProgramsPass`)."""
 
     def __init__(self, path: str, log: ProgramLog, uses: Callable[[Any], bool]) -> None:
         self._path = path

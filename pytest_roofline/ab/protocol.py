@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..records.kernel_record import KernelRecord, Unmeasured
-from .programs import ProgramsPass
+from .same_programs import ProgramsPass
 
 __all__ = ["VERSION", "VERDICTS_VARIABLE", "ProtocolError", "Hello", "Hardware", "Items", "Prepare", "Prepared",
            "RunTest", "Measured", "Failed", "Quit", "Go", "Message", "encode", "decode", "check_hello", "REQUESTS",

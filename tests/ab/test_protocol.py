@@ -1,4 +1,4 @@
-"""The messages between ab's driver and a side's serving process (history/ab_protocol.py): each kind goes through
+"""The messages between ab's driver and a side's serving process (ab/protocol.py): each kind goes through
 its line and back; an older process (no version), another version, an unexpected kind and a malformed message are
 each refused in one line that names them. Made-up records (tests/support/fakes.py)."""
 
@@ -9,7 +9,7 @@ import json
 import pytest
 from fakes import fake_result, record_of
 
-from pytest_roofline.history.ab_protocol import (
+from pytest_roofline.ab.protocol import (
     ANSWERS,
     REQUESTS,
     VERSION,
@@ -29,7 +29,7 @@ from pytest_roofline.history.ab_protocol import (
     decode,
     encode,
 )
-from pytest_roofline.history.programs import ProgramsOfTest, ProgramsPass
+from pytest_roofline.ab.same_programs import ProgramsOfTest, ProgramsPass
 from pytest_roofline.records.kernel_record import Unmeasured
 
 
