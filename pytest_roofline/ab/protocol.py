@@ -11,7 +11,7 @@ One JSON object a line, each with its ``kind``; the driver writes requests on on
                                              listening: whether a pytest_roofline_ab hook wants the verdicts
     <- prepare {nodeids}                     the first pair only: prepare these tests
     -> prepared {}
-    <- run {nodeid}                          run that test again
+    <- run {nodeid, last}                    run that test again; last: not again here (what it kept goes)
     -> measured {records, unmeasured, seconds}
     -> failed {error}                        in answer to a request the process cannot serve
     <- quit {}                               or the pipe closed: the session ends as pytest's would
@@ -35,7 +35,7 @@ __all__ = ["VERSION", "VERDICTS_VARIABLE", "ProtocolError", "Hello", "Hardware",
            "RunTest", "Measured", "Failed", "Quit", "Go", "Message", "encode", "decode", "check_hello", "REQUESTS",
            "ANSWERS"]
 
-VERSION = 3  # 1: the untyped messages of before, with no version and no hello; 2: no go
+VERSION = 4  # 1: the untyped messages of before, with no version and no hello; 2: no go; 3: run has no last
 # Set for the pytest process of the head that ab starts once its verdicts are in: the comparison's JSON file, handed
 # to the suite's pytest_roofline_ab hooks (plugin/ab/side_modes.py).
 VERDICTS_VARIABLE = "PYTEST_ROOFLINE_AB_VERDICTS"
@@ -80,6 +80,7 @@ class Prepared:
 class RunTest:
     kind: ClassVar[str] = "run"
     nodeid: str
+    last: bool = False  # this process is not asked to run the test again: what it kept for it goes
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def encode(message: Message) -> str:
     elif isinstance(message, Prepare):
         body["nodeids"] = list(message.nodeids)
     elif isinstance(message, RunTest):
-        body["nodeid"] = message.nodeid
+        body.update(nodeid=message.nodeid, last=message.last)
     elif isinstance(message, Measured):
         body.update(records=[r.to_dict() for r in message.records],
                     unmeasured=[u.to_dict() for u in message.unmeasured], seconds=message.seconds)
@@ -167,7 +168,7 @@ def _build(chosen: type[Message], body: Mapping[str, Any]) -> Message:
     if chosen is Prepare:
         return Prepare(tuple(str(n) for n in body["nodeids"]))
     if chosen is RunTest:
-        return RunTest(str(body["nodeid"]))
+        return RunTest(str(body["nodeid"]), bool(body["last"]))
     if chosen is Measured:
         return Measured(tuple(KernelRecord.from_dict(r) for r in body["records"]),
                         tuple(Unmeasured.from_dict(u) for u in body["unmeasured"]), float(body["seconds"]))

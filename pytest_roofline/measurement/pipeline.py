@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import KW_ONLY, dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jaxlib
@@ -55,12 +55,16 @@ from .processes.spanning import agree_with, gather, start_together, topology_of
 from .processes.start_up import resolve_together
 from .timing import Agree, Beside, CacheRuns, Settled, Timed
 
-__all__ = ["measure", "measure_call"]
+__all__ = ["measure", "measure_call", "Keeper"]
 
-# Compiled programs kept by measure_call(keep=...) for the next measurement of the same key (a round of
-# `pytest-roofline ab` measures each kernel of its process again and again), with their inputs as host copies: the
-# device holds a kept test's inputs only while that test is measured (:class:`.compiled.Kept`).
-_KEPT: dict[str, Kept] = {}
+
+class Keeper(Protocol):
+    """Where a measurement keeps its compiled program for the next measurement of the same kernel (``ab``'s side
+    measures its kernels round after round): ``kept`` is None until the first measurement puts its program there
+    (:class:`.compiled.Kept`: the inputs as host copies, so that the device holds them only while measured). The
+    caller owns it and drops it when the kernel is done."""
+
+    kept: Kept | None
 
 
 def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
@@ -90,20 +94,20 @@ def measure(fn: Callable[..., Any], *args: Any, **keywords: Any) -> Result:
     return measure_call(call, MeasureOptions.from_keywords(settings))
 
 
-def measure_call(call: KernelCall, options: MeasureOptions, keep: str = "") -> Result:
-    """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out). ``keep``: keep the
-    compiled program and its inputs on the device under this key; a later call with the same key compiles nothing
-    and times the program on the inputs kept (its own arguments are not used). A survey's profile of the test
-    steps aside meanwhile, and takes the measurement's traces."""
+def measure_call(call: KernelCall, options: MeasureOptions, keep: Keeper | None = None) -> Result:
+    """Measure ``call`` with ``options`` (:func:`measure` with its keywords sorted out). ``keep``: where the
+    compiled program and its inputs are kept; a later call with the same keeper compiles nothing and times the
+    program on the inputs kept (its own arguments are not used). A survey's profile of the test steps aside
+    meanwhile, and takes the measurement's traces."""
     from .profiler import held
 
     with held(), phase("model"):  # phase: what the steps inside do not take as their own: the model, before and after
         return _measure_call(call, options, keep)
 
 
-def _compiled(call: KernelCall, label: str, keep: str) -> CompiledProgram:
+def _compiled(call: KernelCall, label: str, keep: Keeper | None) -> CompiledProgram:
     """The compiled program with its inputs on the device: kept from an earlier call with ``keep``, or new."""
-    kept = _KEPT.get(keep) if keep else None
+    kept = keep.kept if keep is not None else None
     if kept is not None:
         # New buffers for the inputs each round, as a fresh process would have. Whether the same buffers would
         # tilt a side is not shown either way (bench/process_draw.py --redraw none|inputs); what a process keeps
@@ -112,8 +116,8 @@ def _compiled(call: KernelCall, label: str, keep: str) -> CompiledProgram:
             return kept.on_device()
     with phase("compile"), said_if_slow(f"still compiling {label}"):
         program = compile_program(call.fn, call.args, dict(call.kwargs), label)
-    if keep:
-        _KEPT[keep] = Kept.of(program)
+    if keep is not None:
+        keep.kept = Kept.of(program)
     return program
 
 
@@ -183,7 +187,7 @@ class _Ran:
     per_op: tuple[OpsModel, IdleTime | None, Exposure | None]
 
 
-def _measure_call(call: KernelCall, options: MeasureOptions, keep: str) -> Result:
+def _measure_call(call: KernelCall, options: MeasureOptions, keep: Keeper | None) -> Result:
     label = options.name or kernel_name(call.fn)
     peers = current_peers(label)
     with peers.busy(f"compiling and calibrating for kernel {label!r}") if peers else nullcontext():

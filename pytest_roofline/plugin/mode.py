@@ -48,10 +48,10 @@ class Mode:
         them). ``ceilings_mode``: the ceilings the session's hardware uses ("live", ...), found when asked."""
         return base
 
-    def keep(self, key: str, call: KernelCall, options: MeasureOptions) -> bool:
-        """Whether the measurement of ``key`` ("nodeid::label") keeps its compiled program and inputs, to measure
-        them again."""
-        return False
+    def keeper(self, key: str, call: KernelCall, options: MeasureOptions) -> Any:
+        """Where the measurement of ``key`` ("nodeid::label") keeps its compiled program and inputs, to measure them
+        again (a :class:`~pytest_roofline.measurement.pipeline.Keeper`, owned by the mode); None: nothing kept."""
+        return None
 
     def stand_in(self, site: CallSite) -> Any:
         """What the call returns in place of a measurement, where the mode ``stands_in``."""

@@ -31,7 +31,7 @@ __all__ = ["RooflineSession", "Measure", "SessionHooks", "NO_HOOKS", "default_tr
 
 
 class Measure(Protocol):
-    def __call__(self, call: KernelCall, options: MeasureOptions, keep: str) -> Result: ...
+    def __call__(self, call: KernelCall, options: MeasureOptions, keep: Any) -> Result: ...
 
 
 class SessionHooks(Protocol):
@@ -57,7 +57,7 @@ NO_HOOKS: SessionHooks = _NoHooks()
 LOCK_WAIT_SAID_S = 1.0
 
 
-def _jax_measure(call: KernelCall, options: MeasureOptions, keep: str) -> Result:
+def _jax_measure(call: KernelCall, options: MeasureOptions, keep: Any) -> Result:
     from ..measurement.pipeline import measure_call
 
     return measure_call(call, options, keep)
@@ -137,11 +137,11 @@ class RooflineSession:
 
     def measure(self, call: KernelCall, options: MeasureOptions, key: str = "") -> Result:
         """Measure ``call`` with ``options`` (:meth:`options`), re-calibrating on the process's first measurement
-        when asked. ``key`` ("nodeid::label"): the compiled program is kept under it where the mode asks
-        (:meth:`.mode.Mode.keep`)."""
+        when asked. ``key`` ("nodeid::label"): the compiled program is kept where the mode keeps it
+        (:meth:`.mode.Mode.keeper`; a :class:`~pytest_roofline.measurement.pipeline.Keeper`)."""
         recalibrate, self._recalibrate = self._recalibrate, False
         options = replace(options, hardware=replace(options.hardware, recalibrate=recalibrate))
-        keep = key if key and self.mode.keep(key, call, options) else ""
+        keep = self.mode.keeper(key, call, options) if key else None
         # The processes of one multi-controller program own different devices and measure in lockstep: one
         # waiting for another's lock would never reach the step the other waits for.
         if _spans_processes():

@@ -43,7 +43,8 @@ def test_every_message_reads_back_as_it_was_sent() -> None:
         line = encode(message)
         assert line.endswith("\n") and line.count("\n") == 1
         assert decode(line, ANSWERS, "the head") == message
-    for message in (Go(), Prepare(("t.py::test_a",)), RunTest("t.py::test_a"), Quit()):
+    for message in (Go(), Prepare(("t.py::test_a",)), RunTest("t.py::test_a"), RunTest("t.py::test_a", last=True),
+                    Quit()):
         assert decode(encode(message), REQUESTS, "the comparison") == message
 
 

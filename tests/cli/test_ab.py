@@ -650,3 +650,17 @@ def test_a_stopped_side_is_said_while_waited_for_and_given_up_on(tmp_path: Path,
     finally:
         server.stop()
     assert any("is stopped (a SIGSTOP or a debugger): waiting for it to go on (kill -CONT" in line for line in said)
+
+
+def test_the_schedule_is_chosen_once_from_the_options_and_each_has_its_own_name() -> None:
+    """One rule picks the rounds' schedule before anything runs; the two that report "rounds" differ by name."""
+    from pytest_roofline.cli.ab.driver import FRESH, choose
+    from pytest_roofline.cli.ab.job import AbOptions
+    from pytest_roofline.cli.ab.pairs import LONG_LIVED, ROUND_PER_PAIR
+
+    assert choose(AbOptions("HEAD", 6)) is ROUND_PER_PAIR
+    assert choose(AbOptions("HEAD", 12, long_lived=True)) is LONG_LIVED
+    assert choose(AbOptions("HEAD", 6, pytest_args=("-n", "2"))) is FRESH  # xdist's workers cannot serve
+    schedules = (FRESH, ROUND_PER_PAIR, LONG_LIVED)
+    assert len({s.name for s in schedules}) == 3
+    assert [s.unit for s in schedules] == ["rounds", "rounds", "kernels"]  # what a comparison's JSON says

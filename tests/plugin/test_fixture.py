@@ -164,7 +164,7 @@ def _measuring(measure: Any, traceback_style: str = "auto") -> Harness:
 def test_a_kernel_that_cannot_be_measured_fails_naming_test_and_kernel() -> None:
     from pytest_roofline.base.errors import MeasureError
 
-    def broken(call: KernelCall, options: Any, keep: str) -> Any:
+    def broken(call: KernelCall, options: Any, keep: Any) -> Any:
         raise MeasureError("kernel: compilation failed: boom")
 
     h = _measuring(broken)
@@ -184,7 +184,7 @@ def _library_raises() -> None:
 def test_an_error_from_inside_the_kernel_shows_its_frames_as_tb_asks(style: str, lines: int) -> None:
     from pytest_roofline.base.errors import MeasureError
 
-    def broken(call: KernelCall, options: Any, keep: str) -> Any:
+    def broken(call: KernelCall, options: Any, keep: Any) -> Any:
         try:
             _library_raises()
         except KeyError as exc:
@@ -200,7 +200,7 @@ def test_an_error_from_inside_the_kernel_shows_its_frames_as_tb_asks(style: str,
 
 
 def test_an_unexpected_error_while_measuring_is_a_kernel_that_could_not_be_measured_not_a_traceback() -> None:
-    def crashes(call: KernelCall, options: Any, keep: str) -> Any:
+    def crashes(call: KernelCall, options: Any, keep: Any) -> Any:
         raise AttributeError("'Lowered' object has no attribute 'args_info'")
 
     h = _measuring(crashes)
@@ -343,7 +343,8 @@ def test_a_prepared_test_defers_its_calls_and_replays_them_in_order_under_its_la
 
     h = Harness(0.9, 0.3)
     log = ProgramLog(defer=True)
-    mode = h.session.mode = AbMode(programs=log, fingerprint=lambda call, options: f"program of {options.name}")
+    mode = h.session.mode = AbMode(programs=log, fingerprint=lambda call, options: f"program of {options.name}",
+                                   keeps=True)
 
     def broken(x: Any) -> Any:
         return x
@@ -368,6 +369,9 @@ def test_a_prepared_test_defers_its_calls_and_replays_them_in_order_under_its_la
     assert h.measure.kernel_calls[0].args == (x,)  # the test's own inputs
     assert h.records[0].first_utilization is None and sorted(mode.kept) == [f"{NODE}::broken", f"{NODE}::k",
                                                                           f"{NODE}::k#2"]  # measured once, kept
+    assert h.measure.keepers == [mode.kept[f"{NODE}::{k}"] for k in ("k", "k#2", "broken")]
+    mode.release(NODE)  # the test done in this process: what it kept goes
+    assert mode.kept == {}
 
 
 def test_a_fake_cpu_calibrated_beside_other_work_never_calls_a_kernel_impossible() -> None:

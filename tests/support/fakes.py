@@ -72,10 +72,12 @@ class FakeMeasure:
         self.ceilings = ceilings
         self.calls: list[MeasureOptions] = []  # the options of each call
         self.kernel_calls: list[KernelCall] = []
+        self.keepers: list[Any] = []  # where each call's program was to be kept (None: nowhere)
 
-    def __call__(self, call: KernelCall, options: MeasureOptions, keep: str = "") -> Result:
+    def __call__(self, call: KernelCall, options: MeasureOptions, keep: Any = None) -> Result:
         self.calls.append(options)
         self.kernel_calls.append(call)
+        self.keepers.append(keep)
         if getattr(call.fn, "__name__", "") == "broken":  # a made-up failure, for kernels named "broken"
             raise MeasureError("broken: running it failed: RuntimeError: made up for the test")
         picked, aim = options.threshold_on(self.hardware)  # as the measurement picks it

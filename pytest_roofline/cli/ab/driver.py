@@ -30,7 +30,7 @@ from ...report.summary_md import ab_markdown
 from ..errors import CliError
 from ..report_commands import check_summary, publish_summary
 from .fresh import FreshRounds
-from .job import EMPTY_RUN, NOTHING_MEASURED, AbOptions, Found, Job, Schedule, Selection, uses_xdist
+from .job import EMPTY_RUN, NOTHING_MEASURED, AbOptions, Found, Job, Schedule, uses_xdist
 from .pairs import LONG_LIVED, PAIR_ROUNDS, ROUND_PER_PAIR
 from .programs import ProgramsFound, in_first_pair, in_own_processes, skipped
 from .served import ServeUnavailable, serve_args, start_pair
@@ -55,8 +55,9 @@ def run_ab(options: AbOptions, cwd: Path, log: Callable[[str], None] = print,
     with worktree(root, commit) as base_root:
         job = Job(options, root, sides_of(root, cwd, base_root, commit, head), base_root.parent / "work", log,
                   on_round, start=start)
-        programs = programs_pass(job)
-        found = timed_rounds(job, programs) if programs.to_time else _nothing_timed()
+        chosen = choose(options)
+        programs = programs_pass(job, chosen)
+        found = timed_rounds(job, chosen, programs) if programs.to_time else _nothing_timed()
         comparison = _comparison(job, (commit, *head), programs, found)
         if programs.listening and found.listening:  # else the head's process said no hook wants them
             announce(job, comparison)
@@ -84,21 +85,25 @@ def _check(options: AbOptions) -> None:
                        f"interval needs six pairs of processes, {PAIR_ROUNDS} rounds each)")
 
 
-def _serves(options: AbOptions) -> bool:
-    """Whether the rounds run in serving pairs whose first pair can run the programs pass: not under xdist (its
-    workers cannot serve) and not long-lived (its processes keep no preparation)."""
-    return not options.long_lived and not uses_xdist(options.pytest_args)
+def choose(options: AbOptions) -> Schedule:
+    """The schedule of the rounds, chosen here only, before anything runs: processes that run to their end under
+    xdist (its workers cannot serve), long-lived pairs with ``--long-lived``, else a pair of serving processes each
+    round (whose first pair is also the programs pass). Where a side then cannot serve, :func:`timed_rounds` gives way
+    to processes that run to their end, and says so."""
+    if uses_xdist(options.pytest_args):
+        return FRESH
+    return LONG_LIVED if options.long_lived else ROUND_PER_PAIR
 
 
-def programs_pass(job: Job) -> ProgramsFound:
-    """Step 1: which tests to time. By the first round's pair where the rounds serve, else in processes of its own
-    (also where a side cannot serve, said in one line); none with ``--time-all``."""
+def programs_pass(job: Job, chosen: Schedule) -> ProgramsFound:
+    """Step 1: which tests to time. By the first round's pair where the schedule's first pair prepares (a pair per
+    round), else in processes of its own (also where a side cannot serve, said in one line); none with
+    ``--time-all``."""
     if job.options.time_all:
         return skipped(job)
-    if _serves(job.options):
+    if chosen is ROUND_PER_PAIR:
         try:
-            pair = start_pair(job.sides, job.root, job.options.pytest_args, job.env, job.tmp, prepare=True,
-                              hardware_alone=True, first=True)
+            pair = start_pair(job.sides, job.root, job.options.pytest_args, job.env, job.tmp, "programs pass")
         except ServeUnavailable as exc:
             job.log(UNAVAILABLE.format(exc))
             found = in_own_processes(job)
@@ -107,20 +112,13 @@ def programs_pass(job: Job) -> ProgramsFound:
     return in_own_processes(job)
 
 
-def choose(options: AbOptions, selection: Selection) -> Schedule:
-    """The schedule of the rounds, chosen once: processes that run to their end under xdist or where a side cannot
-    serve; long-lived pairs with ``--long-lived``; else a fresh pair of processes each round."""
-    if uses_xdist(options.pytest_args) or not selection.serves:
-        return FRESH
-    return LONG_LIVED if options.long_lived else ROUND_PER_PAIR
-
-
-def timed_rounds(job: Job, programs: ProgramsFound) -> Found:
-    """Step 2: the rounds of the tests left to time. A schedule whose first pair cannot serve gives way to processes
-    that run to their end (said in one line); the tests a pair could not hold are measured so after it."""
+def timed_rounds(job: Job, chosen: Schedule, programs: ProgramsFound) -> Found:
+    """Step 2: the rounds of the tests left to time, in the ``chosen`` schedule. Where a side could not serve (in the
+    programs pass, or in the first pair of rounds) the rounds run in processes that run to their end (said in one
+    line); the tests a pair could not hold are measured so after it."""
     selection = programs.selection
     try:
-        found = choose(job.options, selection).run(job, selection)
+        found = (chosen if selection.serves else FRESH).run(job, selection)
     except ServeUnavailable as exc:  # before anything was measured
         job.log(UNAVAILABLE.format(exc))
         return FRESH.run(job, selection)

@@ -32,7 +32,8 @@ class FreshRounds:
     """Rounds in fresh processes, each running the tests not yet settled, until every verdict settles, the rounds
     run out or the next round would overrun the budget."""
 
-    name = "rounds"
+    name = "fresh processes"
+    unit = "rounds"
 
     def run(self, job: Job, selection: Selection) -> Found:
         pairs: list[tuple[RoundReport, RoundReport]] = []
@@ -66,7 +67,7 @@ class FreshRounds:
             if index + 1 >= MIN_ROUNDS and settled(kernels):
                 stopped = f"every verdict settled after {index + 1} rounds"
                 break
-        return Found(kernels, len(pairs), stopped, (spent["base"], spent["head"]), last_head, self.name)
+        return Found(kernels, len(pairs), stopped, (spent["base"], spent["head"]), last_head, self.unit)
 
 
 def run_side(job: Job, side: SideProcess, args: tuple[str, ...], report: Path) -> tuple[Run, float]:

@@ -112,11 +112,16 @@ class Found:
 
 class Schedule(Protocol):
     """How the rounds of a selection are run: in pairs of serving processes, or in processes that run to their end.
-    ``name``: what the comparison reports ("rounds" or "kernels"). ``run`` raises
-    :class:`.served.ServeUnavailable` only before anything was measured (the comparison then runs another)."""
+    ``name``: which schedule, each its own ("fresh processes", "a pair per round", "long-lived pairs"); ``unit``: what
+    the comparison reports as its schedule, the unit its verdicts come in ("rounds": every test not yet settled each
+    round; "kernels": each test in its own rounds). ``run`` raises :class:`.served.ServeUnavailable` only before
+    anything was measured (the comparison then runs another)."""
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def unit(self) -> str: ...
 
     def run(self, job: Job, selection: Selection) -> Found: ...
 

@@ -45,15 +45,17 @@ OUT_OF_MEMORY = ("resource_exhausted", "out of memory")
 @dataclass(frozen=True)
 class ServedPairs:
     """Pairs of serving processes, ``pair_rounds`` rounds each; ``prepare``: each process compiles every test before
-    its first round (the two sides at once), so that a round only measures."""
+    its first round (the two sides at once), so that a round only measures. ``name`` and ``unit``: see
+    :class:`.job.Schedule`."""
 
     name: str
+    unit: str
     pair_rounds: int
     prepare: bool
 
     def run(self, job: Job, selection: Selection) -> Found:
         first = selection.pair or start_pair(job.sides, job.root, selection.args, job.env, job.tmp,
-                                             prepare=self.prepare, hardware_alone=True)
+                                             "first prepared" if self.prepare else "plain")
         if self.pair_rounds > 1:
             base, head = first
             job.log(f"kernel by kernel in pairs of long-lived processes: {len(head.items)} tests collected at the "
@@ -66,8 +68,8 @@ class ServedPairs:
         return walk.found()
 
 
-ROUND_PER_PAIR = ServedPairs("rounds", 1, prepare=True)
-LONG_LIVED = ServedPairs("kernels", PAIR_ROUNDS, prepare=False)
+ROUND_PER_PAIR = ServedPairs("a pair per round", "rounds", 1, prepare=True)
+LONG_LIVED = ServedPairs("long-lived pairs", "kernels", PAIR_ROUNDS, prepare=False)
 
 
 @dataclass
@@ -137,7 +139,7 @@ class _Walk:
     def _next_pair(self) -> tuple[Server, Server]:
         args = (*self.selection.args, *deselect_args([n for n in self.items if n not in self.tests]))
         return start_pair(self.job.sides, self.job.root, args, self.job.env, self.job.tmp,
-                          prepare=self.chosen.prepare)
+                          "prepared" if self.chosen.prepare else "plain")
 
     def _pair(self, pair: tuple[Server, Server], number: int) -> None:
         """One pair's rounds of each test not yet settled; the pair is then asked to end."""
@@ -197,7 +199,7 @@ class _Walk:
         if self.fallback:
             others = [n for n in self.items if n not in self.fallback]
             rest = Selection((*self.selection.args, *deselect_args(others)), frozenset(self.fallback))
-        return Found(self.kernels, most, self.stopped, self.seconds, last, self.chosen.name, rest=rest,
+        return Found(self.kernels, most, self.stopped, self.seconds, last, self.chosen.unit, rest=rest,
                      listening=self.first[1].listening)
 
 
@@ -209,7 +211,8 @@ def _pair_rounds(pair: tuple[Server, Server], nodeid: str, done: int, job: Job,
     for index, order in enumerate(schedule(done + pair_rounds)[done:], start=done):
         if job.on_round is not None:
             job.on_round(index)
-        seen = {side: (base if side == "base" else head).run(nodeid) for side in order}
+        last = index == done + pair_rounds - 1
+        seen = {side: (base if side == "base" else head).run(nodeid, last) for side in order}
         rounds.append((seen["base"], seen["head"]))
     return rounds
 
@@ -220,6 +223,6 @@ def _one_sided(base: Server, head: Server) -> list[PairedKernel]:
     only += [(n, "base") for n in base.items if n not in set(head.items)]
     kernels: list[PairedKernel] = []
     for nodeid, side in only:
-        found, nothing = (base if side == "base" else head).run(nodeid), RoundReport({}, {})
+        found, nothing = (base if side == "base" else head).run(nodeid, last=True), RoundReport({}, {})
         kernels.extend(judge_kernel(k) for k in collect([(found, nothing) if side == "base" else (nothing, found)]))
     return kernels

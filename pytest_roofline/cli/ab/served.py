@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from ...ab.protocol import (
     Failed,
@@ -42,7 +42,7 @@ from ...records.kernel_record import KernelRecord
 from ..errors import CliError
 from .sides import EXIT_NAMES, SideProcess, command, log_problem
 
-__all__ = ["Server", "ServeUnavailable", "start_pair", "serve_args"]
+__all__ = ["Server", "ServeUnavailable", "start_pair", "serve_args", "PairStart"]
 
 
 # While an answer is awaited: a line each WAIT_SAY_S that says so; a process stopped (SIGSTOP, a debugger) for
@@ -203,10 +203,11 @@ class Server:
             raise CliError(f"{self.label}: {answer.error}")
         return answer
 
-    def run(self, nodeid: str) -> RoundReport:
-        """Run one test; its kernels' observations and the kernels it could not measure."""
+    def run(self, nodeid: str, last: bool = False) -> RoundReport:
+        """Run one test; its kernels' observations and the kernels it could not measure. ``last``: this process is
+        not asked to run it again (what it kept for the test goes)."""
         start = time.perf_counter()
-        self._send(RunTest(nodeid))
+        self._send(RunTest(nodeid, last))
         answer = self._answer(Measured)
         assert isinstance(answer, Measured)
         self.seconds += time.perf_counter() - start
@@ -245,15 +246,27 @@ def serve_args(pytest_args: Sequence[str]) -> list[str]:
     return [*pytest_args, *(["-n", "0"] if xdist else [])]
 
 
-def start_pair(sides: Sequence[SideProcess], root: Path, args: Sequence[str], env: dict[str, str], tmp: Path, *,
-               prepare: bool = False, hardware_alone: bool = False, first: bool = False) -> tuple[Server, Server]:
-    """Start both sides (collecting, and with ``prepare`` compiling, at the same time), then wait for each; a side
-    that cannot serve raises :class:`ServeUnavailable` after both are stopped. ``hardware_alone``: the second
-    finds its hardware once the first has found its own, so that a CPU calibrated there ran alone and is cached for
-    every later process (the second starts up and collects meanwhile). ``first``: each is a comparison's programs
-    pass first (:meth:`Server.start`)."""
+PairStart = Literal["programs pass", "first prepared", "prepared", "plain"]
+"""How a pair of serving processes starts. "programs pass": the comparison's first pair, each process compiling every
+test and saying what it compiled with its items, then preparing the tests asked for (:meth:`Server.prepare`); "first
+prepared": each compiles every test before its items, and the second finds its hardware once the first has found
+its own, so that a CPU calibrated there ran alone and is cached for every later process (the second starts up and
+collects meanwhile); "prepared": each compiles every test before its items; "plain": each says its items at once and
+compiles a test when it first runs it."""
+
+# per start: the processes prepare, the second waits for the first's hardware, each is a programs pass first
+_STARTS: dict[PairStart, tuple[bool, bool, bool]] = {
+    "programs pass": (True, True, True), "first prepared": (True, True, False), "prepared": (True, False, False),
+    "plain": (False, False, False)}
+
+
+def start_pair(sides: Sequence[SideProcess], root: Path, args: Sequence[str], env: dict[str, str], tmp: Path,
+               start: PairStart = "plain") -> tuple[Server, Server]:
+    """Start both sides as ``start`` says (:data:`PairStart`; collecting, and compiling where they prepare, at the
+    same time), then wait for each; a side that cannot serve raises :class:`ServeUnavailable` after both are
+    stopped."""
+    prepare, waits, first = _STARTS[start]
     servers: list[Server] = []
-    waits = prepare and hardware_alone
     try:
         for side in sides:
             servers.append(Server.start(side.name, side.label, command(side, root, serve_args(args)), side.cwd, env,

@@ -80,7 +80,7 @@ class AbServer:
                  wait: bool = False) -> None:
         self._requests: IO[str] = os.fdopen(requests_fd, "r", encoding="utf-8")
         self._answers: IO[str] = os.fdopen(answers_fd, "w", encoding="utf-8")
-        self._mode = AbMode()
+        self._mode = AbMode(keeps=True)
         self._kept: dict[str, list[KernelRecord]] = {}  # per test: its kernels' records, to measure them again
         self._prepare = prepare
         self._first = first  # the first pair of a comparison: a programs pass of every test, then prepare the chosen
@@ -162,6 +162,9 @@ class AbServer:
                 continue
             kept = self._kept.get(item.nodeid)
             self._say(self._again(kept, roofline) if kept else self._run(item, roofline))
+            if request.last:  # its kernels' programs and inputs go now, not at the process's end
+                self._kept.pop(item.nodeid, None)
+                self._mode.release(item.nodeid)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._ran.add(report.nodeid)
@@ -206,8 +209,7 @@ class AbServer:
             item.ihook.pytest_runtest_protocol(item=item, nextitem=item.parent)
         measured, failed = roofline.records[records:], roofline.unmeasured[unmeasured:]
         if self._prepare:  # a round's process measures each test once: its inputs go now, not at its end
-            for r in measured:
-                self._mode.kept.pop(f"{r.nodeid}::{r.label}", None)
+            self._mode.release(item.nodeid)
         elif measured and not failed and all(f"{r.nodeid}::{r.label}" in self._mode.kept for r in measured):
             self._kept[item.nodeid] = list(measured)
         return Measured(tuple(measured), tuple(failed), time.perf_counter() - start)

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
@@ -84,6 +85,16 @@ class NotMeasured:
         return f"<{self._label}: not measured (programs pass)>"
 
 
+@dataclass
+class KeptKernel:
+    """A kernel a side measures again: its call and settings, and where the measurement keeps its compiled program
+    and inputs (``kept``: a :class:`~pytest_roofline.measurement.pipeline.Keeper`)."""
+
+    call: KernelCall
+    options: MeasureOptions
+    kept: Any = None
+
+
 class AbMode(Mode):
     """A side's process: each kernel measured once with :data:`ONCE_TIMING` and calibrated ceilings where live ones
     would be used (a live reference kernel keeps its buffers' placement in a long-lived process, an offset that would
@@ -92,9 +103,11 @@ class AbMode(Mode):
     measure_once = True
 
     def __init__(self, programs: ProgramLog | None = None,
-                 fingerprint: Callable[[KernelCall, MeasureOptions], str] = _fingerprint) -> None:
+                 fingerprint: Callable[[KernelCall, MeasureOptions], str] = _fingerprint, *,
+                 keeps: bool = False) -> None:
         self.programs = programs  # set: a programs pass, nothing measured
-        self.kept: dict[str, tuple[KernelCall, MeasureOptions]] = {}  # "nodeid::label": to measure again
+        self.keeps = keeps  # a serving process: each kernel's program kept to measure again
+        self.kept: dict[str, KeptKernel] = {}  # "nodeid::label": to measure again (see :meth:`release`)
         self._fingerprint = fingerprint
         self._ceilings: str | None = None
 
@@ -111,15 +124,25 @@ class AbMode(Mode):
             self._ceilings = ceilings_mode()
         return GivenSettings(ceilings="calibrated").over(base) if self._ceilings == "live" else base
 
-    def keep(self, key: str, call: KernelCall, options: MeasureOptions) -> bool:
-        self.kept[key] = (call, options)
-        return True
+    def keeper(self, key: str, call: KernelCall, options: MeasureOptions) -> KeptKernel | None:
+        if not self.keeps:
+            return None
+        kept = self.kept.get(key)
+        if kept is None or kept.call is not call:
+            kept = self.kept[key] = KeptKernel(call, options)
+        return kept
 
     def remeasure(self, session: Any, key: str) -> Result:
         """Measure a kernel of this process again: its compiled program, on the inputs its first measurement kept,
         with the same settings (``session``: the plugin's RooflineSession)."""
-        call, options = self.kept[key]
-        return session.measure(call, options, key)  # type: ignore[no-any-return]
+        kept = self.kept[key]
+        return session.measure(kept.call, kept.options, key)  # type: ignore[no-any-return]
+
+    def release(self, nodeid: str) -> None:
+        """A test this process will not measure again: its kernels' compiled programs and the host copies of their
+        inputs go."""
+        for key in [k for k in self.kept if k.startswith(f"{nodeid}::")]:
+            del self.kept[key]
 
     def stand_in(self, site: CallSite) -> Any:
         """Compile the kernel, log its fingerprint, time nothing; the value returned stops the test (a skip) where
