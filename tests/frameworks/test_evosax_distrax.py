@@ -7,16 +7,9 @@ Real evosax and distrax on this machine's CPU, skipped where they are not instal
 
 from __future__ import annotations
 
-import pytest
-from frameworks import library
+from frameworks import FAST, jax, jnp, library, pytestmark  # noqa: F401  (pytestmark: every framework test is slow)
 
 import pytest_roofline
-
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-pytestmark = pytest.mark.slow
-
-FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 
 
 def test_a_strategys_bound_ask_and_tell_are_measured_as_evosax_calls_them() -> None:

@@ -6,17 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from frameworks import library
+from frameworks import FAST, jnp, library, pytestmark  # noqa: F401  (pytestmark: every framework test is slow)
 
 import pytest_roofline
 
 nnx = library("flax.nnx")
 optax = library("optax")
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-pytestmark = pytest.mark.slow
 
-FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 B, D, H = 256, 256, 1024
 
 

@@ -9,17 +9,14 @@ import importlib.util
 from typing import Any
 
 import pytest
+from frameworks import FAST, jax, jnp, pytestmark  # noqa: F401  (pytestmark: every framework test is slow)
 
 import pytest_roofline
 
 # jax-md takes about 7 s to import: found here, imported by the tests that run (not by the quick loop's collection).
 if importlib.util.find_spec("jax_md") is None:
     pytest.skip("jax-md is not installed (pip install -e '.[frameworks]')", allow_module_level=True)
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-pytestmark = pytest.mark.slow
 
-FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 SIDE, STEPS = 32, 20  # a 32 x 32 square lattice, 1.1 apart: no particle moves far enough to rebuild the list
 
 

@@ -10,16 +10,9 @@ import warnings
 from typing import Any
 
 import numpy as np
-import pytest
-from frameworks import library
+from frameworks import FAST, jnp, library, pytestmark  # noqa: F401  (pytestmark: every framework test is slow)
 
 import pytest_roofline
-
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-pytestmark = pytest.mark.slow
-
-FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 
 
 def test_lbfgs_counts_every_loop_as_it_ran() -> None:

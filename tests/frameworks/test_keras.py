@@ -8,17 +8,13 @@ import os
 from typing import Any
 
 import pytest
-from frameworks import library
+from frameworks import FAST, jax, jnp, library, pytestmark  # noqa: F401  (pytestmark: every framework test is slow)
 
 import pytest_roofline
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 keras = library("keras")
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-pytestmark = pytest.mark.slow
 
-FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 B, D, H = 256, 256, 1024
 
 

@@ -8,17 +8,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import pytest
-from frameworks import library
+from frameworks import FAST, jax, jnp, library, pytestmark  # noqa: F401  (pytestmark: every framework test is slow)
 
 import pytest_roofline
 
 mctx = library("mctx")
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-pytestmark = pytest.mark.slow
 
-FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 B, A, E, SIMULATIONS = 16, 8, 32, 8
 
 

@@ -9,19 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from frameworks import library
+from frameworks import FAST, jax, jnp, library, pytestmark  # noqa: F401  (pytestmark: every framework test is slow)
 
 import pytest_roofline
 
 numpyro = library("numpyro")
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-pytestmark = pytest.mark.slow
 
 import numpyro.distributions as dist  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
 
-FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 N, D = 2048, 64
 
 

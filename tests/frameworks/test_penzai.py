@@ -5,16 +5,9 @@ inputs, the caller's model left as it was. Real penzai on this machine's CPU, sk
 
 from __future__ import annotations
 
-import pytest
-from frameworks import library
+from frameworks import FAST, jax, jnp, library, pytestmark  # noqa: F401  (pytestmark: every framework test is slow)
 
 import pytest_roofline
-
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-pytestmark = pytest.mark.slow
-
-FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 
 
 def test_variable_jit_is_measured_with_its_weights_as_inputs() -> None:

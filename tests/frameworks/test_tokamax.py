@@ -9,18 +9,14 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from frameworks import library
+from frameworks import FAST, jax, jnp, library, pytestmark  # noqa: F401  (pytestmark: every framework test is slow)
 
 import pytest_roofline
 from pytest_roofline.analysis.verdict.census import check_ops, parse_max_ops
 from pytest_roofline.base.errors import MeasureError, origin_frames
 
 tokamax = library("tokamax")
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-pytestmark = pytest.mark.slow
 
-FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
 KEY = jax.random.PRNGKey(0)
 flags = library("absl.flags")
 

@@ -1,7 +1,11 @@
 """Importing a framework for its tests: a library that is not installed skips them ("pip install -e
 '.[frameworks]'"), and one that is installed but does not import with this JAX (flax 0.12.8 and tokamax 0.0.12 with
 JAX 0.11.2: ``jax.experimental.hijax`` has no ``HiPrimitive``) skips them with the library's own error named. CI
-installs every framework and fails where any of their tests is skipped (.ci/run)."""
+installs every framework and fails where any of their tests is skipped (.ci/run).
+
+What every framework test module shares: ``jax`` and ``jnp`` (the module skipped where JAX is not installed), the
+timing ``FAST`` (a few runs, a fraction of a second: the tests check counts and behaviour, not speed), and
+``pytestmark`` (each is slow: real libraries, compiled and measured), imported as they are named here."""
 
 from __future__ import annotations
 
@@ -9,6 +13,13 @@ import importlib
 from typing import Any, NoReturn
 
 import pytest
+
+__all__ = ["library", "jax", "jnp", "FAST", "pytestmark"]
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+FAST = {"min_runs": 3, "max_runs": 5, "budget_s": 0.3, "warmup": 1}
+pytestmark = pytest.mark.slow
 
 
 def library(name: str) -> Any:
