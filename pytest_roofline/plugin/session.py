@@ -7,21 +7,20 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
 from ..analysis.verdict.survey_book import SurveyBook
 from ..base.calls import KernelCall
-from ..base.files import json_text, write_text_atomic
 from ..hardware.per_device import Threshold, ThresholdSetting
 from ..hardware.spec import HardwareSpec
-from ..history.baseline import Baseline, build_series
-from ..history.reports import ReportError, add_to_history, load_history, run_of
+from ..history.baseline import Baseline
+from ..history.reports import ReportError
 from ..measurement.options import GivenSettings, MeasureOptions
 from ..records.kernel_record import KernelRecord, LockWaited, Unmeasured
 from ..report.document import build_report
-from ..report.html import HtmlUnavailable, html_report, plotly_missing
+from ..report.html import plotly_missing
 from ..result.result import Result
 from .lock import device_lock
 from .mode import PLAIN, Mode
@@ -228,10 +227,6 @@ class RooflineSession:
             report["survey"] = self.survey.to_dict()
         return report
 
-    def write(self, report: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-        """Write the report, its history copy and the HTML the settings ask for: (what was written, errors)."""
-        return write_outputs(self.settings, report, self.records, self.unmeasured)
-
     def follower_line(self) -> str:
         """For a process other than process 0 of a program that spans processes: the one line it prints instead
         of the summary and the reports, which process 0 writes; "" otherwise."""
@@ -260,34 +255,3 @@ def _spans_processes() -> bool:
     imported (then it is not initialized either)."""
     jax = sys.modules.get("jax")
     return jax is not None and jax.process_count() > 1
-
-
-def write_outputs(settings: Settings, payload: Mapping[str, Any], records: Sequence[KernelRecord],
-                  unmeasured: Sequence[Unmeasured]) -> tuple[list[str], list[str]]:
-    """Write each output the settings ask for: ``payload`` is the JSON report of ``records`` and ``unmeasured``,
-    from which the HTML report is built; returns (lines saying what was written, errors)."""
-    text = json_text(payload) + "\n"
-    written: list[str] = []
-    errors: list[str] = []
-    if settings.report:
-        try:
-            write_text_atomic(settings.report, text)
-            written.append(f"roofline report written to {settings.report}")
-        except OSError as exc:
-            errors.append(f"{settings.origins['report']}: {exc.strerror or exc}")
-    if settings.history:
-        try:
-            path = add_to_history(settings.history, payload, text)
-            written.append(f"roofline history: this run added as {path}")
-        except OSError as exc:
-            errors.append(f"{settings.origins['history']}: {exc.strerror or exc}")
-    if settings.html:
-        try:
-            run = run_of(records, unmeasured, payload, "this run")
-            series = build_series(load_history(settings.history, lambda message: written.append(
-                f"roofline history: {message}"))) if settings.history else []
-            write_text_atomic(settings.html, html_report(run, series))
-            written.append(f"roofline HTML report written to {settings.html}")
-        except (OSError, ReportError, HtmlUnavailable) as exc:
-            errors.append(f"{settings.origins['html']}: {getattr(exc, 'strerror', None) or exc}")
-    return written, errors

@@ -16,7 +16,7 @@ import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base.files import check_writable, read_text, read_yaml_mapping
 from ..base.kinds import (
@@ -45,6 +45,9 @@ from .thresholds import (
     parse_threshold,
     parse_threshold_setting,
 )
+
+if TYPE_CHECKING:
+    from ..report.outputs import Outputs
 
 __all__ = [
     "ConfigError",
@@ -163,6 +166,12 @@ class Settings:
     def max_drop_for(self, nodeid: str, marker_drop: Threshold | None = None) -> Threshold | None:
         """The floor of a test's baseline gate: the marker's ``max_drop``, a YAML pattern, the suite's."""
         return _per_test(nodeid, marker_drop, self.drop_patterns, self.max_drop)
+
+    def outputs(self) -> Outputs:
+        """Where the session's outputs go (the report, the history folder, the HTML), with their origins."""
+        from ..report.outputs import Outputs
+
+        return Outputs(self.report, self.history, self.html, self.origins)
 
     def hardware_names(self) -> tuple[str, ...]:
         """The hardware names a per-device mapping may use (:func:`hardware_names`), read once."""

@@ -292,7 +292,7 @@ FULL_DISK_CONFTEST = """
 import errno
 import pytest
 from fakes import FAKE_CPU, FakeMeasure
-from pytest_roofline.plugin.hooks import SESSION_KEY, activate
+from pytest_roofline.plugin.hooks import activate, plugin_run
 from pytest_roofline.plugin.session import RooflineSession
 
 def full_disk(result, root, nodeid, label):  # a fake: saving fails as on a full disk
@@ -301,7 +301,7 @@ def full_disk(result, root, nodeid, label):  # a fake: saving fails as on a full
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     old = activate(config)
-    config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure(0.5, 0.5),
+    plugin_run(config).session = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure(0.5, 0.5),
                                                 hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
                                                 save=full_disk)
 """

@@ -22,7 +22,7 @@ THREAD_TIMES = lambda: None
 
 import pytest
 from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
-from pytest_roofline.plugin.hooks import SESSION_KEY, activate
+from pytest_roofline.plugin.hooks import activate
 
 FAKE_FAST_CPU = HardwareSpec("fake fast CPU", "cpu", {"f32": Ceiling(1e16, "calibration", "fake", "2026-11-28")},
                              Ceiling(1e14, "calibration", "fake", "2026-11-28"))

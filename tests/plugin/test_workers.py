@@ -75,7 +75,7 @@ from pathlib import Path
 
 import pytest
 from fakes import FAKE_CPU, fake_result
-from pytest_roofline.plugin.hooks import SESSION_KEY, activate
+from pytest_roofline.plugin.hooks import activate, plugin_run
 from pytest_roofline.plugin.session import RooflineSession
 
 LOG = Path(__file__).parent / "intervals.txt"
@@ -96,7 +96,7 @@ def measure(call, options, keep):
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     old = activate(config)
-    config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=measure,
+    plugin_run(config).session = RooflineSession(old.settings, old.trace_root, measure=measure,
                                                 hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
                                                 save=lambda *a: {"trace_dir": "", "perfetto": "", "hlo": "",
                                                                  "xplane": ""})

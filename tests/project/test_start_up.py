@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow  # fresh interpreters: the quick loop starts no pr
 
 # As a user's shell has it: compiled modules kept (a shell with PYTHONDONTWRITEBYTECODE compiles each every time).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-ENTRY = {"pytest_roofline", "pytest_roofline.plugin", "pytest_roofline.plugin.hooks", "pytest_roofline.plugin.options"}
+ENTRY = {"pytest_roofline", "pytest_roofline.plugin", "pytest_roofline.plugin.hooks", "pytest_roofline.plugin.options",
+         "pytest_roofline.plugin.pytest_run"}
 IMPORT = """
 import json, sys, time
 import pytest

@@ -91,13 +91,13 @@ class FakeMeasure:
 FAKE_SESSION_CONFTEST = """
 import pytest
 from fakes import FAKE_CPU, FakeMeasure
-from pytest_roofline.plugin.hooks import SESSION_KEY, activate
+from pytest_roofline.plugin.hooks import activate, plugin_run
 from pytest_roofline.plugin.session import RooflineSession
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     old = activate(config)
-    config.stash[SESSION_KEY] = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure({utils}),
+    plugin_run(config).session = RooflineSession(old.settings, old.trace_root, measure=FakeMeasure({utils}),
                                                 hardware=lambda settings, recalibrate: (FAKE_CPU, "calibrated"),
                                                 save=lambda result, root, nodeid, label: {{
                                                     "trace_dir": "t", "perfetto": "p", "hlo": "h", "xplane": "x"}},

@@ -77,9 +77,8 @@ class _OlderOnce:
     """``--once`` for a plugin from before the modes: its session's own flag."""
 
     def pytest_sessionstart(self, session: Any) -> None:
-        from pytest_roofline.plugin.hooks import SESSION_KEY
-
-        roofline = session.config.stash.get(SESSION_KEY, None)
+        hooks = importlib.import_module("pytest_roofline.plugin.hooks")  # the side's own, from before the modes
+        roofline = session.config.stash.get(hooks.SESSION_KEY, None)
         if roofline is not None:
             roofline.once = True
 
