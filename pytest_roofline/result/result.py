@@ -10,7 +10,15 @@ from ..analysis.program.info import ProgramInfo
 from .figures import Measured
 from .text import describe, first_touch_text
 
-__all__ = ["ProgramInfo", "Result", "CeilingUse"]
+__all__ = ["ProgramInfo", "Result", "CeilingUse", "FLATTENED", "RENAMED", "NOT_WRITTEN"]
+
+# How the fields of :class:`~.figures.Measured` reach the JSON form (tests/records/test_figures_agree.py checks that
+# each does, one of these ways or under its own name): parts whose own JSON is flattened into it, parts written under
+# another key, and what is never written (the program's text and trace are saved as files; the threshold's origin
+# and the first-touch mode are the record's and the settings').
+FLATTENED = ("program", "work", "roofline", "timing")
+RENAMED = {"ops_model": "ops_times_from", "source": "source_work"}
+NOT_WRITTEN = frozenset({"hlo_text", "xspace", "picked", "first_touch_mode"})
 
 
 class Result(Measured):
