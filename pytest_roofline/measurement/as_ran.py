@@ -8,7 +8,7 @@ programs."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..analysis.model.compiler_agreement import ops_check
 from ..analysis.model.exposed import Exposure, exposure
@@ -29,7 +29,26 @@ from .timing import Timed
 
 __all__ = ["counted_as_ran", "second_pass", "ops_from_second_pass", "SECOND_PASS"]
 
-PerOp = tuple[OpsModel, IdleTime | None, Exposure | None]
+
+
+@dataclass(frozen=True)
+class PerOp:
+    """The op rows with their measured times (and the check against the compiler), the runs' idle time, and the
+    communication no compute overlapped (None where the trace could not tell either)."""
+
+    ops: OpsModel
+    idle: IdleTime | None = None
+    exposure: Exposure | None = None
+
+
+@dataclass(frozen=True)
+class AsRan:
+    """The program as it ran: its module and model (counted again where loops or conditionals showed what ran), and
+    its ops."""
+
+    module: HloModule
+    model: ProgramModel
+    per_op: PerOp
 
 # The second pass only explains the ops: a few runs, whatever their spread (too many events: one traced run).
 _SECOND_PASS = TimingSettings(warmup=1, min_runs=3, max_runs=3, budget_s=1.0, min_time_s=0.0, timer="auto")
@@ -38,7 +57,7 @@ SECOND_PASS = (f"a second profiled pass with command buffers off ({COMMAND_BUFFE
 
 
 def counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledProgram, timed: Timed,
-                   modelled: Callable[[HloModule, Counts], ProgramModel]) -> tuple[HloModule, ProgramModel, PerOp]:
+                   modelled: Callable[[HloModule, Counts], ProgramModel]) -> AsRan:
     """The op rows with their times; where loops of unknown trip count showed their iterations, or conditionals
     which branches ran (in the timed runs' trace, or in the second pass where that trace hid the kernels), the
     program counted again as it ran (module, model and rows), each op inside them at the executions its events
@@ -53,17 +72,17 @@ def counted_as_ran(module: HloModule, model: ProgramModel, program: CompiledProg
     if control:
         counts = count_program(program, ran)
         first = modelled(ran, counts)
-        ops, idle, exposed = _per_op(first.rows, ran, program, timed, tally)
-        one_each = ops.rows if program.platform == "cpu" else ()  # a GPU op may launch several kernels, each an event
+        per_op = _per_op(first.rows, ran, program, timed, tally)
+        one_each = per_op.ops.rows if program.platform == "cpu" else ()  # a GPU op may launch several kernels
         as_seen = counts_as_seen(counts, one_each)
         model = first if as_seen is counts else modelled(ran, as_seen)
-        seen_rows = tuple(rows_as_seen(one_each)) if one_each else ops.rows
-        module, per_op = ran, (replace(ops, rows=seen_rows), idle, exposed)
+        seen_rows = tuple(rows_as_seen(one_each)) if one_each else per_op.ops.rows
+        module, per_op = ran, replace(per_op, ops=replace(per_op.ops, rows=seen_rows))
     else:
         per_op = _per_op(model.rows, module, program, timed, tally)
     if second is not None:
-        per_op = (_timed_by(per_op[0], second), *per_op[1:])
-    return module, model, per_op
+        per_op = replace(per_op, ops=_timed_by(per_op.ops, second))
+    return AsRan(module, model, per_op)
 
 
 def second_pass(program: CompiledProgram, executions: int) -> OpTally | None:
@@ -91,7 +110,7 @@ def ops_from_second_pass(ops: OpsModel, program: CompiledProgram) -> OpsModel:
 
 
 def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram, timed: Timed,
-            tally: OpTally | None) -> tuple[OpsModel, IdleTime | None, Exposure | None]:
+            tally: OpTally | None) -> PerOp:
     """Op rows with their measured times, the check against the compiler, the runs' idle time and exposed
     communication."""
     idle, exposed = None, None
@@ -102,4 +121,4 @@ def _per_op(rows: list[OpRow], module: HloModule, program: CompiledProgram, time
         if not timed.ops_apart:  # a run the profiler slowed (too many events) shows the profiler's time as gaps
             idle = idle_time(timed.events, program.platform, containers, timed.traced_runs)
         exposed = exposure(timed.events, rows, program.platform, timed.traced_runs, containers)
-    return OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle, exposed
+    return PerOp(OpsModel(tuple(rows), ops_check(module, program.raw_cost_analysis)), idle, exposed)

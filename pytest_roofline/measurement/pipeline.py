@@ -13,7 +13,6 @@ import jax
 import jaxlib
 
 from ..analysis.model.cache_state import WARM_CHECK_RUNS, CacheState, plan_cache
-from ..analysis.model.exposed import Exposure
 from ..analysis.model.first_touch import FirstTouch, first_touch
 from ..analysis.model.per_op import OpsModel
 from ..analysis.model.program_model import ProgramModel, program_model
@@ -23,7 +22,6 @@ from ..analysis.program.memory import MemoryFootprint, device_peak, footprint_fr
 from ..analysis.program.walk import constant_bytes, does_no_work, empty_inputs_note, executed_op_count
 from ..analysis.runs.across_processes import Processes
 from ..analysis.runs.hosts import Topology
-from ..analysis.runs.idle import IdleTime
 from ..analysis.runs.time_spent import phase
 from ..base.calls import KernelCall, split_call
 from ..base.kinds import CeilingsUsed
@@ -34,7 +32,7 @@ from ..hardware.nvml import Clocks
 from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 from ..result.result import ProgramInfo, Result
-from .as_ran import counted_as_ran
+from .as_ran import AsRan, counted_as_ran
 from .compiled import (
     CompiledProgram,
     Kept,
@@ -182,9 +180,19 @@ class _Ran:
     processes: Processes | None
     memory: MemoryFootprint | None
     _: KW_ONLY
-    module: HloModule
-    model: ProgramModel
-    per_op: tuple[OpsModel, IdleTime | None, Exposure | None]
+    as_ran: AsRan
+
+    @property
+    def module(self) -> HloModule:
+        return self.as_ran.module
+
+    @property
+    def model(self) -> ProgramModel:
+        return self.as_ran.model
+
+    @property
+    def ops(self) -> OpsModel:
+        return self.as_ran.per_op.ops
 
 
 def _measure_call(call: KernelCall, options: MeasureOptions, keep: Keeper | None) -> Result:
@@ -227,8 +235,8 @@ def _timed_runs(plan: _Plan) -> _Ran:
     (timed, cache), clocks, processes = _run(program, options.timing, plan.module, plan.live.beside, rule, plan.cache,
                                              peers=plan.peers, topology=plan.topology, model=plan.model)
     memory = _memory(program, plan.footprint, before)
-    module, model, per_op = counted_as_ran(plan.module, plan.model, program, timed, plan.modelled)
-    return _Ran(timed, cache, clocks, processes, memory, module=module, model=model, per_op=per_op)
+    as_ran = counted_as_ran(plan.module, plan.model, program, timed, plan.modelled)
+    return _Ran(timed, cache, clocks, processes, memory, as_ran=as_ran)
 
 
 def _result(call: KernelCall, plan: _Plan, ran: _Ran) -> Result:
@@ -246,15 +254,15 @@ def _result(call: KernelCall, plan: _Plan, ran: _Ran) -> Result:
                      program=_program_info(program, plan.options), threshold=plan.aim, picked=plan.picked,
                      source=program.source)
     with_terms = replace(counted, live=live, first_touch=touch, first_touch_mode=plan.options.first_touch)
-    ops_model, idle, exposed = ran.per_op
-    around = replace(with_terms, ops_model=ops_model, idle=idle, exposure=exposed, memory=ran.memory,
+    per_op = ran.as_ran.per_op
+    around = replace(with_terms, ops_model=per_op.ops, idle=per_op.idle, exposure=per_op.exposure, memory=ran.memory,
                      cache=ran.cache, clocks=ran.clocks, processes=ran.processes, no_work=does_no_work(ran.module),
                      hlo_text=program.hlo_text, xspace=timed.xspace)
     return replace(around, notes=_notes(call, plan, ran, live_why), hints=_hints(plan, ran, around))
 
 
 def _notes(call: KernelCall, plan: _Plan, ran: _Ran, live_why: str) -> tuple[str, ...]:
-    module, ops_model = ran.module, ran.per_op[0]
+    module, ops_model = ran.module, ran.ops
     empty = empty_inputs_note(module, computes=not does_no_work(module))
     return (*call.readings, *empty, *result_notes(ran.model, ops_model, plan.program, ran.timed, plan.spec, live_why,
                                                   memory=ran.memory, counts_from=plan.options.counts_from,
@@ -265,7 +273,7 @@ def _hints(plan: _Plan, ran: _Ran, result: Result) -> tuple[str, ...]:
     if result.no_work:
         return ()
     cache_known = plan.spec.cache_bandwidth is not None or ran.cache.state == "cold"
-    return tuple(result_hints(ran.per_op[0].rows, ran.module, plan.program, ran.model, ran.timed, result.idle,
+    return tuple(result_hints(ran.ops.rows, ran.module, plan.program, ran.model, ran.timed, result.idle,
                               cache_known=cache_known))
 
 
