@@ -18,7 +18,8 @@ from .options import TimingSettings
 from .pallas_calls import TracedProgram, source_work, traced_program
 from .staging.jitting import stage
 from .staging.staged import describe_type, is_array
-from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed, time_program
+from .timers import Loop, time_program
+from .timing import WARM_RUNS, Agree, Beside, CacheRuns, Settled, Timed
 
 __all__ = [
     "CompiledProgram",
@@ -193,7 +194,7 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
                   beside: Beside | None = None, settled: Settled | None = None,
                   cache: CacheRuns = WARM_RUNS, *, agree: Agree | None = None) -> Timed:
     """Time the compiled program; donated inputs get a fresh copy before every run, outside the timing.
-    ``beside``, ``settled``, ``cache`` and ``agree``: see :func:`~.timing.time_program`."""
+    ``beside``, ``settled``, ``cache`` and ``agree``: see :class:`~.timers.Loop`."""
     settings = replace(settings, ops_per_run=max(ops_per_run, 1))
     compiled = program.compiled
     treedef = program.treedef
@@ -213,8 +214,8 @@ def time_compiled(program: CompiledProgram, settings: TimingSettings, ops_per_ru
         return block_until_ready(compiled(*dyn_args, **dyn_kwargs))
 
     try:
-        return time_program(prepare, execute, program.module_name, program.platform, settings, beside, settled=settled,
-                            cache=cache, agree=agree)
+        return time_program(Loop(prepare, execute, program.module_name, program.platform, settings, beside=beside,
+                                 settled=settled, cache=cache, agree=agree))
     except MeasureError:
         raise
     except Exception as exc:

@@ -1,13 +1,14 @@
-"""Running a compiled program N times under the profiler and turning the trace into device times.
+"""The runs of a program and their reading: the loop that makes them (:func:`run_adaptively`), the warm-up, and
+the trace turned into device times (:func:`from_trace`); which timer makes them is :mod:`.timers`'s choice.
 
-One profiler session covers all timed runs. With a reference kernel (live ceilings) the runs alternate:
-reference, kernel, reference, ..., reference. Runs stop adaptively: after ``min_runs`` and ``min_time_s``, as
-soon as the ``settled`` rule says so (by default: the relative interquartile range of the wall-clock times is
-within ``target_spread``), or when ``budget_s`` of running (untimed input copies and references included) is
-spent, or at ``max_runs``. Device times then come
-from the trace (:mod:`pytest_roofline.analysis.runs.trace_events`); the host wall clock around each call
-(``block_until_ready``) is kept beside them and is the fallback when the profiler cannot be used, with the
-reason recorded. Imports JAX only to open the profiler and read its trace.
+Where every run is traced, one profiler session covers all timed runs. With a reference kernel (live ceilings) the
+runs alternate: reference, kernel, reference, ..., reference. Runs stop adaptively: after ``min_runs`` and
+``min_time_s``, as soon as the ``settled`` rule says so (by default: the relative interquartile range of the
+wall-clock times is within ``target_spread``), or when ``budget_s`` of running (untimed input copies and references
+included) is spent, or at ``max_runs``. Device times then come from the trace
+(:mod:`pytest_roofline.analysis.runs.trace_events`); the host wall clock around each call (``block_until_ready``) is
+kept beside them and is the fallback when the profiler cannot be used, with the reason recorded. Imports JAX only to
+open the profiler and read its trace.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..analysis.runs.trace_events import (
     TraceIndex,
     flatten,
 )
-from ..analysis.runs.trace_plan import EVERY_RUN, READ_S_PER_EVENT, TracePlan, trace_plan
+from ..analysis.runs.trace_plan import EVERY_RUN, READ_S_PER_EVENT, TimerKind, TracePlan
 from ..base.progress import PROGRESS_EVERY_S, say
 from ..hardware.cpu import Contention, minor_page_faults, thread_times_ns
 from .options import TimingSettings
@@ -39,7 +40,8 @@ from .options import TimingSettings
 if TYPE_CHECKING:
     from .profiler import Probe
 
-__all__ = ["Timed", "time_program"]
+__all__ = ["Timed", "Beside", "CacheRuns", "WARM_RUNS", "Runs", "run_adaptively", "warm_up", "from_trace",
+           "by_wall_clock"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,12 @@ class Timed:
     reference_faults: tuple[int, ...] = ()  # minor page faults of each reference run (empty: not counted)
     _: KW_ONLY  # fields from the seventh on are given by keyword
     warm_s: tuple[float, ...] = ()  # the warm runs after cold ones that check the eviction (empty: none)
-    ops_apart: bool = False  # the trace is of a warm-up run, for the ops alone: the timed runs ran without it
+    timer: TimerKind = "wall clock"  # how the runs were timed (the timer chosen, or the wall clock it fell back to)
+
+    @property
+    def ops_apart(self) -> bool:
+        """The trace is of a warm-up run, for the ops alone: the timed runs ran without it."""
+        return self.timer == "one run traced"
     reference_slots: tuple[int, ...] = ()  # per reference run: how many kernel runs came before it
 
     @property
@@ -107,7 +114,7 @@ class _Run:
 
 
 @dataclass
-class _Runs:
+class Runs:
     """What the loop recorded: the wall clock and page faults of each kernel run and each reference run, and the
     CPU waiting share of each kernel run."""
 
@@ -185,11 +192,11 @@ def _progress(text: str) -> None:
     say(text)
 
 
-def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
+def run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
                     max_runs: int | None = None, beside: Beside | None = None,
                     settled: Settled | None = None, *, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None,
-                    label: str = "") -> _Runs:
-    runs = _Runs([], [], [], [], [])
+                    label: str = "") -> Runs:
+    runs = Runs([], [], [], [], [])
     with Contention() as others:
         _loop(runs, prepare, execute, settings, max_runs, beside, settled=settled, evict=cache.evict, agree=agree,
               label=label)
@@ -202,7 +209,7 @@ def _run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], s
     return runs
 
 
-def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
+def _loop(runs: Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
           max_runs: int | None, beside: Beside | None, *, settled: Settled | None,
           evict: Callable[[], None] | None = None, agree: Agree | None = None, label: str = "") -> None:
     walls, ref_walls = runs.walls, runs.refs
@@ -236,59 +243,7 @@ def _loop(runs: _Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any]
         runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
 
 
-def time_program(prepare: Callable[[], Any], execute: Callable[[Any], Any], module_name: str,
-                 platform: str, settings: TimingSettings, beside: Beside | None = None,
-                 *, settled: Settled | None = None, cache: CacheRuns = WARM_RUNS, agree: Agree | None = None) -> Timed:
-    """Warm up, then time ``execute(prepare())`` runs; ``prepare`` (fresh donated inputs) is not timed.
-
-    ``execute`` must block until the program's outputs are ready, and return them: they are freed after
-    the clock stops. ``beside``: a reference kernel run before the first run, after a run once its ``every_s`` has
-    passed, and after the last. ``cache``: the eviction before each run and the warm runs that check it. ``agree``:
-    the processes of a multi-process program decide together when the runs stop, so that each runs the same number.
-    The last warm-up run is profiled to count its events (:mod:`~pytest_roofline.analysis.runs.trace_plan`).
-    """
-    probe = _warm_up(prepare, execute, settings, beside, probe=settings.timer != "wallclock" and agree is None,
-                     label=module_name)
-    if settings.timer == "wallclock":
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, agree=agree,
-                                          label=module_name), "wall clock requested (timer='wallclock')")
-    plan = trace_plan(probe.events if probe else None, probe.wall if probe else 0.0, settings.profiled_max_runs(),
-                      forced=settings.timer == "profiler" or agree is not None)
-    if probe is not None and plan.traced is not None:  # too many events to read every run: the probe's trace
-        runs = _run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, label=module_name)
-        with phase("trace reading"):
-            return _from_trace(probe.xspace, runs, module_name, platform, settings, beside, profile=probe.profile,
-                               plan=replace(plan, traced_wall_s=probe.wall))
-
-    from .profiler import ProfilerSession, ProfilerUnavailable
-
-    try:
-        with phase("profiler"):
-            session = ProfilerSession()
-    except ProfilerUnavailable as exc:
-        if settings.timer == "profiler":
-            raise
-        return _wallclock(_run_adaptively(prepare, execute, settings, None, beside, settled, cache=cache, agree=agree,
-                                          label=module_name), str(exc))
-    try:
-        runs = _run_adaptively(prepare, execute, settings, settings.profiled_max_runs(), beside, settled, cache=cache,
-                               agree=agree, label=module_name)
-    except BaseException:
-        session.discard()  # never leave a profiler session open, also when the kernel raises
-        raise
-    try:
-        with phase("profiler"):
-            xspace = session.stop()
-    except ProfilerUnavailable as exc:
-        if settings.timer == "profiler":
-            raise
-        return _wallclock(runs, str(exc))
-
-    with phase("trace reading"):
-        return _from_trace(xspace, runs, module_name, platform, settings, beside)
-
-
-def _warm_up(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
+def warm_up(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings: TimingSettings,
              beside: Beside | None, *, probe: bool, label: str = "") -> Probe | None:
     """The untimed runs; the last under the profiler where ``probe``, marked as a kernel run (None where not
     probed, or where the profiler cannot start: the timed runs then say why)."""
@@ -311,7 +266,7 @@ def _warm_up(prepare: Callable[[], Any], execute: Callable[[Any], Any], settings
     return found
 
 
-def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, settings: TimingSettings,
+def from_trace(xspace: bytes, runs: Runs, module_name: str, platform: str, settings: TimingSettings,
                 beside: Beside | None, *, plan: TracePlan = EVERY_RUN, profile: Any = None) -> Timed:
     """The runs' device times read from the trace (their wall clock, with the reason, where it cannot tell them
     and the timer is "auto", or where ``plan`` traced only the first runs); ``profile``: the trace already parsed."""
@@ -333,23 +288,25 @@ def _from_trace(xspace: bytes, runs: _Runs, module_name: str, platform: str, set
     except TraceError as exc:
         if settings.timer == "profiler":
             raise ProfilerUnavailable(f"trace unusable: {exc}") from None
-        return _wallclock(runs, f"trace unusable: {exc}")
+        return by_wall_clock(runs, f"trace unusable: {exc}")
     if plan.traced is not None:
-        timed = _wallclock(runs, plan.reason(found.per_run_s[0], walls))
-        return replace(timed, xspace=xspace, events=found, ops_apart=True,
+        timed = by_wall_clock(runs, plan.reason(found.per_run_s[0], walls))
+        return replace(timed, xspace=xspace, events=found, timer="one run traced",
                        timing=replace(timed.timing, method=f"{found.method} (the first run)"))
     timing = Timing(found.per_run_s, tuple(walls), "profiler", "", found.method, runs.kernel_faults(),
                     waiting_per_run=runs.kernel_waiting(), others_cpu_share=runs.others)
     warm = _warm_times(index, module_name, platform, runs.warm)
     if beside is None:
-        return Timed(timing, xspace, found, warm_s=warm)
+        return Timed(timing, xspace, found, warm_s=warm, timer="every run traced")
     try:
         reference = run_times(index.events, beside.module_name, platform, len(refs), REFERENCE_RUN_MARKER,
                               index=index).per_run_s
         return Timed(timing, xspace, found, reference, "profiler", runs.reference_faults(), warm_s=warm,
+                     timer="every run traced",
                      reference_slots=tuple(runs.slots))
     except TraceError:  # the kernel's device times stand; the reference falls back to its wall clock
         return Timed(timing, xspace, found, tuple(refs), "wallclock", runs.reference_faults(), warm_s=warm,
+                     timer="every run traced",
                      reference_slots=tuple(runs.slots))
 
 
@@ -363,7 +320,7 @@ def _warm_times(index: TraceIndex, module_name: str, platform: str, walls: Seque
         return tuple(walls)
 
 
-def _wallclock(runs: _Runs, reason: str) -> Timed:
+def by_wall_clock(runs: Runs, reason: str) -> Timed:
     walls, refs = runs.walls, runs.refs
     return Timed(Timing(tuple(walls), tuple(walls), "wallclock", reason, faults_per_run=runs.kernel_faults(),
                         waiting_per_run=runs.kernel_waiting(), others_cpu_share=runs.others),

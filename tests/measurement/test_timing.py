@@ -42,7 +42,7 @@ class FakeClock:
 def runs_with(monkeypatch: pytest.MonkeyPatch, durations: list[float], **settings: Any) -> int:
     clock = FakeClock(durations)
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)  # the module measurement.timing uses
-    return len(timing._run_adaptively(lambda: None, clock.run, TimingSettings(**settings)).walls)
+    return len(timing.run_adaptively(lambda: None, clock.run, TimingSettings(**settings)).walls)
 
 
 def test_steady_kernel_stops_once_min_runs_and_min_time_are_reached(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,7 +62,7 @@ def test_a_slow_kernel_says_it_is_being_timed(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
     said: list[str] = []
     monkeypatch.setattr(timing, "_progress", said.append)
-    timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, budget_s=60, target_spread=0.0),
+    timing.run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, budget_s=60, target_spread=0.0),
                            label="jit_slow")
     assert said[0] == "still timing jit_slow: 4 runs in 13 s (the last 3.50 s; at least 5 runs, at most 60 s)"
     assert len(said) == 4  # at 13, 26, 39 and 52 s: about every 10 s up to the budget
@@ -76,7 +76,7 @@ def test_a_warm_up_run_of_a_second_or_more_says_the_timing_at_once(monkeypatch: 
     for run_s in (1.2, 0.5):
         clock = FakeClock([run_s])
         monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
-        timing._warm_up(lambda: None, clock.run, TimingSettings(min_runs=5, budget_s=60), None, probe=False,
+        timing.warm_up(lambda: None, clock.run, TimingSettings(min_runs=5, budget_s=60), None, probe=False,
                         label="jit_slow")
     assert said == ["timing jit_slow: a warm-up run took 1.2 s; at least 5 runs (about 6 s), at most 60 s"]
 
@@ -87,19 +87,19 @@ def test_reference_runs_bracket_the_kernel_and_count_against_the_budget(monkeypa
     clock = FakeClock([0.12])
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
     beside = timing.Beside("jit_reference", lambda: None, clock.run)
-    runs = timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
+    runs = timing.run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
                                   beside=beside)
     assert len(runs.walls) == 5 and runs.slots == [0, 1, 2, 3, 4, 5]  # reference, kernel, reference, ...
     clock = FakeClock([0.01])
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
     beside = timing.Beside("jit_reference", lambda: None, clock.run)
-    runs = timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
+    runs = timing.run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
                                   beside=beside)
     assert runs.slots[0] == 0 and runs.slots[-1] == len(runs.walls)
     assert all(0 < b - a <= 11 for a, b in zip(runs.slots, runs.slots[1:], strict=False))  # 100 ms, float sums
     assert len(runs.refs) <= len(runs.walls) // 5  # 0.2 s of minimum time, a tenth of it references
     calibrating = timing.Beside("jit_reference", lambda: None, clock.run, every_s=0.0)  # a calibration: every run
-    every = timing._run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
+    every = timing.run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=5, min_time_s=0.2),
                                    beside=calibrating)
     assert every.slots == list(range(len(every.walls) + 1))
     # The operating system's page-fault count is kept for every run where it exists (Linux, macOS).
@@ -157,7 +157,7 @@ def test_a_run_beside_processes_that_hold_every_cpu_waits_for_one() -> None:
             assert proc.stdout is not None and proc.stdout.readline() == "busy\n"
         waiting = timing._timed(lambda: None, lambda _: _spin(0.4)).waiting
         settings = TimingSettings(warmup=0, min_runs=4, max_runs=4, min_time_s=0.0)
-        others = timing._run_adaptively(lambda: None, lambda _: _spin(0.1), settings).others
+        others = timing.run_adaptively(lambda: None, lambda _: _spin(0.1), settings).others
     finally:
         for proc in procs:
             proc.kill()
@@ -182,7 +182,7 @@ def test_sampling_goes_on_while_the_interval_straddles_the_threshold(monkeypatch
         clock = FakeClock([0.0095, 0.0105])
         monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
         settings = TimingSettings(min_runs=5, min_time_s=0.0, budget_s=0.5, target_spread=0.02)
-        return len(timing._run_adaptively(lambda: None, clock.run, settings, settled=rule(threshold)).walls)
+        return len(timing.run_adaptively(lambda: None, clock.run, settings, settled=rule(threshold)).walls)
 
     assert runs(0.5) == 5
     assert runs(1.0) == 50  # 0.5 s budget / 10 ms
@@ -216,7 +216,7 @@ def test_the_cache_is_evicted_after_the_inputs_are_prepared_and_outside_the_cloc
         order.append("run")
         clock.run(args)
 
-    runs = timing._run_adaptively(prepare, execute, TimingSettings(min_runs=3, max_runs=3, min_time_s=0),
+    runs = timing.run_adaptively(prepare, execute, TimingSettings(min_runs=3, max_runs=3, min_time_s=0),
                                   cache=timing.CacheRuns(evict, warm_check=2))
     assert order[:9] == ["prepare", "evict", "run"] * 3
     assert order[9:] == ["prepare", "run"] * 3  # one untimed warm run, then the two warm check runs

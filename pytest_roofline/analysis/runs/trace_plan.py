@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
+from typing import Literal
 
 from ...base.units import format_seconds
 
-__all__ = ["READ_S_PER_EVENT", "READ_FLOOR_S", "TracePlan", "EVERY_RUN", "trace_plan"]
+__all__ = ["READ_S_PER_EVENT", "READ_FLOOR_S", "TracePlan", "EVERY_RUN", "trace_plan", "TimerKind", "choose_timer"]
 
 # Stopping the profiler, parsing, flattening and matching, per event recorded (2-core AMD EPYC Zen 4: 21-22 us).
 READ_S_PER_EVENT = 20e-6
@@ -63,3 +64,21 @@ def trace_plan(events: int | None, run_wall_s: float, most_runs: int, *, forced:
     if reading <= run_wall_s or reading * most_runs <= READ_FLOOR_S:
         return TracePlan(None, events, reading)
     return TracePlan(1, events, reading)
+
+
+TimerKind = Literal["wall clock", "every run traced", "one run traced", "processes in lockstep"]
+"""How a program's runs are timed: each by the wall clock around it; each read from the trace of a profiler session
+around them all; by the wall clock, with one run (the last warm-up run) traced for its ops and what ran (too many
+events to read every run); or every run traced in every process of a program that spans processes, which stop
+together."""
+
+
+def choose_timer(asked: str, lockstep: bool, plan: TracePlan) -> TimerKind:
+    """The timer, chosen once: the wall clock where asked (``timer="wallclock"``), in lockstep where the program's
+    processes decide together, one run traced where ``plan`` (from the probed warm-up run) says reading every run
+    would cost too much, else every run traced."""
+    if asked == "wallclock":
+        return "wall clock"
+    if lockstep:
+        return "processes in lockstep"
+    return "one run traced" if plan.traced is not None else "every run traced"

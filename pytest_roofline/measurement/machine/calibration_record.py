@@ -9,7 +9,8 @@ from statistics import median
 from ...base.quantiles import relative_iqr
 from ...hardware.calibration_figures import CalibrationFigures
 from ..options import TimingSettings
-from ..timing import Timed, time_program
+from ..timers import Loop, time_program
+from ..timing import Timed
 from .reference_kernels import reference
 
 __all__ = ["FiguresInProgress"]
@@ -66,7 +67,7 @@ class FiguresInProgress:
     def reference_alone(self, ref_key: str) -> Timed:
         """A reference that works in cache, timed on its own: its setting matters little."""
         ref = reference(self.platform, ref_key)
-        alone = time_program(ref.prepare, ref.execute, ref.module_name, self.platform, _REFERENCE_RUNS)
+        alone = time_program(Loop(ref.prepare, ref.execute, ref.module_name, self.platform, _REFERENCE_RUNS))
         self.references[ref_key] = ref.work / median(alone.timing.per_run_s)
         self.record(f"reference {ref_key}", alone.timing.spread,
                     f"{ref.name}, median of {alone.timing.runs} runs ({alone.timing.timer})")

@@ -189,13 +189,13 @@ def test_real_cpu_trace() -> None:
     jnp = jax.numpy
     from pytest_roofline.analysis.runs.trace_events import KERNEL_RUN_MARKER
     from pytest_roofline.measurement.options import TimingSettings
-    from pytest_roofline.measurement.timing import time_program
+    from pytest_roofline.measurement.timers import Loop, time_program
 
     x = jnp.ones((512, 512), jnp.float32)
     compiled = jax.jit(lambda a: jnp.tanh(a @ a).sum()).lower(x).compile()
     module_name = compiled.as_text().split()[1].rstrip(",")
     settings = TimingSettings(warmup=1, min_runs=4, max_runs=4, timer="profiler")
-    timed = time_program(lambda: x, lambda a: compiled(a).block_until_ready(), module_name, "cpu", settings)
+    timed = time_program(Loop(lambda: x, lambda a: compiled(a).block_until_ready(), module_name, "cpu", settings))
     timing = timed.timing
     assert timing.timer == "profiler" and timing.runs == 4
     assert "run_id" in timing.method

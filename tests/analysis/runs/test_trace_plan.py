@@ -38,3 +38,20 @@ def test_the_profiler_times_every_run_where_asked_or_not_probed(events: int | No
     assert trace_plan(events, 0.02, 100, forced=True) == EVERY_RUN
     assert trace_plan(None, 0.02, 100, forced=False) == EVERY_RUN
     assert EVERY_RUN.reason(0.01, [0.01]) == ""
+
+
+def test_the_timer_is_chosen_once_by_one_rule() -> None:
+    """The four timers: the wall clock where asked; lockstep wherever the processes of a program decide together
+    (every run traced, whatever the events); one run traced where reading every run would cost too much; else every
+    run traced."""
+    from pytest_roofline.analysis.runs.trace_plan import choose_timer
+
+    many = trace_plan(50_000, 0.01, 100, forced=False)  # 1 s of reading a run of 10 ms: one run traced
+    few = trace_plan(10, 0.01, 100, forced=False)
+    assert choose_timer("wallclock", False, many) == "wall clock"
+    assert choose_timer("wallclock", True, few) == "wall clock"  # asked for: no trace to match across processes
+    assert choose_timer("auto", True, trace_plan(50_000, 0.01, 100, forced=True)) == "processes in lockstep"
+    assert choose_timer("auto", False, many) == "one run traced"
+    assert choose_timer("auto", False, few) == "every run traced"
+    assert choose_timer("profiler", False, trace_plan(50_000, 0.01, 100, forced=True)) == "every run traced"
+    assert choose_timer("auto", False, trace_plan(None, 0.0, 100, forced=False)) == "every run traced"  # not probed
