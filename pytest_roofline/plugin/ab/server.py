@@ -80,7 +80,8 @@ class AbServer:
                  wait: bool = False) -> None:
         self._requests: IO[str] = os.fdopen(requests_fd, "r", encoding="utf-8")
         self._answers: IO[str] = os.fdopen(answers_fd, "w", encoding="utf-8")
-        self._mode = AbMode(keeps=True)
+        # A preparing process measures each test once a round: nothing to keep (its programs are compiled already)
+        self._mode = AbMode(keeps=not prepare)
         self._kept: dict[str, list[KernelRecord]] = {}  # per test: its kernels' records, to measure them again
         self._prepare = prepare
         self._first = first  # the first pair of a comparison: a programs pass of every test, then prepare the chosen
@@ -208,9 +209,9 @@ class AbServer:
             _tear_down_to(item)
             item.ihook.pytest_runtest_protocol(item=item, nextitem=item.parent)
         measured, failed = roofline.records[records:], roofline.unmeasured[unmeasured:]
-        if self._prepare:  # a round's process measures each test once: its inputs go now, not at its end
-            self._mode.release(item.nodeid)
-        elif measured and not failed and all(f"{r.nodeid}::{r.label}" in self._mode.kept for r in measured):
+        # a preparing process measures each test once a round and keeps nothing; a long-lived one keeps what it can
+        # measure again
+        if measured and not failed and all(f"{r.nodeid}::{r.label}" in self._mode.kept for r in measured):
             self._kept[item.nodeid] = list(measured)
         return Measured(tuple(measured), tuple(failed), time.perf_counter() - start)
 
