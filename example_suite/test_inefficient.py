@@ -33,4 +33,6 @@ def row_by_row_softmax(x):
                    reason="deliberately slow: a sequential loop over rows")
 @pytest.mark.roofline(min=0.3, bytes=2 * ROWS * COLS * 4, flops=5 * ROWS * COLS, transcendentals=ROWS * COLS)
 def test_row_by_row_softmax(roofline):
-    roofline(row_by_row_softmax, jnp.ones((ROWS, COLS), jnp.float32))
+    result = roofline(row_by_row_softmax, jnp.ones((ROWS, COLS), jnp.float32))
+    if result.contended:  # beside other work its verdict is a warning: the expected failure cannot show
+        pytest.skip("measured beside other work: not judged, so not the failure this test expects")

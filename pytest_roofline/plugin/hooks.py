@@ -21,17 +21,12 @@ if TYPE_CHECKING:
     from .fixture import RooflineFixture
     from .session import RooflineSession
 
-__all__ = ["activate", "session_of", "uses_roofline", "RooflineWarning", "plugin_run"]
+__all__ = ["activate", "uses_roofline", "RooflineWarning", "plugin_run"]
 
 
 def activate(config: pytest.Config) -> RooflineSession:
     """The plugin's session, started on first need (:meth:`.pytest_run.PluginRun.activate`)."""
     return plugin_run(config).activate()
-
-
-def session_of(config: pytest.Config) -> RooflineSession | None:
-    """The plugin's session where it is active, else None (nothing asked for it)."""
-    return plugin_run(config).session
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -63,10 +58,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(run, "roofline-run")
     if config.pluginmanager.hasplugin("xdist"):
         from .xdist.controller import XdistHooks
-        from .xdist.workers import cpu_workers
 
-        config.pluginmanager.register(XdistHooks(config, run.merged, lambda: run.cpu_workers(cpu_workers)),
-                                      "roofline-xdist")
+        config.pluginmanager.register(XdistHooks(config, run.merged, run.cpu_workers), "roofline-xdist")
     _pin_worker()
     if run.configured():
         run.activate()

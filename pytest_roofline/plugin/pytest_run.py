@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
@@ -91,8 +90,6 @@ class PluginRun:
 
     def _extra_plugins(self, session: RooflineSession) -> None:
         """The survey's watcher where asked for; an xdist worker that runs one test at a time where it is alone."""
-        from .xdist.workers import cpu_workers
-
         config = self.config
         if session.settings.survey:
             from .survey.watcher import SurveyPlugin
@@ -100,7 +97,7 @@ class PluginRun:
             config.pluginmanager.register(SurveyPlugin(config, self.activate, RooflineWarning), "roofline-survey")
         # An xdist worker itself (it has ``workerinput``), not a pytest its test starts, which inherits the worker's
         # PYTEST_XDIST_WORKER: that one sharing the host would wait for the share its own test holds.
-        if hasattr(config, "workerinput") and self.cpu_workers(cpu_workers) == "alone":
+        if hasattr(config, "workerinput") and self.cpu_workers() == "alone":
             from .lock import share_the_host
             from .xdist.controller import OneTestAtATime
 
@@ -108,9 +105,12 @@ class PluginRun:
             config.pluginmanager.register(OneTestAtATime(), "roofline-alone")
 
     @staticmethod
-    def cpu_workers(read: Callable[[Any], str]) -> str:
+    def cpu_workers() -> str:
+        """How xdist's workers share a CPU (``$PYTEST_ROOFLINE_CPU_WORKERS``, checked)."""
+        from .xdist.workers import cpu_workers
+
         try:
-            return read(os.environ)
+            return cpu_workers(os.environ)
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
 

@@ -41,7 +41,10 @@ def test_the_roofline_chart_puts_each_kernel_at_its_intensity_and_rate_under_its
         assert point.y[0] <= min(peak, bandwidth * point.x[0]) * (1 + 1e-9)  # under both roofs: below 100%
         assert point.marker.color == VERDICT_COLOURS[record.verdict]
         assert f"utilization {r.utilization:.1%} ({record.verdict})" in point.text[0]
-    # the axes span a decade either side of every point and the ridge
+    # the roofs span a decade either side of every point and the ridge
+    spread = [r.result.flops / r.result.bytes_accessed for r in records] + [peak / bandwidth]
+    assert memory.x[0] == pytest.approx(min(spread) / 10)
+    assert traces["f32 peak 100 GFLOP/s"].x[1] == pytest.approx(max(spread) * 10)
     assert fig.layout.xaxis.type == "log" and fig.layout.title.text == "fake CPU: kernels on the roofline"
 
 
