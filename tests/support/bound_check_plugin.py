@@ -82,8 +82,9 @@ class CountingFixture:
                "critical": roof.critical_intensity, "compute_s": roof.compute_time_s, "memory_s": roof.memory_time_s}
         with open(os.environ["BOUND_CHECK_OUT"], "a", encoding="utf-8") as out:
             out.write(json.dumps(row) + "\n")
+        # nothing ran, so nothing ran beside other work
         return SimpleNamespace(flops=model.work.flops, bytes_accessed=model.work.bytes_accessed,
-                               flops_source=model.work.flops_source, memory=footprint)
+                               flops_source=model.work.flops_source, memory=footprint, contended=False)
 
     def measure(self, fn: Any, *args: Any, **keywords: Any) -> Any:
         return self(fn, *args, **keywords)
