@@ -489,7 +489,9 @@ def test_k(roofline):
     assert result.ret == 0, result.stdout.str()  # below 90%, but warn-only from the ini file
     result.stdout.fnmatch_lines(["*RooflineWarning*utilization (per-op model)*below its threshold 90%*"])
     (rec,) = report(pytester, "r.json")["results"]
-    assert rec["model"] == "ops" and rec["warn_only"] is True and rec["verdict"] == "fail"
+    # below its threshold: "fail", or "contended" where the CI machine's neighbours slowed the runs (seen once in
+    # CI's run with the oldest versions): a warning either way, never a pass
+    assert rec["model"] == "ops" and rec["warn_only"] is True and rec["verdict"] in ("fail", "contended")
 
 
 def test_environment_twin_of_a_flag(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
