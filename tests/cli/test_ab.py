@@ -437,13 +437,17 @@ def test_two_revisions_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
                            "--", "tests", "-q", "--roofline-first-touch=exclude")
     document = json.loads((tmp_path / "ab.json").read_text())
     kernels = {k["label"]: k for k in document["kernels"]}
-    assert kernels["total"]["verdict"] == "regression", out
     # the matmul compiles to the same program on both sides: not timed at all
     assert kernels["matmul"]["verdict"] == "same" and kernels["matmul"]["ratios"] == [], out
     assert "programs pass (" in err and "kernels 1 same, 1 changed; 1 test to time" in err
     # by default the first round's pair prepares every test and is the programs pass; long-lived pairs need their own
     where = "the first round's processes compiled" if schedule == "rounds" else "both sides compiled"
     assert where in err.split("programs pass (", 1)[1].splitlines()[0], err
+    if kernels["total"]["contended"] and not kernels["total"]["settled"]:
+        # a neighbour held the CPUs in enough rounds that the rest cannot decide (seen once in CI): said, never passed
+        assert "cannot judge: contended" in out and "1 undecided" in out, out
+        return
+    assert kernels["total"]["verdict"] == "regression", out
     assert status == 1 and document["exit_status"] == 1 and document["rounds"] == rounds
     assert document["schedule"] == schedule
     assert len(kernels["total"]["ratios"]) == 6 and kernels["total"]["interval"][1] < 0.7
