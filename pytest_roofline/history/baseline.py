@@ -18,8 +18,8 @@ from pathlib import Path
 from ..analysis.verdict.regressions import FLOOR, MIN_WINDOW, Z, gate, history_gate
 from ..base.kinds import Model
 from ..records.kernel_record import KernelRecord
-from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck, NoBaseline, SeriesKey, contention_text
+from ..result.recorded_result import RecordedResult
 from .reports import ReportError, Run, load_history, load_run
 
 __all__ = ["SINGLE_RUN_FLOOR", "Series", "build_series", "BaselineCheck", "NoBaseline", "Baseline", "interval_noise"]

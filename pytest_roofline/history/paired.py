@@ -20,7 +20,7 @@ from ..analysis.model.live import median_interval
 from ..analysis.model.per_op import OpRow
 from ..analysis.verdict.op_diff import OpDiff, diff_ops
 from ..records.kernel_record import KernelRecord, Unmeasured
-from ..records.recorded_result import ops_note
+from ..result.recorded_result import ops_note
 
 __all__ = [
     "Side",

@@ -22,9 +22,9 @@ from ..hardware.spec import HardwareSpec
 from ..history.baseline import interval_noise
 from ..measurement.options import MEASURE_OPTIONS, GivenSettings, MeasureOptions
 from ..records.kernel_record import Artifacts, KernelRecord, Unmeasured, series_key
-from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck, NoBaseline
 from ..report.failure import failure_message
+from ..result.recorded_result import RecordedResult
 from ..result.result import Result
 from .marker import BoundSetting, MarkerSpec, parse_bound_setting, pick_bound
 from .mode import CallSite

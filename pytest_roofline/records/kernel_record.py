@@ -1,8 +1,8 @@
 """The record kept for each kernel of a run: :class:`KernelRecord` (the test, the label, the threshold and its
-origin, the verdict and what qualified it, the measurement as :class:`~.recorded_result.RecordedResult`), and
-:class:`Unmeasured` for a kernel that could not be measured. Typed and frozen from the plugin to the text,
-JSON, HTML and history readers; JSON only at the file boundary (:meth:`KernelRecord.to_dict`,
-:meth:`KernelRecord.from_dict`). Pure."""
+origin, the verdict and what qualified it, the measurement as
+:class:`~pytest_roofline.result.recorded_result.RecordedResult`), and :class:`Unmeasured` for a kernel that could not
+be measured. Typed and frozen from the plugin to the text, JSON, HTML and history readers; JSON only at the file
+boundary (:meth:`KernelRecord.to_dict`, :meth:`KernelRecord.from_dict`). Pure."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..analysis.program.memory import MemoryCheck
 from ..analysis.runs.time_spent import TimeSpent
 from ..analysis.verdict.census import CensusCheck
 from ..base.kinds import EXPECTED_BOUNDS, MODELS, VERDICTS, ExpectedBound, Model, Verdict, choose
-from .recorded_result import RecordedResult
+from ..result.recorded_result import RecordedResult
 from .series_judgement import BaselineCheck, NoBaseline, SeriesKey, baseline_from_dict
 
 __all__ = ["KernelRecord", "Artifacts", "Unmeasured", "LockWaited"]

@@ -10,7 +10,7 @@ from ..analysis.model.roofline import impossible_text
 from ..analysis.program.info import MORE_THAN_SOURCE, more_than_source_text
 from ..base.units import format_fraction, format_quantity, format_seconds
 from ..records.kernel_record import Artifacts, KernelRecord
-from ..records.recorded_result import RecordedResult
+from ..result.recorded_result import RecordedResult
 from .text import CACHED, top_ops_lines
 
 __all__ = ["full_block", "figure_lines"]

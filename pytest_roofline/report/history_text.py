@@ -13,8 +13,8 @@ from ..base.units import format_seconds
 from ..history.baseline import Series
 from ..history.compile_time import CompileCheck
 from ..history.reports import Run
-from ..records.recorded_result import RecordedResult, ops_note
 from ..records.series_judgement import BaselineCheck, NoBaseline, SeriesKey
+from ..result.recorded_result import RecordedResult, ops_note
 from .text import summary_lines
 
 __all__ = ["run_line", "show_lines", "compare_lines", "history_lines", "sparkline", "github_benchmark",

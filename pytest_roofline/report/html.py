@@ -21,8 +21,8 @@ from ..history.baseline import Series
 from ..history.paired import Comparison
 from ..history.reports import Run
 from ..records.kernel_record import KernelRecord
-from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck
+from ..result.recorded_result import RecordedResult
 from .ab_report import ab_html
 from .charts import CONFIG, VERDICT_COLOURS, ops_figure, roofline_figure, sparkline_figure
 from .full_failure import figure_lines

@@ -21,8 +21,8 @@ from ..base.kinds import FAILING_VERDICTS
 from ..base.units import format_fraction, format_quantity, format_seconds
 from ..hardware.spec import Ceiling, HardwareSpec
 from ..records.kernel_record import KernelRecord, LockWaited, Unmeasured
-from ..records.recorded_result import RecordedResult
 from ..records.series_judgement import BaselineCheck
+from ..result.recorded_result import RecordedResult
 
 __all__ = [
     "most_lost",

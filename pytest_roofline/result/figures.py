@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
+from operator import attrgetter
+from typing import Generic, TypeVar, cast, overload
 
 from ..analysis.model import contention
 from ..analysis.model.cache_state import CacheState
@@ -29,7 +31,31 @@ from ..hardware.nvml import Clocks
 from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 
-__all__ = ["Measured"]
+__all__ = ["Measured", "Part"]
+
+T = TypeVar("T")
+
+
+class Part(Generic[T]):
+    """A figure of the result that one of its parts holds: ``flops = Part[float]("work.flops")`` reads
+    ``result.work.flops`` as ``result.flops``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._get = attrgetter(path)
+
+    @overload
+    def __get__(self, owner: None, kind: type) -> Part[T]: ...
+
+    @overload
+    def __get__(self, owner: object, kind: type) -> T: ...
+
+    def __get__(self, owner: object | None, kind: type) -> Part[T] | T:
+        return self if owner is None else cast(T, self._get(owner))
+
+    def __set__(self, owner: object, value: object) -> None:  # a figure of a frozen result, as a property's would be
+        raise AttributeError(f"cannot set a figure read from {self.path}: the result is frozen")
+
 
 
 @dataclass(frozen=True)
@@ -61,34 +87,45 @@ class Measured:
     idle: IdleTime | None = None  # the time in a run the device executed no op, and how much waited on the host
     exposure: Exposure | None = None  # the collectives' time that no compute overlapped (None: no collective)
     source: SourceWork | None = None  # the work the program as written asks for (None: no jaxpr to read)
-    @property
-    def flops(self) -> float:
-        return self.work.flops
 
-    @property
-    def transcendentals(self) -> float:
-        return self.work.transcendentals
-
-    @property
-    def bytes_accessed(self) -> float:
-        return self.work.bytes_accessed
-
-    @property
-    def flops_source(self) -> CountSource:
-        return self.work.flops_source
-
-    @property
-    def bytes_source(self) -> CountSource:
-        return self.work.bytes_source
-
-    @property
-    def matrix_flops(self) -> Mapping[str, float]:
-        return self.work.matrix_flops
-
-    @property
-    def counts_lower_bound(self) -> bool:
-        return self.work.counts_lower_bound
-
+    # Figures read from one part (each a declaration of where, not a computation)
+    flops = Part[float]("work.flops")
+    transcendentals = Part[float]("work.transcendentals")
+    bytes_accessed = Part[float]("work.bytes_accessed")
+    flops_source = Part[CountSource]("work.flops_source")
+    bytes_source = Part[CountSource]("work.bytes_source")
+    matrix_flops = Part[Mapping[str, float]]("work.matrix_flops")
+    counts_lower_bound = Part[bool]("work.counts_lower_bound")
+    loops = Part[tuple[str, ...]]("work.loops")
+    collective_bytes = Part[float]("work.collective_bytes")
+    intensity = Part[float]("work.intensity")
+    bound = Part[Bound]("roofline.bound")
+    critical_intensity = Part[float]("roofline.critical_intensity")
+    compute_time_s = Part[float]("roofline.compute_time_s")
+    memory_time_s = Part[float]("roofline.memory_time_s")
+    comms_time_s = Part[float]("roofline.comms_time_s")
+    transcendental_time_s = Part[float]("roofline.transcendental_time_s")
+    roofline_time_s = Part[float]("roofline.roofline_time_s")
+    device_time_s = Part[float]("timing.median_s")  # the median over runs
+    per_run_s = Part[tuple[float, ...]]("timing.per_run_s")
+    min_s = Part[float]("timing.min_s")
+    spread = Part[float]("timing.spread")  # (p75 - p25) / median of the runs
+    runs = Part[int]("timing.runs")
+    timer = Part[TimerUsed]("timing.timer")
+    timer_fallback_reason = Part[str]("timing.fallback_reason")
+    wall_min_s = Part[float]("timing.wall_min_s")
+    compile_time_s = Part[float]("program.compile_time_s")
+    compile_cached = Part[bool]("program.compile_cached")
+    module_name = Part[str]("program.module_name")
+    device_kind = Part[str]("program.device_kind")
+    versions = Part[Mapping[str, str]]("program.versions")
+    ops = Part[tuple[OpRow, ...]]("ops_model.rows")
+    ops_check = Part[OpsCheck | None]("ops_model.check")
+    ops_roofline_time_s = Part[float]("ops_model.roofline_time_s")
+    # A utilization above 105% (its whole 95% interval) cannot happen: a peak is too low or a count too high
+    impossible = Part[bool]("figures.impossible")
+    # Above 105% with the first touch, not without it: the page faults cost less than calibrated
+    first_touch_beaten = Part[bool]("figures.first_touch_beaten")
     @property
     def source_flops(self) -> float | None:
         """The FLOPs the source asks for, where they can be compared with the compiled program's."""
@@ -108,119 +145,9 @@ class Measured:
         return self.work.flops if self.work.flops_source != "user" else None
 
     @property
-    def loops(self) -> tuple[str, ...]:
-        return self.work.loops
-
-    @property
-    def collective_bytes(self) -> float:
-        return self.work.collective_bytes
-
-    @property
-    def intensity(self) -> float:
-        return self.work.intensity
-
-    # The roofline
-    @property
-    def bound(self) -> Bound:
-        return self.roofline.bound
-
-    @property
-    def critical_intensity(self) -> float:
-        return self.roofline.critical_intensity
-
-    @property
-    def compute_time_s(self) -> float:
-        return self.roofline.compute_time_s
-
-    @property
-    def memory_time_s(self) -> float:
-        return self.roofline.memory_time_s
-
-    @property
-    def comms_time_s(self) -> float:
-        return self.roofline.comms_time_s
-
-    @property
-    def transcendental_time_s(self) -> float:
-        return self.roofline.transcendental_time_s
-
-    @property
-    def roofline_time_s(self) -> float:
-        return self.roofline.roofline_time_s
-
-    # The runs
-    @property
-    def device_time_s(self) -> float:
-        """Median over runs."""
-        return self.timing.median_s
-
-    @property
-    def per_run_s(self) -> tuple[float, ...]:
-        return self.timing.per_run_s
-
-    @property
-    def min_s(self) -> float:
-        return self.timing.min_s
-
-    @property
-    def spread(self) -> float:
-        """(p75 - p25) / median of the runs."""
-        return self.timing.spread
-
-    @property
-    def runs(self) -> int:
-        return self.timing.runs
-
-    @property
-    def timer(self) -> TimerUsed:
-        return self.timing.timer
-
-    @property
-    def timer_fallback_reason(self) -> str:
-        return self.timing.fallback_reason
-
-    @property
-    def wall_min_s(self) -> float:
-        return self.timing.wall_min_s
-
-    # The program
-    @property
-    def compile_time_s(self) -> float:
-        return self.program.compile_time_s
-
-    @property
-    def compile_cached(self) -> bool:
-        return self.program.compile_cached
-
-    @property
-    def module_name(self) -> str:
-        return self.program.module_name
-
-    @property
-    def device_kind(self) -> str:
-        return self.program.device_kind
-
-    @property
-    def versions(self) -> Mapping[str, str]:
-        return self.program.versions
-
-    @property
     def peak_memory_bytes(self) -> int | None:
         """Arguments + outputs + temporaries - aliased, per device (``memory`` has the parts)."""
         return self.memory.peak_bytes if self.memory is not None else None
-
-    # The per-op model
-    @property
-    def ops(self) -> tuple[OpRow, ...]:
-        return self.ops_model.rows
-
-    @property
-    def ops_check(self) -> OpsCheck | None:
-        return self.ops_model.check
-
-    @property
-    def ops_roofline_time_s(self) -> float:
-        return self.ops_model.roofline_time_s
 
     # Derived figures
     @property
@@ -326,6 +253,11 @@ class Measured:
         return self.timing.median_waiting if self.hardware.platform == "cpu" else None
 
     @property
+    def others_cpu_share(self) -> float | None:
+        """The share of the CPUs other processes held during the runs (None where the waiting is not known)."""
+        return self.timing.others_cpu_share if self.cpu_waiting is not None else None
+
+    @property
     def contended(self) -> bool:
         """Other processes held the CPUs during the runs (see :mod:`pytest_roofline.analysis.model.contention`)."""
         return contention.contended(self.cpu_waiting, self.timing.others_cpu_share)
@@ -348,11 +280,6 @@ class Measured:
         if checked and on_cpu is not None and not contention.plausible(on_cpu, self.utilization_interval):
             return None
         return on_cpu
-
-    @property
-    def impossible(self) -> bool:
-        """A utilization above 105% (its whole 95% interval) cannot happen: a peak is too low or a count too high."""
-        return self.figures.impossible
 
     @property
     def fast_runs(self) -> tuple[int, float]:
@@ -393,7 +320,3 @@ class Measured:
                                             max(roof.transcendental_time_s, roof.comms_time_s)) if self.clocks else None
         return at / self.device_time_s if at is not None and self.device_time_s > 0 else None
 
-    @property
-    def first_touch_beaten(self) -> bool:
-        """Above 105% with the first touch, not without it: the page faults cost less than calibrated."""
-        return self.figures.first_touch_beaten

@@ -29,8 +29,8 @@ from pytest_roofline.history.paired import (
     settled_tests,
 )
 from pytest_roofline.records.kernel_record import KernelRecord, Unmeasured
-from pytest_roofline.records.recorded_result import RecordedResult, ops_note
 from pytest_roofline.report.ab_report import ab_document, ab_html, ab_lines
+from pytest_roofline.result.recorded_result import RecordedResult, ops_note
 
 KEY = ("t.py::test_k", "k")
 

@@ -12,8 +12,8 @@ from fakes import HIDDEN, fake_result
 from pytest_roofline.analysis.model.per_op import OpsModel, op_rows
 from pytest_roofline.analysis.program.hlo_reader import parse_hlo
 from pytest_roofline.analysis.runs.program_runs import ops_hidden
-from pytest_roofline.records.recorded_result import RecordedResult
 from pytest_roofline.report.history_text import op_diff_lines
+from pytest_roofline.result.recorded_result import RecordedResult
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy

@@ -97,7 +97,7 @@ def test_calibrated_ceilings_run_no_reference_and_a_threshold_is_carried() -> No
     with pytest.raises(ValueError, match="threshold= must be a non-negative number"):
         pytest_roofline.measure(lambda x: x @ x, a, threshold="high", **FAST)
     with pytest.raises(AttributeError):
-        r.flops = 1.0  # type: ignore[misc]
+        r.flops = 1.0
 
 
 def test_user_overrides_replace_compiler_counts() -> None:

@@ -6,10 +6,10 @@ function or dataclass taking more than six arguments by position.
     hardware/     table, peaks, CPU, calibration cache, NVML             base
     analysis/     pure analysis, four folders in order: program/ (HLO counts), runs/ (traces), model/ (the
                   roofline), verdict/; each imports only those before it            base, hardware
-    result/       the Result and its text                                base, hardware, analysis
-    records/      the current run's records (a kernel's record, a recorded result, its baseline check)
+    result/       the Result, its text and its record (the figures a report holds)   base, hardware, analysis
+    records/      the current run's records (a kernel's record, its baseline check)
                                                                          base, hardware, analysis, result
-    history/      reports over time, regressions, paired revisions       base, hardware, analysis, records
+    history/      reports over time, regressions, paired revisions       base, hardware, analysis, result, records
     ab/           what ab's driver and its sides share (messages, programs pass)   base ... records
     report/       text, JSON and HTML                                    base, hardware, analysis, result, records,
     history measurement/  the only JAX                                           base, hardware, analysis, result
@@ -40,7 +40,7 @@ ALLOWED = {
     "analysis": {"base", "hardware", "analysis"},
     "result": {"base", "hardware", "analysis", "result"},
     "records": {"base", "hardware", "analysis", "result", "records"},
-    "history": {"base", "hardware", "analysis", "records", "history"},
+    "history": {"base", "hardware", "analysis", "result", "records", "history"},
     "report": {
         "base",
         "hardware",

@@ -20,7 +20,7 @@ from pytest_roofline.hardware.spec import Ceiling, HardwareSpec
 from pytest_roofline.history.paired import Comparison, KernelRounds, Observation, judge_kernel
 from pytest_roofline.measurement.options import MeasureOptions
 from pytest_roofline.records.kernel_record import KernelRecord
-from pytest_roofline.records.recorded_result import RecordedResult
+from pytest_roofline.result.recorded_result import RecordedResult
 from pytest_roofline.result.result import ProgramInfo, Result
 
 FAKE_CPU = HardwareSpec("fake CPU", "cpu", {"f32": Ceiling(1e11, "calibration", "fake", "2026-11-22")},

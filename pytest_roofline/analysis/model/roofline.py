@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
-from typing import Any
 
 from ...base.kinds import Bound
 from ...base.units import format_fraction
@@ -103,12 +102,6 @@ class RooflineEstimate:
     @property
     def critical_intensity(self) -> float:
         return critical_intensity(self.effective_peak_flops, self.bandwidth)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"bound": self.bound, "critical_intensity": self.critical_intensity,
-                "compute_time_s": self.compute_time_s, "memory_time_s": self.memory_time_s,
-                "comms_time_s": self.comms_time_s, "transcendental_time_s": self.transcendental_time_s,
-                "first_touch_time_s": self.first_touch_time_s, "roofline_time_s": self.roofline_time_s}
 
 
 def estimate(

@@ -297,18 +297,8 @@ class Work:
         """FLOPs per byte of memory traffic."""
         return self.flops / self.bytes_accessed if self.bytes_accessed > 0 else float("inf")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"flops": self.flops, "transcendentals": self.transcendentals, "bytes_accessed": self.bytes_accessed,
-                "flops_source": self.flops_source, "bytes_source": self.bytes_source,
-                "matrix_flops": dict(self.matrix_flops), "counts_lower_bound": self.counts_lower_bound,
-                "loops": list(self.loops), "intensity": self.intensity, "collective_bytes": self.collective_bytes,
-                "uncounted_custom_calls": list(self.uncounted), "counts_lower_bound_reason": self.lower_bound_reason,
-                "counts_from_cost_estimate": list(self.estimated), "conditionals": list(self.branches.lines),
-                "conditional_counted_at_dearest": self.branches.unsure, "int_ops": self.int_ops,
-                "bound_unsure": self.bound_unsure,
-                "counts_if_cheapest_branches": self._cheapest(), "flops_range_top": self.flops_top}
-
-    def _cheapest(self) -> dict[str, float] | None:
+    @property
+    def cheapest(self) -> dict[str, float] | None:
         """The counts had every conditional counted at its dearest branch taken its cheapest (None: none was)."""
         if not self.branches.unsure:
             return None

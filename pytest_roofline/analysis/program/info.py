@@ -40,12 +40,6 @@ class ProgramInfo:
     def static_text(self) -> str:
         return static_text(self.static)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"module_name": self.module_name, "device_kind": self.device_kind,
-                "compile_time_s": self.compile_time_s, "compile_cached": self.compile_cached,
-                "versions": dict(self.versions), "static_arguments": list(self.static),
-                "program_fingerprint": self.fingerprint}
-
 
 @dataclass(frozen=True)
 class SourceWork:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
 from statistics import median
-from typing import Any
 
 from ...base.kinds import TimerUsed
 from ...base.quantiles import relative_iqr
@@ -59,11 +58,3 @@ class Timing:
     @property
     def wall_min_s(self) -> float:
         return min(self.wall_per_run_s)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device_time_s": self.median_s, "per_run_s": list(self.per_run_s), "min_s": self.min_s,
-                "spread": self.spread, "runs": self.runs, "timer": self.timer,
-                "timer_fallback_reason": self.fallback_reason, "trace_method": self.method,
-                "wall_min_s": self.wall_min_s, "wall_per_run_s": list(self.wall_per_run_s),
-                "faults_per_run": list(self.faults_per_run),
-                "waiting_per_run": list(self.waiting_per_run)}

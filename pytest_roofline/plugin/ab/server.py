@@ -51,7 +51,7 @@ from ...ab.same_programs import ProgramsPass
 from ...analysis.runs.time_spent import Stopwatch
 from ...base.errors import MeasureError
 from ...records.kernel_record import KernelRecord, Unmeasured
-from ...records.recorded_result import RecordedResult
+from ...result.recorded_result import RecordedResult
 from ..hooks import activate, uses_roofline
 from ..mode import Mode
 from ..session import RooflineSession
