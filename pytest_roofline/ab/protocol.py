@@ -18,7 +18,9 @@ One JSON object a line, each with its ``kind``; the driver writes requests on on
 
 A process that speaks another :data:`VERSION` (or none: a plugin from before the protocol had one) is refused by
 :func:`check_hello` in one line, and the comparison measures that side in processes that run to their end; a
-message of a kind the receiver does not expect is a :class:`ProtocolError` that names it.
+message of a kind the receiver does not expect is a :class:`ProtocolError` that names it. A process that serves no
+requests (a round's side run to its end, a programs pass, the head's hooks given the verdicts) is told its task in
+one environment variable of the same version (:mod:`.side_task`).
 """
 
 from __future__ import annotations
@@ -31,14 +33,13 @@ from typing import Any, ClassVar
 from ..records.kernel_record import KernelRecord, Unmeasured
 from .same_programs import ProgramsPass
 
-__all__ = ["VERSION", "VERDICTS_VARIABLE", "ProtocolError", "Hello", "Hardware", "Items", "Prepare", "Prepared",
+__all__ = ["VERSION", "ProtocolError", "Hello", "Hardware", "Items", "Prepare", "Prepared",
            "RunTest", "Measured", "Failed", "Quit", "Go", "Message", "encode", "decode", "check_hello", "REQUESTS",
            "ANSWERS"]
 
-VERSION = 4  # 1: the untyped messages of before, with no version and no hello; 2: no go; 3: run has no last
-# Set for the pytest process of the head that ab starts once its verdicts are in: the comparison's JSON file, handed
-# to the suite's pytest_roofline_ab hooks (plugin/ab/side_modes.py).
-VERDICTS_VARIABLE = "PYTEST_ROOFLINE_AB_VERDICTS"
+# 1: the untyped messages of before, with no version and no hello; 2: no go; 3: run has no last; 4: a process
+# that serves no requests is told its task in one variable a task, untyped (now one typed variable: side_task.py)
+VERSION = 5
 
 
 class ProtocolError(Exception):

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
-    "PROGRAMS_PASS_VARIABLE",
     "ProgramsOfTest",
     "ProgramsPass",
     "ProgramDiff",
@@ -25,8 +24,6 @@ __all__ = [
 ]
 
 KernelChange = Literal["same", "changed", "added", "removed"]
-# Set by ``pytest-roofline ab`` for a side's programs pass: the JSON file the plugin writes the pass to.
-PROGRAMS_PASS_VARIABLE = "PYTEST_ROOFLINE_PROGRAMS_PASS"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from git_repos import commit, git, make_repo, needs_git, run_cli
 from paths import ROOT
 
 from pytest_roofline.ab.protocol import VERSION
+from pytest_roofline.ab.side_task import SideTask
 from pytest_roofline.cli.ab.job import uses_xdist
 from pytest_roofline.cli.ab.served import Server, ServeUnavailable
 from pytest_roofline.cli.ab.sides import CHILD
@@ -269,15 +270,17 @@ def test_short(roofline):
 
 @pytest.mark.slow  # two pytest processes timing a real kernel
 def test_a_rounds_side_measures_each_kernel_once(tmp_path: Path) -> None:
-    """A round's side (``--once``) measures a kernel with the shorter timing (at least 0.05 s of runs, a 0.25 s
-    budget, against at least 0.5 s as pytest runs it), and no failure trace is saved. Either way the test fails."""
+    """A round's side (``--once``, its task ``once``) measures a kernel with the shorter timing (at least 0.05 s of
+    runs, a 0.25 s budget, against at least 0.5 s as pytest runs it), and no failure trace is saved. Either way the
+    test fails."""
     (tmp_path / "test_k.py").write_text(SHORT_OF_ITS_THRESHOLD)
     found = {}
     for once in ([], ["--once"]):
         report = tmp_path / f"r{len(once)}.json"
+        task = SideTask("once").environment() if once else {}  # as the driver starts a round's side
         done = subprocess.run([sys.executable, str(CHILD), str(tmp_path), "", *once, "-q", "-p", "no:cacheprovider",
                                f"--roofline-report={report}", f"--roofline-trace-dir={tmp_path / 'traces'}"],
-                              cwd=tmp_path, capture_output=True, text=True)
+                              cwd=tmp_path, capture_output=True, text=True, env={**os.environ, **task})
         record = json.loads(report.read_text())["results"][0]
         if record["verdict"] == "contended":  # a neighbour never fails a test: what this one checks needs a failure
             pytest.skip(f"measured while other processes held the CPUs (cpu_waiting {record['result']['cpu_waiting']}):"

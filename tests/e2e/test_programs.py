@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import pytest
 
 from pytest_roofline.ab.same_programs import ProgramsOfTest, ProgramsPass, compare_programs, deselect_args
+from pytest_roofline.ab.side_task import SideTask
 from pytest_roofline.base.calls import KernelCall
 from pytest_roofline.measurement.fingerprint import compile_fingerprint, fingerprint, normalized_hlo, program_facts
 from pytest_roofline.measurement.options import MeasureOptions
@@ -154,12 +155,14 @@ def test_does_not_compile(roofline):
 @pytest.mark.slow  # a pytest process compiling five kernels
 def test_the_programs_pass_compiles_fingerprints_and_times_nothing(pytester: pytest.Pytester,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """A real pytest run with the variable ab sets and its modes plugin (as plugin/ab/child.py loads it): every
+    """A real pytest run with the variable ab's driver sets (its task, ab/side_task.py) and its modes plugin (as
+    plugin/ab/child.py loads it): every
     kernel compiled (none timed, so none fails its threshold), each test's fingerprints written, a test that reads
     its result stopped there (skipped) and said to be incomplete, as is one that fails; a kernel that does not
     compile is logged without a fingerprint."""
     out = pytester.path / "programs.json"
-    monkeypatch.setenv("PYTEST_ROOFLINE_PROGRAMS_PASS", str(out))
+    for name, value in SideTask("programs", str(out)).environment().items():
+        monkeypatch.setenv(name, value)
     pytester.makepyfile(test_k=PASS_TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", "-p", MODES)
     result.assert_outcomes(passed=3, skipped=1, failed=1)
@@ -190,7 +193,7 @@ def test_a_programs_pass_under_xdist_writes_one_file_per_worker(pytester: pytest
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xdist")
     out = pytester.path / "programs.json"
-    monkeypatch.setenv("PYTEST_ROOFLINE_PROGRAMS_PASS", str(out))
+    monkeypatch.setenv("PYTEST_ROOFLINE_PROGRAMS_PASS", str(out))  # as a driver of protocol 4 set it: still read
     pytester.makepyfile(test_k=PASS_TESTS)
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-p", MODES)
     files = sorted(p.name for p in Path(pytester.path).glob("programs.json.gw*"))

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ...ab.protocol import VERDICTS_VARIABLE
+from ...ab.side_task import SideTask
 from ...base.files import check_writable, json_text, write_text_atomic
 from ...history.paired import MIN_ROUNDS, Comparison
 from ...history.reports import Run
@@ -134,7 +134,8 @@ def announce(job: Job, comparison: Comparison) -> None:
     write_text_atomic(path, json_text(ab_document(comparison)) + "\n")
     head = job.side("head")
     done = subprocess.run(command(head, job.root, serve_args(job.options.pytest_args)), cwd=head.cwd,
-                          env={**job.env, VERDICTS_VARIABLE: str(path)}, capture_output=True, text=True, check=False)
+                          env={**job.env, **SideTask("verdicts", str(path)).environment()}, capture_output=True,
+                          text=True, check=False)
     if done.returncode not in (0, 5):  # 5: no tests collected, as asked
         job.log(f"the head's pytest_roofline_ab hooks could not be called (exit status {done.returncode}): "
                 f"{problem_line(done.stdout + done.stderr)}")

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from ...ab.same_programs import deselect_args
+from ...ab.side_task import SideTask
 from ...history.paired import (
     MIN_ROUNDS,
     PairedKernel,
@@ -73,7 +74,8 @@ class FreshRounds:
 def run_side(job: Job, side: SideProcess, args: tuple[str, ...], report: Path) -> tuple[Run, float]:
     """One pytest process; its report (an empty run where it measured nothing: the plugin then writes none)."""
     start = time.perf_counter()
-    done = subprocess.run(command(side, job.root, args, report=report, once=True), cwd=side.cwd, env=job.env,
+    done = subprocess.run(command(side, job.root, args, report=report, once=True), cwd=side.cwd,
+                          env={**job.env, **SideTask("once").environment()},
                           capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):

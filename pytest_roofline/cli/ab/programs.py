@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import IO
 
 from ...ab.same_programs import (
-    PROGRAMS_PASS_VARIABLE,
     ProgramDiff,
     ProgramsOfTest,
     ProgramsPass,
     compare_programs,
     deselect_args,
 )
+from ...ab.side_task import SideTask
 from ...history.paired import PairedKernel, one_side, same_program
 from ..errors import CliError
 from .job import NOTHING_MEASURED, Job, Selection
@@ -93,7 +93,7 @@ def in_own_processes(job: Job) -> ProgramsFound:
             log = (job.tmp / f"programs-{side.name}.log").open("w", encoding="utf-8")
             report = job.tmp / f"programs-{side.name}-report.json"
             process = subprocess.Popen(command(side, job.root, job.options.pytest_args, report=report), cwd=side.cwd,
-                                       env={**job.env, PROGRAMS_PASS_VARIABLE: str(out)}, stdout=log,
+                                       env={**job.env, **SideTask("programs", str(out)).environment()}, stdout=log,
                                        stderr=subprocess.STDOUT)
             running.append((side, process, out, log))
         passes = {side.name: _finished(side, process, out, log, job.tmp) for side, process, out, log in running}

@@ -98,9 +98,7 @@ def main(argv: Sequence[str]) -> int:
     once = bool(args) and args[0] == "--once"
     if once:
         args.pop(0)
-        if modes:
-            os.environ["PYTEST_ROOFLINE_AB_MODE"] = "once"  # the modes plugin's MODE_VARIABLE, xdist's workers too
-        else:
+        if not modes:  # a plugin with modes reads its task from the driver's variable (ab/side_task.py)
             plugins.append(_OlderOnce())
     serve = bool(args) and args[0].startswith("--serve=")
     if serve:

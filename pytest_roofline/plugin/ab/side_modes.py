@@ -4,10 +4,9 @@ session and fixture know only :class:`~..mode.Mode`.
 :class:`AbMode` measures each kernel once, as a round's side does (the rounds are the sample), keeps each kernel's
 call to measure it again on request, and while its :attr:`AbMode.programs` is set it is a programs pass: each call
 compiled and fingerprinted, nothing timed (:class:`ProgramLog`). This module is also a pytest plugin, loaded in a
-side's processes with ``-p`` (so that xdist's workers load it too): there :data:`MODE_VARIABLE` and the programs pass's
-:data:`~pytest_roofline.ab.same_programs.PROGRAMS_PASS_VARIABLE` say which mode to install, and in the head's
-process that ab starts once its verdicts are in, :data:`~pytest_roofline.ab.protocol.VERDICTS_VARIABLE` hands them to
-the suite's hooks.
+side's processes with ``-p`` (so that xdist's workers load it too): there the task the driver started the process for
+(:mod:`pytest_roofline.ab.side_task`) says which mode to install, or, in the head's process that ab starts once its
+verdicts are in, hands them to the suite's hooks.
 """
 
 from __future__ import annotations
@@ -21,8 +20,9 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ...ab.protocol import VERDICTS_VARIABLE
-from ...ab.same_programs import PROGRAMS_PASS_VARIABLE, ProgramsOfTest, ProgramsPass
+from ...ab.protocol import ProtocolError
+from ...ab.same_programs import ProgramsOfTest, ProgramsPass
+from ...ab.side_task import SideTask, task_from
 from ...base.calls import KernelCall
 from ...base.errors import exception_text
 from ...base.files import write_text_atomic
@@ -30,14 +30,11 @@ from ...measurement.options import GivenSettings, MeasureOptions
 from ...result.result import Result
 from ..mode import CallSite, Mode
 
-__all__ = ["AbMode", "ProgramLog", "ProgramsPassWriter", "programs_found", "NotMeasured", "ONCE_TIMING",
-           "MODE_VARIABLE"]
+__all__ = ["AbMode", "ProgramLog", "ProgramsPassWriter", "programs_found", "NotMeasured", "ONCE_TIMING"]
 
 # The timing of a measurement made once, where the test sets none: one warm-up run and a shorter least sampling time
 # and budget; the rounds, each pairing the two sides seconds apart, are the sample.
 ONCE_TIMING = GivenSettings(warmup=1, min_time_s=0.05, budget_s=0.25)
-# Set by the side's script for a round's processes that run to their end: "once".
-MODE_VARIABLE = "PYTEST_ROOFLINE_AB_MODE"
 
 
 def _fingerprint(call: KernelCall, options: MeasureOptions) -> str:
@@ -211,26 +208,35 @@ def programs_found(tests: Sequence[str], log: ProgramLog, failed: Mapping[str, s
 @pytest.hookimpl(trylast=True, optionalhook=True)  # a serving process's own mode (server.py) goes first; the
 # plugin may be disabled (-p no:roofline): then no hook asks
 def pytest_roofline_mode(config: pytest.Config) -> Mode | None:
-    """The mode :data:`MODE_VARIABLE` or the programs pass's variable asks for, in every process of the side (xdist's
-    workers too); the programs pass's file written at the end."""
-    if path := os.environ.get(PROGRAMS_PASS_VARIABLE):
+    """The mode the driver's task asks for, in every process of the side (xdist's workers too); the programs pass's
+    file written at the end."""
+    task = _task()
+    if task is not None and task.task == "programs":
         from ..hooks import uses_roofline
 
         log = ProgramLog()
-        config.pluginmanager.register(ProgramsPassWriter(path, log, uses_roofline), "roofline-programs-pass")
+        config.pluginmanager.register(ProgramsPassWriter(task.path, log, uses_roofline), "roofline-programs-pass")
         return AbMode(programs=log)
-    if os.environ.get(MODE_VARIABLE) == "once":
+    if task is not None and task.task == "once":
         return AbMode()
     return None
 
 
+def _task() -> SideTask | None:
+    try:
+        return task_from(os.environ)
+    except ProtocolError as exc:
+        raise pytest.UsageError(f"pytest-roofline ab: {exc}") from None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection(session: pytest.Session) -> bool | None:
-    """The process of the head that ab starts once its verdicts are in (:data:`VERDICTS_VARIABLE`): the comparison
+    """The process of the head that ab starts once its verdicts are in (its task ``verdicts``): the comparison
     handed to the suite's ``pytest_roofline_ab`` hooks, and nothing collected."""
-    path = os.environ.get(VERDICTS_VARIABLE)
-    if not path:
+    task = _task()
+    if task is None or task.task != "verdicts":
         return None
+    path = task.path
     hook = getattr(session.config.hook, "pytest_roofline_ab", None)  # absent where the plugin is disabled
     if hook is not None:
         with open(path, encoding="utf-8") as file:
