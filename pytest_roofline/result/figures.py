@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
-from operator import attrgetter
-from typing import Generic, TypeVar, cast, overload
 
 from ..analysis.model import contention
 from ..analysis.model.cache_state import CacheState
@@ -27,35 +25,12 @@ from ..analysis.runs.run_stats import Timing
 from ..analysis.verdict.census import Census, census
 from ..analysis.verdict.decide import Figures, count_doubts, suspect, unsure_text
 from ..base.kinds import Bound, CeilingsUsed, CountSource, FirstTouchMode, Model, TimerUsed
+from ..base.part_of import Part
 from ..hardware.nvml import Clocks
 from ..hardware.per_device import Picked
 from ..hardware.spec import HardwareSpec
 
-__all__ = ["Measured", "Part"]
-
-T = TypeVar("T")
-
-
-class Part(Generic[T]):
-    """A figure of the result that one of its parts holds: ``flops = Part[float]("work.flops")`` reads
-    ``result.work.flops`` as ``result.flops``."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._get = attrgetter(path)
-
-    @overload
-    def __get__(self, owner: None, kind: type) -> Part[T]: ...
-
-    @overload
-    def __get__(self, owner: object, kind: type) -> T: ...
-
-    def __get__(self, owner: object | None, kind: type) -> Part[T] | T:
-        return self if owner is None else cast(T, self._get(owner))
-
-    def __set__(self, owner: object, value: object) -> None:  # a figure of a frozen result, as a property's would be
-        raise AttributeError(f"cannot set a figure read from {self.path}: the result is frozen")
-
+__all__ = ["Measured"]
 
 
 @dataclass(frozen=True)

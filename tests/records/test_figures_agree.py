@@ -14,7 +14,8 @@ from fakes import FAKE_FOOTPRINT, fake_result
 
 from pytest_roofline.analysis.program.info import SourceWork
 from pytest_roofline.analysis.verdict.census import Census
-from pytest_roofline.result.figures import Measured, Part
+from pytest_roofline.base.part_of import Part
+from pytest_roofline.result.figures import Measured
 from pytest_roofline.result.recorded_result import RecordedResult, figure_fields
 
 RESULT = fake_result(0.5)
