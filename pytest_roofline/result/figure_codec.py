@@ -76,10 +76,14 @@ def _read(kind: Any, value: Any, name: str) -> Any:
     if origin is Literal:
         return choose(value, args, f"{name} {value!r}")
     if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"{name} {value!r} is not a list")
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(decode(args[0], v, name) for v in value)
         return tuple(decode(a, v, name) for a, v in zip(args, value, strict=True))
     if origin in (Mapping, dict):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{name} {value!r} is not an object")
         return {str(k): decode(args[1], v, name) for k, v in value.items() if v is not None or _optional(args[1])[1]}
     if kind is bool:
         if not isinstance(value, bool):

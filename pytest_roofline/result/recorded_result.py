@@ -37,7 +37,7 @@ from .figure_codec import decode, encode, typed
 if TYPE_CHECKING:
     from .figures import Measured
 
-__all__ = ["RecordedResult", "ops_note"]
+__all__ = ["RecordedResult", "figure_fields", "ops_note"]
 
 
 def _of(path: str, default: Any) -> Any:

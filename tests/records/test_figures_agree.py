@@ -62,3 +62,16 @@ def test_a_figure_missing_from_an_older_report_is_its_default_and_a_required_one
     del data["device_time_s"]
     with pytest.raises(KeyError, match="device_time_s"):
         RecordedResult.from_dict(data)
+
+
+@pytest.mark.parametrize(("key", "value", "said"), [
+    ("matrix_flops", "many", "matrix_flops 'many' is not an object"),
+    ("per_run_s", 0.001, "per_run_s 0.001 is not a list"),
+    ("counts_lower_bound", "no", "counts_lower_bound 'no' is not true or false"),
+    ("bound", "sideways", "bound 'sideways'"),
+    ("runs", None, "runs is null"),
+])
+def test_a_malformed_figure_is_an_error_that_names_it(key: str, value: object, said: str) -> None:
+    data = {**RESULT.to_dict(), key: value}
+    with pytest.raises((TypeError, ValueError), match=said):
+        RecordedResult.from_dict(data)
