@@ -12,10 +12,12 @@ The script is always the head's; the plugin it runs is the side's own (the base'
 project compared is pytest-roofline itself). It reaches that plugin through two names only: the modes plugin
 (``pytest_roofline.plugin.ab.side_modes``, loaded with ``-p`` so that xdist's workers load it too) and, with
 ``--serve``, ``pytest_roofline.plugin.ab.server.serving``, whose first message says its protocol version
-(:mod:`pytest_roofline.ab.protocol`). With ``--once`` (a round's side that runs to its end) every kernel is
-measured once; with ``--serve`` the process stays up and runs the tests it is asked for (``server.py``). A plugin from
-before these names cannot serve: the script says so in one line and exits, and the comparison measures that side in
-processes that run to their end; there ``--once`` sets the older plugin's own flag.
+(:mod:`pytest_roofline.ab.protocol`). With ``--once`` (a round's side that runs to its end) every kernel is measured
+once: the modes plugin reads that task from the variable the driver sets (:mod:`pytest_roofline.ab.side_task`), and
+only a plugin from before the modes needs the flag itself; with ``--serve`` the process stays up and runs the tests
+it is asked for (``server.py``). A plugin from before these names cannot serve: the script says so in one line and
+exits, and the comparison measures that side in processes that run to their end; there ``--once`` sets the older
+plugin's own flag.
 
 Only the standard library is imported before the finder is in place (pytest comes after it, so that a project
 that is itself a pytest plugin runs its base revision too).
