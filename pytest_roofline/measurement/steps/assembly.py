@@ -12,9 +12,7 @@ import jaxlib
 from ...analysis.program.walk import constant_bytes, does_no_work, empty_inputs_note
 from ...base.calls import KernelCall
 from ...result.result import ProgramInfo, Result
-from ..compiled import (
-    CompiledProgram,
-)
+from ..compiled import CompiledProgram
 from ..fingerprint import program_fingerprint
 from ..machine.reference_runs import live_ceilings
 from ..notes import result_hints, result_notes

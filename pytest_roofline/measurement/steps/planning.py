@@ -16,9 +16,7 @@ from ...analysis.runs.hosts import Topology
 from ...base.kinds import CeilingsUsed
 from ...hardware.per_device import Picked
 from ...hardware.spec import HardwareSpec
-from ..compiled import (
-    CompiledProgram,
-)
+from ..compiled import CompiledProgram
 from ..machine.eviction import cache_size
 from ..machine.reference_runs import LivePlan, live_plan, planned_touch_s
 from ..options import MeasureOptions
@@ -75,7 +73,7 @@ class Plan:
     @property
     def charged(self) -> bool:
         """Whether the roofline charges the first touch."""
-        return self.touch is not None and self.options.first_touch == "include"
+        return _charges(self.touch, self.options)
 
 
 def planned(label: str, options: MeasureOptions, program: CompiledProgram, module: HloModule, counts: Counts, *,
@@ -89,12 +87,15 @@ def planned(label: str, options: MeasureOptions, program: CompiledProgram, modul
     modelled = Modeller(options, program, spec, buffers, written, topology)
     model = modelled(module, counts)
     touch = _first_touch(spec, footprint, program.platform)
-    charged = touch is not None and options.first_touch == "include"
-    live = live_plan(spec, used, model, program.platform, planned_touch_s(touch) if charged else 0.0)
+    live = live_plan(spec, used, model, program.platform, planned_touch_s(touch) if _charges(touch, options) else 0.0)
     used = "calibrated" if live.reference is None and used == "live" else used
     picked, aim = options.threshold_on(spec)
     return Plan(label, options, program, module, spec, used, footprint=footprint, cache=cache, topology=topology,
                  modelled=modelled, model=model, touch=touch, live=live, peers=peers, picked=picked, aim=aim)
+
+
+def _charges(touch: FirstTouch | None, options: MeasureOptions) -> bool:
+    return touch is not None and options.first_touch == "include"
 
 
 def _written(module: HloModule, footprint: MemoryFootprint | None) -> float:
