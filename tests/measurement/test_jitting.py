@@ -269,3 +269,19 @@ def test_a_pytree_that_converts_its_leaves_is_measured_under_the_users_own_jit()
     program = compile_program(shift, (d, x), {}, "shift")  # before: "cannot trace it with the given arguments"
     assert "refuses the arguments' own tree" in program.staged_via
     assert jnp.allclose(_run(program)[0], -1.0)
+
+
+def test_a_jitted_function_whose_static_argument_follows_a_traced_number_is_told_apart_by_its_type() -> None:
+    """As dm-pix's README jits ``gaussian_blur(image, sigma, kernel_size)``: the sigma (a Python float) is traced,
+    the kernel size (an int) static. Both are numbers, so the tree alone cannot tell which the lowering left out;
+    its argument's dtype (float32, not int32) does. Two numbers of one type stay ambiguous: the error says so."""
+
+    def blur(x: Any, sigma: Any, size: int) -> Any:
+        return x * sigma + size
+
+    jitted = jax.jit(blur, static_argnums=(2,))
+    program = compile_program(jitted, (jnp.ones(4), 2.0, 9), {}, "blur")
+    assert program.static == ("argument 2=9",)
+    assert jnp.allclose(_run(program), jnp.ones(4) * 2.0 + 9)
+    with pytest.raises(MeasureError, match="cannot tell which of its 3 positional arguments are static"):
+        compile_program(jitted, (jnp.ones(4), 2, 9), {}, "blur")

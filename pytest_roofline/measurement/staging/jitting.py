@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from ...base.errors import MeasureError
 from .library_jit import stage_library_jit
@@ -136,11 +137,22 @@ def _dynamic_args(name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
         rest = tuple(a for i, a in enumerate(args) if i not in static)
         if jax.tree_util.tree_structure(rest) == target:
             matches.append((rest, static))
+    if len(matches) > 1:  # e.g. (x, 2.0, 9) with 9 static: the traced one is the float its lowering has
+        matches = [m for m in matches if _typed_alike(m[0], info_args)]
     if len(matches) != 1:
         raise MeasureError(f"{name}: cannot tell which of its {len(args)} positional arguments are static; "
                            f"bind static arguments with functools.partial before measuring")
     rest, static = matches[0]
     return rest, dyn_kwargs, tuple(f"argument {i}={_shown(args[i])}" for i in static) + static_kwargs
+
+
+def _typed_alike(args: tuple[Any, ...], info_args: Any) -> bool:
+    """Whether each leaf of ``args`` has the shape and dtype the lowering gives the argument in its place."""
+    try:
+        return all(jnp.shape(a) == tuple(i.shape) and jnp.result_type(a) == i.dtype
+                   for a, i in zip(jax.tree_util.tree_leaves(args), jax.tree_util.tree_leaves(info_args), strict=True))
+    except (TypeError, ValueError):  # a leaf with no shape or dtype (an object): not this one
+        return False
 
 
 def _not_arrays(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
