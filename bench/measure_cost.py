@@ -16,8 +16,9 @@ The ratios the bench prints: the process's wall time over the time the kernels s
 states it (the sum over kernels of runs x median device time); and over the suite's floor, what it cannot avoid:
 the wall time of a fresh ``pytest --collect-only`` process (interpreter, pytest, JAX, the test modules) plus the
 compiles and the timed runs' wall clock; and over that floor with the tests' own work added (their setup, call and
-teardown times as ``--durations`` gives them, less the time in roofline calls: making their inputs, their fixtures),
-which no measurement could skip. Nothing is asserted.
+teardown times as ``--durations`` gives them, less the time in roofline calls: making their inputs, their fixtures;
+plus the "inputs" phase, the roofline calls' wait for those inputs), which no measurement could skip. Nothing is
+asserted.
 """
 
 from __future__ import annotations
@@ -123,13 +124,15 @@ def collection_wall(suite: str, extra: list[str]) -> float:
 
 def print_floor(totals: dict[str, float], collect: float, in_tests: float) -> tuple[float, float]:
     """The suite's wall time against what it cannot avoid: collection, the compiles and the timed runs; and with the
-    tests' own work too (their time outside the roofline calls: making their inputs, their fixtures)."""
+    tests' own work too: their time outside the roofline calls (their fixtures, the inputs they dispatch) and the
+    "inputs" phase inside them (waiting for those arrays, which JAX computes asynchronously)."""
     floor = collect + totals["compile"] + totals["timed runs"]
-    own = max(in_tests - totals["in kernels"], 0.0)
+    own = max(in_tests - totals["in kernels"], 0.0) + totals["inputs"]
     print(f"floor: collection {collect:.2f} s + compile {totals['compile']:.2f} s + timed runs "
           f"{totals['timed runs']:.2f} s = {floor:.2f} s; wall / floor: {totals['wall'] / floor:.2f}x")
     print(f"with the tests' own work ({in_tests:.2f} s in the tests, {totals['in kernels']:.2f} s of it in roofline "
-          f"calls): {floor + own:.2f} s; wall / that floor: {totals['wall'] / (floor + own):.2f}x")
+          f"calls, {totals['inputs']:.2f} s of those waiting for the tests' inputs): {floor + own:.2f} s; "
+          f"wall / that floor: {totals['wall'] / (floor + own):.2f}x")
     return totals["wall"] / floor, totals["wall"] / (floor + own)
 
 

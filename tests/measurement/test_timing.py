@@ -81,6 +81,24 @@ def test_a_warm_up_run_of_a_second_or_more_says_the_timing_at_once(monkeypatch: 
     assert said == ["timing jit_slow: a warm-up run took 1.2 s; at least 5 runs (about 6 s), at most 60 s"]
 
 
+def test_a_reference_is_warmed_up_once_in_a_process_not_beside_every_kernel() -> None:
+    """Two kernels warmed up beside the same reference: it runs after the first kernel's warm-up only; another
+    reference is warmed up in its turn."""
+    ran: list[str] = []
+
+    def reference_run(_: object) -> None:
+        ran.append("reference")
+
+    def other_run(_: object) -> None:
+        ran.append("other")
+
+    settings = TimingSettings(warmup=2)
+    for execute in (reference_run, reference_run, other_run):
+        timing.warm_up(lambda: None, lambda _: ran.append("kernel"), settings,
+                       timing.Beside("jit_reference", lambda: None, execute), probe=False)
+    assert ran == ["kernel", "reference", "kernel", "kernel", "kernel", "kernel", "other", "kernel"]
+
+
 def test_reference_runs_bracket_the_kernel_and_count_against_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fake clock: kernel runs of 120 ms each get a reference after every run; runs of 10 ms one after every tenth
     (once 100 ms have passed since the last), and one after the last run whatever the time."""
@@ -221,6 +239,18 @@ def test_the_cache_is_evicted_after_the_inputs_are_prepared_and_outside_the_cloc
     assert order[:9] == ["prepare", "evict", "run"] * 3
     assert order[9:] == ["prepare", "run"] * 3  # one untimed warm run, then the two warm check runs
     assert runs.walls == pytest.approx([0.01] * 3) and runs.warm == pytest.approx([0.01] * 2)
+
+
+@pytest.mark.parametrize(("run_s", "checked"), [(0.001, 5), (0.012, 5), (0.02, 3), (0.5, 3)])
+def test_the_warm_check_stops_at_three_runs_once_they_took_a_tenth_of_the_sampling_time(
+        monkeypatch: pytest.MonkeyPatch, run_s: float, checked: int) -> None:
+    """A fake clock, 0.5 s of minimum sampling time: five warm runs of 1 ms or 12 ms (60 ms in all); three of 20 ms
+    (60 ms: a tenth reached) or of half a second."""
+    clock = FakeClock([run_s])
+    monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
+    runs = timing.run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=3, max_runs=3, min_time_s=0.5),
+                                  cache=timing.CacheRuns(lambda: None, warm_check=5))
+    assert len(runs.warm) == checked
 
 
 def test_a_program_of_many_ops_keeps_its_trace_within_budget() -> None:
