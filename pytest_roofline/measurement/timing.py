@@ -206,14 +206,15 @@ def run_adaptively(prepare: Callable[[], Any], execute: Callable[[Any], Any], se
         with phase("cache state"):
             outputs = execute(prepare())  # the first warm run fills the cache: untimed
             del outputs
-        while len(runs.warm) < cache.warm_check and not _checked_enough(runs.warm, settings):
+        # Processes in lockstep make every warm run: each run of their program waits for all of them.
+        while len(runs.warm) < cache.warm_check and (agree is not None or not _checked_enough(runs.warm, settings)):
             runs.warm.append(_timed(prepare, execute, WARM_RUN_MARKER, len(runs.warm)).wall)
     return runs
 
 
 # The warm runs that check a cold measurement stop after this many once they have taken WARM_CHECK_SHARE of the
-# minimum sampling time: a check of a 37 ms kernel took 0.2 s, beside its 0.5 s of cold runs, and a slower CPU's
-# runs are longer still.
+# minimum sampling time (a check of a 37 ms kernel took 0.2 s, beside its 0.5 s of cold runs, and a slower CPU's runs
+# are longer still); not in a program that spans processes, whose processes must make the same runs.
 WARM_CHECK_LEAST = 3
 WARM_CHECK_SHARE = 0.1
 

@@ -251,6 +251,11 @@ def test_the_warm_check_stops_at_three_runs_once_they_took_a_tenth_of_the_sampli
     runs = timing.run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=3, max_runs=3, min_time_s=0.5),
                                   cache=timing.CacheRuns(lambda: None, warm_check=5))
     assert len(runs.warm) == checked
+    # Processes in lockstep make every warm run whatever they took: each run of their program waits for all of them.
+    lockstep = timing.run_adaptively(lambda: None, clock.run, TimingSettings(min_runs=3, max_runs=3, min_time_s=0.5),
+                                      cache=timing.CacheRuns(lambda: None, warm_check=5),
+                                      agree=lambda vote: vote != "more")
+    assert len(lockstep.warm) == 5
 
 
 def test_a_program_of_many_ops_keeps_its_trace_within_budget() -> None:
