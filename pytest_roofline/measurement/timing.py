@@ -76,7 +76,8 @@ class Timed:
 @dataclass(frozen=True)
 class CacheRuns:
     """The cache state of the timed runs: ``evict`` (None: warm) runs after each run's inputs are prepared and
-    before its clock starts; ``warm_check`` warm runs follow the timed ones, to tell whether the eviction took."""
+    before its clock starts; up to ``warm_check`` warm runs follow the timed ones, to tell whether the eviction took
+    (see :data:`WARM_CHECK_LEAST`)."""
 
     evict: Callable[[], None] | None = None
     warm_check: int = 0
@@ -257,8 +258,8 @@ def _loop(runs: Runs, prepare: Callable[[], Any], execute: Callable[[Any], Any],
         runs.add(True, _timed(beside.prepare, beside.execute, REFERENCE_RUN_MARKER, len(ref_walls)))
 
 
-# The reference kernels (their ``execute``) that have run in this process: each is warmed up once, not beside every
-# kernel's warm-up (a reference run of 5-10 ms per kernel, a second of the example suite's 18 kernels on a 2-core CPU).
+# The reference kernels (their ``execute``) warmed up in this process: each once, not beside every kernel's warm-up
+# (a reference run of 7-16 ms per kernel, about 0.2 s of the example suite's 18 kernels on a 2-core Xeon VM).
 _WARMED: weakref.WeakSet[Callable[[Any], Any]] = weakref.WeakSet()
 
 
